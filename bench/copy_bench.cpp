@@ -1,0 +1,309 @@
+// cmt-bench-copy: a plain CUDA program that times pageable cudaMemcpy three ways in one process:
+//   default  - CUDA's own cudaMemcpy on pageable memory (looked up inside libcudart, past cmt)
+//   cmt      - the same call through the cudaMemcpy symbol, which libcmt.so interposes
+//   pinned   - CUDA's cudaMemcpy on a cudaMallocHost buffer: the ceiling
+// Rounds alternate the three (in rotating order) so drift hits all alike; each copy is timed to
+// completion (call + device synchronize), and the bytes are checked after every copy. If libcmt.so
+// is not preloaded, the program re-executes itself with it (found beside this executable).
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using MemcpyFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
+
+#define CHECK(x)                                                                           \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "cmt-bench-copy: %s failed: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+struct Options {
+  std::vector<size_t> sizes = {256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20,
+                               1u << 30};
+  int reps = 10;
+  int device = 0;
+  std::string json;
+};
+
+[[noreturn]] void usage(const char* why) {
+  std::fprintf(stderr,
+               "cmt-bench-copy: %s\nusage: cmt-bench-copy [--sizes 1M,64M,1G] [--reps N] "
+               "[--device N] [--json FILE]\n",
+               why);
+  std::exit(2);
+}
+
+size_t parse_size(const std::string& s) {
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+  std::string suffix(end);
+  if (end == s.c_str()) usage(("bad size '" + s + "'").c_str());
+  if (suffix == "K" || suffix == "k") v <<= 10;
+  else if (suffix == "M" || suffix == "m") v <<= 20;
+  else if (suffix == "G" || suffix == "g") v <<= 30;
+  else if (!suffix.empty()) usage(("bad size suffix in '" + s + "' (expected K, M or G)").c_str());
+  if (v == 0) usage("sizes must be positive");
+  return static_cast<size_t>(v);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage((a + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (a == "--sizes") {
+      o.sizes.clear();
+      std::string list = value(), item;
+      for (size_t p = 0; p <= list.size(); ++p) {
+        if (p == list.size() || list[p] == ',') {
+          o.sizes.push_back(parse_size(item));
+          item.clear();
+        } else {
+          item += list[p];
+        }
+      }
+    } else if (a == "--reps") {
+      o.reps = std::atoi(value().c_str());
+      if (o.reps < 1) usage("--reps must be at least 1");
+    } else if (a == "--device") {
+      o.device = std::atoi(value().c_str());
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      usage(("unknown argument '" + a + "'").c_str());
+    }
+  }
+  return o;
+}
+
+std::string object_of(const void* addr) {
+  Dl_info info{};
+  if (dladdr(addr, &info) && info.dli_fname) return info.dli_fname;
+  return "?";
+}
+
+// Re-executes with libcmt.so preloaded unless it already is.
+void ensure_preloaded(char** argv) {
+  if (object_of(reinterpret_cast<const void*>(&cudaMemcpy)).find("libcmt.so") != std::string::npos)
+    return;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) usage("cannot find my own path to locate libcmt.so");
+  self[n] = 0;
+  std::string dir(self);
+  dir = dir.substr(0, dir.find_last_of('/'));
+  std::string lib = dir + "/libcmt.so";
+  if (access(lib.c_str(), R_OK) != 0) usage(("libcmt.so not found at " + lib).c_str());
+  if (getenv("CMT_BENCH_REEXEC")) usage("libcmt.so is preloaded but cudaMemcpy is not its hook");
+  std::string preload = lib;
+  if (const char* old = getenv("LD_PRELOAD")) preload += std::string(":") + old;
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  setenv("CMT_BENCH_REEXEC", "1", 1);
+  execv(self, argv);
+  usage("cannot re-execute with libcmt.so preloaded");
+}
+
+// CUDA's own cudaMemcpy, looked up in the libcudart that this program loaded, past any preload.
+MemcpyFn cuda_own_memcpy() {
+  std::string cudart = object_of(reinterpret_cast<const void*>(&cudaGetDeviceCount));
+  void* h = dlopen(cudart.c_str(), RTLD_LAZY | RTLD_NOLOAD);
+  if (!h) usage(("cannot reopen " + cudart).c_str());
+  auto fn = reinterpret_cast<MemcpyFn>(dlsym(h, "cudaMemcpy"));
+  if (!fn) usage("libcudart has no cudaMemcpy");
+  return fn;
+}
+
+std::string read_first(const char* path, const char* key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) {
+      auto p = line.find(':');
+      std::string v = p == std::string::npos ? line : line.substr(p + 1);
+      v.erase(0, v.find_first_not_of(" \t"));
+      return v;
+    }
+  return "?";
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\';
+    o += c;
+  }
+  return o;
+}
+
+struct Sample {
+  std::vector<double> gbps;
+  double median() const {
+    std::vector<double> v = gbps;
+    std::sort(v.begin(), v.end());
+    size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  }
+  double lo() const { return *std::min_element(gbps.begin(), gbps.end()); }
+  double hi() const { return *std::max_element(gbps.begin(), gbps.end()); }
+};
+
+const char* kModes[] = {"default", "cmt", "pinned"};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt = parse(argc, argv);
+  ensure_preloaded(argv);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "cmt-bench-copy: no CUDA GPU found\n");
+    return 1;
+  }
+  if (opt.device < 0 || opt.device >= devices) usage("--device out of range");
+  CHECK(cudaSetDevice(opt.device));
+  MemcpyFn cuda_memcpy = cuda_own_memcpy();
+  MemcpyFn cmt_memcpy = &cudaMemcpy;
+
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, opt.device));
+  int driver = 0;
+  cudaDriverGetVersion(&driver);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const std::string cpu = read_first("/proc/cpuinfo", "model name");
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  std::printf("cmt-bench-copy  %s  GPU %d: %s  CPU: %s (%ld cores)  driver %d\n", date, opt.device,
+              prop.name, cpu.c_str(), cores, driver);
+  std::printf("cudaMemcpy symbol from %s; default path from %s\n",
+              object_of(reinterpret_cast<const void*>(cmt_memcpy)).c_str(),
+              object_of(reinterpret_cast<const void*>(&cudaGetDeviceCount)).c_str());
+
+  const size_t max_bytes = *std::max_element(opt.sizes.begin(), opt.sizes.end());
+  // The user's pageable buffers, touched once so page faults stay out of the figures (the
+  // fresh-memory case is its own benchmark).
+  auto* pageable = static_cast<unsigned char*>(std::malloc(max_bytes));
+  auto* pageable_out = static_cast<unsigned char*>(std::malloc(max_bytes));
+  unsigned char* pinned = nullptr;
+  unsigned char* check = nullptr;
+  void* dev = nullptr;
+  if (!pageable || !pageable_out) usage("out of host memory");
+  CHECK(cudaMallocHost(&pinned, max_bytes));
+  CHECK(cudaMallocHost(&check, max_bytes));
+  CHECK(cudaMalloc(&dev, max_bytes));
+  for (size_t i = 0; i < max_bytes; ++i) pageable[i] = static_cast<unsigned char>(i * 131 + 7);
+  std::memcpy(pinned, pageable, max_bytes);
+  std::memset(pageable_out, 0, max_bytes);
+
+  struct Row {
+    size_t bytes;
+    const char* dir;
+    Sample s[3];
+  };
+  std::vector<Row> rows;
+  long wrong = 0;
+  for (size_t bytes : opt.sizes) {
+    for (int d = 0; d < 2; ++d) {
+      const bool h2d = d == 0;
+      Row row{bytes, h2d ? "h2d" : "d2h", {}};
+      for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
+        for (int k = 0; k < 3; ++k) {
+          const int mode = (k + rep + 3) % 3;  // rotate which mode goes first
+          unsigned char* hostbuf = mode == 2 ? pinned : (h2d ? pageable : pageable_out);
+          MemcpyFn fn = mode == 1 ? cmt_memcpy : cuda_memcpy;
+          if (!h2d) {
+            CHECK(cuda_memcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));  // known contents
+            CHECK(cudaDeviceSynchronize());
+            if (mode != 2) std::memset(hostbuf, 0, bytes);  // (its pages stay mapped)
+          } else {
+            CHECK(cudaMemset(dev, 0, bytes));
+            CHECK(cudaDeviceSynchronize());
+          }
+          auto t0 = std::chrono::steady_clock::now();
+          if (h2d)
+            CHECK(fn(dev, hostbuf, bytes, cudaMemcpyHostToDevice));
+          else
+            CHECK(fn(hostbuf, dev, bytes, cudaMemcpyDeviceToHost));
+          CHECK(cudaDeviceSynchronize());
+          double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+          if (rep >= 0) row.s[mode].gbps.push_back(bytes / s / 1e9);
+          // Every copy's bytes are checked.
+          if (h2d) {
+            CHECK(cuda_memcpy(check, dev, bytes, cudaMemcpyDeviceToHost));
+            if (std::memcmp(check, pageable, bytes) != 0) ++wrong;
+          } else if (std::memcmp(hostbuf, pinned, bytes) != 0) {
+            ++wrong;
+          }
+        }
+      }
+      rows.push_back(row);
+      const Row& r = rows.back();
+      std::printf("%10zu %s  default %6.2f [%6.2f-%6.2f]  cmt %6.2f [%6.2f-%6.2f]  pinned %6.2f "
+                  "[%6.2f-%6.2f] GB/s  cmt/default %5.2fx  cmt/pinned %4.2f\n",
+                  bytes, r.dir, r.s[0].median(), r.s[0].lo(), r.s[0].hi(), r.s[1].median(),
+                  r.s[1].lo(), r.s[1].hi(), r.s[2].median(), r.s[2].lo(), r.s[2].hi(),
+                  r.s[1].median() / r.s[0].median(), r.s[1].median() / r.s[2].median());
+      std::fflush(stdout);
+    }
+  }
+  if (wrong) std::printf("WRONG BYTES in %ld copies\n", wrong);
+
+  if (!opt.json.empty()) {
+    std::FILE* f = std::fopen(opt.json.c_str(), "w");
+    if (!f) usage(("cannot write " + opt.json).c_str());
+    std::string cmdline;
+    for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
+    std::fprintf(f,
+                 "{\n  \"benchmark\": \"cmt-bench-copy\",\n  \"date\": \"%s\",\n  \"command\": "
+                 "\"%s\",\n  \"machine\": {\"host\": \"%s\", \"cpu\": \"%s\", \"cores\": %ld, "
+                 "\"gpu\": \"%s\", \"pci_bus\": \"%04x:%02x:%02x\", \"driver\": %d},\n  "
+                 "\"reps\": %d,\n  \"wrong_copies\": %ld,\n  \"env\": {",
+                 date, json_escape(cmdline).c_str(), json_escape(host).c_str(),
+                 json_escape(cpu).c_str(), cores, json_escape(prop.name).c_str(), prop.pciDomainID,
+                 prop.pciBusID, prop.pciDeviceID, driver, opt.reps, wrong);
+    bool first = true;
+    for (char** e = environ; *e; ++e)
+      if (std::strncmp(*e, "CMT_", 4) == 0 && std::strncmp(*e, "CMT_BENCH", 9) != 0) {
+        std::string kv = *e;
+        auto eq = kv.find('=');
+        std::fprintf(f, "%s\"%s\": \"%s\"", first ? "" : ", ", json_escape(kv.substr(0, eq)).c_str(),
+                     json_escape(kv.substr(eq + 1)).c_str());
+        first = false;
+      }
+    std::fprintf(f, "},\n  \"results\": [\n");
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      std::fprintf(f, "    {\"bytes\": %zu, \"direction\": \"%s\"", r.bytes, r.dir);
+      for (int m = 0; m < 3; ++m) {
+        std::fprintf(f, ", \"%s\": {\"median_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f}",
+                     kModes[m], r.s[m].median(), r.s[m].lo(), r.s[m].hi());
+      }
+      std::fprintf(f, ", \"cmt_over_default\": %.3f, \"cmt_over_pinned\": %.3f}%s\n",
+                   r.s[1].median() / r.s[0].median(), r.s[1].median() / r.s[2].median(),
+                   i + 1 < rows.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+  }
+  return wrong ? 1 : 0;
+}

@@ -1,0 +1,85 @@
+#include "run_command.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "options.h"
+
+namespace cmt::cli {
+namespace {
+
+bool is_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+
+std::string executable_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<std::size_t>(n));
+  return path.substr(0, path.find_last_of('/'));
+}
+
+}  // namespace
+
+std::string find_library() {
+  if (const char* env = std::getenv("CMT_LIBRARY"); env && *env) return env;
+  const std::string dir = executable_dir();
+  for (const char* rel : {"/libcmt.so", "/../lib/libcmt.so", "/../lib/cmt/libcmt.so"})
+    if (is_file(dir + rel)) return dir + rel;
+  return {};
+}
+
+std::string preload_value(const std::string& library, const char* existing) {
+  std::string out = library;
+  if (!existing) return out;
+  // LD_PRELOAD entries are separated by spaces or colons.
+  std::string item;
+  std::stringstream ss(existing);
+  while (std::getline(ss, item, ':')) {
+    std::stringstream words(item);
+    std::string word;
+    while (words >> word)
+      if (word != library) out += ":" + word;
+  }
+  return out;
+}
+
+int run_command(const std::vector<std::string>& command, bool verbose) {
+  if (command.empty()) {
+    std::fprintf(stderr, "cmt run: no command given; usage: cmt run [-v] -- CMD [ARGS...]\n");
+    return 2;
+  }
+  const std::string library = find_library();
+  if (library.empty()) {
+    std::fprintf(stderr,
+                 "cmt run: libcmt.so not found beside %s or in ../lib; set CMT_LIBRARY to its "
+                 "path\n",
+                 executable_dir().c_str());
+    return 2;
+  }
+  const std::string preload = preload_value(library, std::getenv("LD_PRELOAD"));
+  setenv("LD_PRELOAD", preload.c_str(), 1);
+  if (verbose) {
+    Config config;
+    std::vector<std::string> errors;
+    apply_environment(config, errors);
+    for (const std::string& e : errors) std::fprintf(stderr, "cmt run: %s\n", e.c_str());
+    std::fprintf(stderr, "cmt run: LD_PRELOAD=%s\ncmt run: effective configuration:\n%s",
+                 preload.c_str(), describe(config).c_str());
+    if (!std::getenv("CMT_LOG")) setenv("CMT_LOG", "info", 1);
+  }
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  int err = errno;
+  std::fprintf(stderr, "cmt run: cannot run '%s': %s\n", argv[0], std::strerror(err));
+  return err == ENOENT ? 127 : 126;
+}
+
+}  // namespace cmt::cli

@@ -1,0 +1,21 @@
+// `cmt run -- CMD ARGS...`: runs CMD with libcmt.so preloaded. CMD replaces cmt (exec), so its
+// exit status and any signal that ends it reach the caller unchanged.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cmt::cli {
+
+// Where libcmt.so is: $CMT_LIBRARY, else beside the cmt executable, else ../lib[/cmt]. Empty if
+// not found.
+std::string find_library();
+
+// LD_PRELOAD for the child: libcmt.so first, any value already set kept after it (once).
+std::string preload_value(const std::string& library, const char* existing);
+
+// Execs `command`; returns only on failure, with the exit code to use (126/127) after printing
+// why.
+int run_command(const std::vector<std::string>& command, bool verbose);
+
+}  // namespace cmt::cli

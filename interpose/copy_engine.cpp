@@ -1,0 +1,342 @@
+#include "copy_engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "gpu_locality.h"
+#include "host_copy.h"
+#include "log.h"
+#include "staging_ring.h"
+#include "worker_pool.h"
+
+namespace cmt {
+namespace {
+
+// A slot still busy with a DMA on *another* stream may wait on work that only this caller can
+// release (a cross-stream event). Past this long without progress the engine stops and lets CUDA
+// finish the copy, so it can never deadlock where plain CUDA would not.
+constexpr auto kForeignStallLimit = std::chrono::milliseconds(100);
+
+std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+}  // namespace
+
+std::size_t piece_bytes_for(std::size_t bytes, unsigned threads, std::size_t slot_bytes) {
+  const std::size_t min_piece = std::min<std::size_t>(64 << 10, slot_bytes);
+  std::size_t per_worker = bytes / (2 * std::max(1u, threads));
+  return std::clamp(round_up(std::max<std::size_t>(per_worker, 1), 4096), min_piece, slot_bytes);
+}
+
+unsigned auto_threads(std::size_t local_cpus) {
+  return static_cast<unsigned>(std::clamp<std::size_t>(local_cpus / 2, 1, 8));
+}
+
+struct CopyEngine::Lane {
+  CUcontext ctx = nullptr;
+  Direction direction = Direction::HostToDevice;
+  std::timed_mutex busy;  // one copy at a time per context and direction; guards all below
+  std::unique_ptr<StagingRing> ring;
+  std::unique_ptr<WorkerPool> pool;
+  std::uint64_t next_ticket = 1;
+  CUresult unavailable = CUDA_SUCCESS;  // set if the lane could not be built: forward for good
+};
+
+CopyEngine::CopyEngine(const DriverApi& driver, const Config& config)
+    : driver_(driver), config_(config) {}
+
+CopyEngine::~CopyEngine() = default;
+
+CopyEngine::Lane* CopyEngine::lane_for(CUcontext ctx, Direction direction) {
+  std::lock_guard<std::mutex> lk(lanes_mu_);
+  for (auto& lane : lanes_)
+    if (lane->ctx == ctx && lane->direction == direction) return lane.get();
+  lanes_.push_back(std::make_unique<Lane>());
+  lanes_.back()->ctx = ctx;
+  lanes_.back()->direction = direction;
+  return lanes_.back().get();
+}
+
+CUresult CopyEngine::prepare(Lane& lane) {
+  if (lane.unavailable != CUDA_SUCCESS) return lane.unavailable;
+  if (lane.ring && !lane.ring->broken()) return CUDA_SUCCESS;
+  // A broken ring's DMAs are in an unknown state (e.g. its context was reset): leak it rather
+  // than free memory a DMA may still touch, and build a fresh one.
+  if (lane.ring) (void)lane.ring.release();
+  // Staging memory near the GPU, workers on its cores.
+  CUdevice device = 0;
+  char bus_id[64] = {};
+  std::string pci;
+  if (driver_.ctx_get_device(&device) == CUDA_SUCCESS &&
+      driver_.device_get_pci_bus_id(bus_id, sizeof(bus_id), device) == CUDA_SUCCESS)
+    pci = bus_id;
+  GpuLocality where = gpu_locality(pci);
+  CUresult r = CUDA_SUCCESS;
+  lane.ring = StagingRing::create(driver_, config_.slots, config_.chunk_bytes, where.numa_node, &r);
+  if (!lane.ring) {
+    lane.unavailable = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+    CMT_WARN_ONCE("cannot allocate {} x {} bytes of pinned staging memory (CUDA error {}); "
+                  "cmt forwards these copies to CUDA",
+                  config_.slots, config_.chunk_bytes, static_cast<int>(r));
+    return lane.unavailable;
+  }
+  if (!lane.pool) {
+    unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
+    try {
+      lane.pool = std::make_unique<WorkerPool>(threads, where.cpus);
+    } catch (...) {
+      lane.unavailable = CUDA_ERROR_OUT_OF_MEMORY;
+      lane.ring.reset();
+      CMT_WARN_ONCE("cannot start {} copy threads; cmt forwards these copies to CUDA", threads);
+      return lane.unavailable;
+    }
+    CMT_LOG(info, "lane ready: device {} ({}), NUMA node {}, {} threads, {} x {} KiB staging",
+            static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, threads,
+            config_.slots, config_.chunk_bytes >> 10);
+  }
+  return CUDA_SUCCESS;
+}
+
+CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
+  try {
+    if (request.bytes == 0) return {0, CUDA_SUCCESS};
+    CUcontext ctx = nullptr;
+    CUresult r = driver_.ctx_get_current(&ctx);
+    if (r != CUDA_SUCCESS || !ctx) return {0, r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_CONTEXT : r};
+    Lane& lane = *lane_for(ctx, request.direction);
+    // Another thread is copying the same way on this context. The link is the limit either way,
+    // so wait for it, but not forever: CUDA then takes the copy.
+    std::unique_lock<std::timed_mutex> hold(lane.busy, std::defer_lock);
+    if (!hold.try_lock_for(std::chrono::milliseconds(200))) return {0, CUDA_SUCCESS};
+    r = prepare(lane);
+    if (r != CUDA_SUCCESS) return {0, r};
+    return request.direction == Direction::HostToDevice ? host_to_device(lane, request)
+                                                        : device_to_host(lane, request);
+  } catch (...) {
+    return {0, CUDA_ERROR_UNKNOWN};
+  }
+}
+
+namespace {
+
+// Tracks how long the issuer has waited on a slot owned by another stream.
+class StallClock {
+ public:
+  bool expired(const StagingSlot& slot, CUstream stream) {
+    if (slot.dma_stream == stream) {
+      started_ = false;
+      return false;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (!started_) {
+      started_ = true;
+      since_ = now;
+    }
+    return now - since_ > kForeignStallLimit;
+  }
+  void progress() { started_ = false; }
+
+ private:
+  bool started_ = false;
+  std::chrono::steady_clock::time_point since_;
+};
+
+struct PieceLayout {
+  std::size_t bytes, piece, count;
+  std::size_t offset(std::size_t i) const { return i * piece; }
+  std::size_t length(std::size_t i) const { return std::min(piece, bytes - i * piece); }
+};
+
+class StageIn final : public PieceTask {  // H2D: user buffer -> slot
+ public:
+  StageIn(const char* src, const PieceLayout& l, StagingRing& ring, std::uint64_t base)
+      : src_(src), layout_(l), ring_(ring), base_(base) {}
+  void run_piece(std::size_t i) override {
+    StagingSlot& slot = ring_.slot(i);
+    copy_memcpy(slot.data, src_ + layout_.offset(i), layout_.length(i));
+    slot.ticket.store(base_ + i, std::memory_order_release);
+  }
+
+ private:
+  const char* src_;
+  PieceLayout layout_;
+  StagingRing& ring_;
+  std::uint64_t base_;
+};
+
+class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
+ public:
+  DrainOut(char* dst, const PieceLayout& l, StagingRing& ring, std::uint64_t base, bool streaming)
+      : dst_(dst), layout_(l), ring_(ring), base_(base), streaming_(streaming) {}
+  void run_piece(std::size_t i) override {
+    StagingSlot& slot = ring_.slot(i);
+    if (streaming_)
+      copy_streaming(dst_ + layout_.offset(i), slot.data, layout_.length(i));
+    else
+      copy_memcpy(dst_ + layout_.offset(i), slot.data, layout_.length(i));
+    slot.ticket.store(base_ + i, std::memory_order_release);
+  }
+
+ private:
+  char* dst_;
+  PieceLayout layout_;
+  StagingRing& ring_;
+  std::uint64_t base_;
+  bool streaming_;
+};
+
+// Records the slot's event after its DMA was enqueued. If that fails, the slot's DMA state is
+// unknown: drain the stream so the memory is safe to reuse, or give the ring up.
+CUresult record_dma(const DriverApi& driver, StagingRing& ring, StagingSlot& slot,
+                    CUstream stream) {
+  CUresult r = driver.event_record(slot.dma_done, stream);
+  if (r == CUDA_SUCCESS) {
+    slot.dma_pending = true;
+    slot.dma_stream = stream;
+    return r;
+  }
+  if (driver.stream_synchronize(stream) != CUDA_SUCCESS) ring.mark_broken();
+  return r;
+}
+
+}  // namespace
+
+CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
+  StagingRing& ring = *lane.ring;
+  WorkerPool& pool = *lane.pool;
+  if (req.synchronous) {
+    // cudaMemcpy from pageable memory synchronizes the stream before it copies.
+    CUresult r = driver_.stream_synchronize(req.stream);
+    if (r != CUDA_SUCCESS) return {0, r};
+  }
+  const std::size_t piece = piece_bytes_for(req.bytes, pool.size(), ring.slot_bytes());
+  const PieceLayout layout{req.bytes, piece, (req.bytes + piece - 1) / piece};
+  const std::uint64_t base = lane.next_ticket;
+  lane.next_ticket += layout.count;
+
+  StageIn task(static_cast<const char*>(req.host), layout, ring, base);
+  pool.begin(&task);
+  std::size_t published = 0, issued = 0;
+  CUresult status = CUDA_SUCCESS;
+  Backoff backoff;
+  StallClock stall;
+  while (issued < layout.count) {
+    bool progress = false;
+    // Hand workers every piece whose slot has no DMA in flight.
+    while (published < layout.count && published < issued + ring.size()) {
+      StagingSlot& slot = ring.slot(published);
+      CUresult r = ring.poll_idle(slot);
+      if (r == CUDA_ERROR_NOT_READY) {
+        if (stall.expired(slot, req.stream)) goto stop;
+        break;
+      }
+      if (r != CUDA_SUCCESS) {
+        ring.mark_broken();
+        status = r;
+        goto stop;
+      }
+      stall.progress();
+      pool.publish(++published);
+      progress = true;
+    }
+    // Enqueue the next piece's DMA as soon as a worker has staged it.
+    if (issued < published) {
+      StagingSlot& slot = ring.slot(issued);
+      if (slot.ticket.load(std::memory_order_acquire) == base + issued) {
+        CUresult r = driver_.memcpy_htod_async(req.device + layout.offset(issued), slot.data,
+                                               layout.length(issued), req.stream);
+        if (r != CUDA_SUCCESS) {
+          status = r;
+          goto stop;
+        }
+        r = record_dma(driver_, ring, slot, req.stream);
+        ++issued;  // the DMA is enqueued either way; only its slot's bookkeeping failed
+        if (r != CUDA_SUCCESS) {
+          status = r;
+          goto stop;
+        }
+        progress = true;
+      }
+    }
+    if (progress)
+      backoff.reset();
+    else
+      backoff.pause();
+  }
+stop:
+  pool.end();  // published pieces finish staging; nothing else touches the user's buffer after
+  return {std::min(issued * piece, req.bytes), status};
+}
+
+CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
+  StagingRing& ring = *lane.ring;
+  WorkerPool& pool = *lane.pool;
+  const std::size_t piece = piece_bytes_for(req.bytes, pool.size(), ring.slot_bytes());
+  const PieceLayout layout{req.bytes, piece, (req.bytes + piece - 1) / piece};
+  const std::uint64_t base = lane.next_ticket;
+  lane.next_ticket += layout.count;
+  const bool streaming = config_.d2h_method != CopyMethod::Memcpy;
+
+  DrainOut task(static_cast<char*>(req.host), layout, ring, base, streaming);
+  pool.begin(&task);
+  std::size_t issued = 0, landed = 0;
+  CUresult status = CUDA_SUCCESS;
+  Backoff backoff;
+  StallClock stall;
+  while (landed < layout.count) {
+    bool progress = false;
+    // DMA into every slot that is free: its previous piece drained, no DMA in flight.
+    while (issued < layout.count && issued < landed + ring.size()) {
+      StagingSlot& slot = ring.slot(issued);
+      if (issued >= ring.size() &&
+          slot.ticket.load(std::memory_order_acquire) != base + issued - ring.size())
+        break;
+      CUresult r = ring.poll_idle(slot);
+      if (r == CUDA_ERROR_NOT_READY) {
+        if (stall.expired(slot, req.stream)) goto stop;
+        break;
+      }
+      if (r != CUDA_SUCCESS) {
+        ring.mark_broken();
+        status = r;
+        goto stop;
+      }
+      stall.progress();
+      r = driver_.memcpy_dtoh_async(slot.data, req.device + layout.offset(issued),
+                                    layout.length(issued), req.stream);
+      if (r != CUDA_SUCCESS) {
+        status = r;
+        goto stop;
+      }
+      r = record_dma(driver_, ring, slot, req.stream);
+      if (r != CUDA_SUCCESS) {
+        status = r;
+        goto stop;
+      }
+      ++issued;
+      progress = true;
+    }
+    // Hand workers each piece whose DMA has landed, in order.
+    if (landed < issued) {
+      CUresult r = ring.poll_idle(ring.slot(landed));
+      if (r == CUDA_SUCCESS) {
+        pool.publish(++landed);
+        progress = true;
+      } else if (r != CUDA_ERROR_NOT_READY) {
+        ring.mark_broken();
+        status = r;
+        goto stop;
+      }
+    }
+    if (progress)
+      backoff.reset();
+    else
+      backoff.pause();
+  }
+stop:
+  pool.end();  // every landed piece is in the user's buffer when this returns
+  return {std::min(landed * piece, req.bytes), status};
+}
+
+}  // namespace cmt

@@ -1,0 +1,74 @@
+// The copy engine: moves one pageable-host <-> device copy through a ring of pinned staging
+// buffers, with a pool of CPU threads filling (H2D) or draining (D2H) the buffers while the GPU's
+// copy engine DMAs the others, every DMA ordered on the caller's stream. It knows nothing of
+// symbol names and reaches CUDA only through a DriverApi table, so tests drive it with a fake.
+// It never throws; whatever it could not do is reported as a prefix done, for the caller to
+// forward the rest to CUDA.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "driver_api.h"
+#include "options.h"
+
+namespace cmt {
+
+enum class Direction { HostToDevice, DeviceToHost };
+
+struct CopyRequest {
+  Direction direction = Direction::HostToDevice;
+  void* host = nullptr;      // pageable: the source of H2D, the destination of D2H
+  CUdeviceptr device = 0;
+  std::size_t bytes = 0;
+  CUstream stream = CU_STREAM_LEGACY;  // explicit: a user stream, CU_STREAM_LEGACY or _PER_THREAD
+  bool synchronous = false;  // cudaMemcpy: H2D waits for the stream before copying
+};
+
+struct CopyOutcome {
+  // Bytes [0, bytes_done) are handled: staged and their DMAs enqueued (H2D), or in the user's
+  // buffer (D2H). The caller forwards the rest to CUDA. `status` says why the engine stopped
+  // short (CUDA_SUCCESS when it did not, or when it merely declined to wait).
+  std::size_t bytes_done = 0;
+  CUresult status = CUDA_SUCCESS;
+};
+
+// The piece one worker handles in a copy of `bytes`: small enough that each of `threads` workers
+// gets about two pieces (so the first DMA starts early), at least 64 KiB (so per-DMA overhead
+// stays small), at most a staging slot.
+std::size_t piece_bytes_for(std::size_t bytes, unsigned threads, std::size_t slot_bytes);
+
+// Workers per lane when the configuration says 0: half the GPU's local cores, at most 8, leaving
+// room for the application and the issuing thread.
+unsigned auto_threads(std::size_t local_cpus);
+
+class CopyEngine {
+ public:
+  CopyEngine(const DriverApi& driver, const Config& config);
+  ~CopyEngine();
+  CopyEngine(const CopyEngine&) = delete;
+  CopyEngine& operator=(const CopyEngine&) = delete;
+
+  // Must be called on the thread that issued the copy, with the stream's context current.
+  CopyOutcome copy(const CopyRequest& request) noexcept;
+
+  const Config& config() const { return config_; }
+
+  struct Lane;
+
+ private:
+  Lane* lane_for(CUcontext ctx, Direction direction);
+  CUresult prepare(Lane& lane);  // builds the lane's ring and workers; called holding lane.busy
+  CopyOutcome host_to_device(Lane& lane, const CopyRequest& request);
+  CopyOutcome device_to_host(Lane& lane, const CopyRequest& request);
+
+  const DriverApi& driver_;
+  const Config config_;
+  std::mutex lanes_mu_;
+  std::vector<std::unique_ptr<Lane>> lanes_;
+};
+
+}  // namespace cmt

@@ -1,0 +1,192 @@
+#include "options.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <limits>
+
+namespace cmt {
+namespace {
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool parse_unsigned(std::string_view text, unsigned long long* out) {
+  if (text.empty() || text.size() > 20) return false;
+  unsigned long long value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    unsigned digit = static_cast<unsigned>(c - '0');
+    if (value > (std::numeric_limits<unsigned long long>::max() - digit) / 10) return false;
+    value = value * 10 + digit;
+  }
+  *out = value;
+  return true;
+}
+
+std::string format_bytes(std::size_t bytes) {
+  static const char* const kSuffix[] = {"", "K", "M", "G", "T"};
+  int i = 0;
+  while (i < 4 && bytes != 0 && bytes % 1024 == 0) {
+    bytes /= 1024;
+    ++i;
+  }
+  return std::to_string(bytes) + kSuffix[i];
+}
+
+// Row builders: each knob is declared once with its range, and parsing/printing follow from it.
+OptionSpec size_option(const char* name, const char* env, const char* def, const char* help,
+                       std::size_t Config::*field, std::size_t min, std::size_t max) {
+  return {name, env, def, help,
+          [field, min, max](Config& c, std::string_view v) -> std::string {
+            std::size_t bytes = 0;
+            if (!parse_byte_size(v, &bytes) || bytes < min || bytes > max)
+              return "a byte size from " + format_bytes(min) + " to " + format_bytes(max) +
+                     " such as 4M or 1048576";
+            c.*field = bytes;
+            return {};
+          },
+          [field](const Config& c) { return format_bytes(c.*field); }};
+}
+
+OptionSpec count_option(const char* name, const char* env, const char* def, const char* help,
+                        unsigned Config::*field, unsigned min, unsigned max) {
+  return {name, env, def, help,
+          [field, min, max](Config& c, std::string_view v) -> std::string {
+            unsigned long long n = 0;
+            if (!parse_unsigned(v, &n) || n < min || n > max)
+              return "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+            c.*field = static_cast<unsigned>(n);
+            return {};
+          },
+          [field](const Config& c) { return std::to_string(c.*field); }};
+}
+
+OptionSpec bool_option(const char* name, const char* env, const char* def, const char* help,
+                       bool Config::*field) {
+  return {name, env, def, help,
+          [field](Config& c, std::string_view v) -> std::string {
+            std::string s = lower(v);
+            if (s == "1" || s == "true" || s == "yes" || s == "on") {
+              c.*field = true;
+            } else if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) {
+              c.*field = false;
+            } else {
+              return "1/0, true/false, yes/no or on/off";
+            }
+            return {};
+          },
+          [field](const Config& c) { return std::string(c.*field ? "1" : "0"); }};
+}
+
+std::vector<OptionSpec> build_table() {
+  std::vector<OptionSpec> t;
+  t.push_back(bool_option("disable", "CMT_DISABLE", "0",
+                          "Forward every copy to CUDA untouched (kill switch).", &Config::disable));
+  t.push_back(count_option("threads", "CMT_THREADS", "0",
+                           "CPU copy threads per GPU and direction; 0 picks half the GPU's local "
+                           "cores, at most 8.",
+                           &Config::threads, 0, 256));
+  t.push_back(size_option("chunk_bytes", "CMT_CHUNK_BYTES", "2M",
+                          "Largest piece one thread stages at a time; also the size of each "
+                          "pinned staging buffer.",
+                          &Config::chunk_bytes, 4096, std::size_t{1} << 30));
+  t.push_back(count_option("slots", "CMT_SLOTS", "12",
+                           "Pinned staging buffers per GPU and direction.", &Config::slots, 2,
+                           1024));
+  t.push_back(size_option("threshold", "CMT_THRESHOLD", "2M",
+                          "Copies smaller than this are forwarded to CUDA.", &Config::threshold, 0,
+                          std::numeric_limits<std::size_t>::max() / 2));
+  t.push_back({"d2h_method", "CMT_D2H_METHOD", "auto",
+               "How device-to-host copies write the user's buffer: auto, memcpy, or streaming "
+               "(non-temporal stores).",
+               [](Config& c, std::string_view v) -> std::string {
+                 std::string s = lower(v);
+                 if (s == "auto") c.d2h_method = CopyMethod::Auto;
+                 else if (s == "memcpy") c.d2h_method = CopyMethod::Memcpy;
+                 else if (s == "streaming") c.d2h_method = CopyMethod::Streaming;
+                 else return "one of auto, memcpy, streaming";
+                 return {};
+               },
+               [](const Config& c) { return std::string(copy_method_name(c.d2h_method)); }});
+  t.push_back({"log", "CMT_LOG", "warn", "Log level: off, error, warn, info, debug.",
+               [](Config& c, std::string_view v) -> std::string {
+                 std::string s = lower(v);
+                 if (s != "off" && s != "error" && s != "warn" && s != "info" && s != "debug")
+                   return "one of off, error, warn, info, debug";
+                 c.log_level = s;
+                 return {};
+               },
+               [](const Config& c) { return c.log_level; }});
+  t.push_back({"stats_file", "CMT_STATS", "",
+               "Write a JSON summary of taken and forwarded copies to this file at exit.",
+               [](Config& c, std::string_view v) -> std::string {
+                 c.stats_file = std::string(v);
+                 return {};
+               },
+               [](const Config& c) { return c.stats_file; }});
+  return t;
+}
+
+}  // namespace
+
+const char* copy_method_name(CopyMethod method) {
+  switch (method) {
+    case CopyMethod::Memcpy: return "memcpy";
+    case CopyMethod::Streaming: return "streaming";
+    default: return "auto";
+  }
+}
+
+const std::vector<OptionSpec>& option_table() {
+  static const std::vector<OptionSpec> table = build_table();
+  return table;
+}
+
+bool parse_byte_size(std::string_view text, std::size_t* out) {
+  std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  unsigned long long value = 0;
+  if (!parse_unsigned(text.substr(0, digits), &value)) return false;
+  std::string suffix = lower(text.substr(digits));
+  unsigned shift = 0;
+  if (!suffix.empty()) {
+    switch (suffix[0]) {
+      case 'k': shift = 10; break;
+      case 'm': shift = 20; break;
+      case 'g': shift = 30; break;
+      case 't': shift = 40; break;
+      case 'b': shift = 0; break;
+      default: return false;
+    }
+    std::string rest = suffix.substr(1);
+    if (suffix[0] == 'b' ? !rest.empty() : !(rest.empty() || rest == "b" || rest == "ib"))
+      return false;
+  }
+  if (shift && value > (std::numeric_limits<std::size_t>::max() >> shift)) return false;
+  *out = static_cast<std::size_t>(value) << shift;
+  return true;
+}
+
+void apply_environment(Config& config, std::vector<std::string>& errors,
+                       const std::function<const char*(const char*)>& getenv_fn) {
+  for (const OptionSpec& row : option_table()) {
+    const char* value = getenv_fn ? getenv_fn(row.env) : std::getenv(row.env);
+    if (!value) continue;
+    std::string expected = row.apply(config, value);
+    if (!expected.empty())
+      errors.push_back(std::string(row.env) + "='" + value + "' is not valid: expected " +
+                       expected + "; using the default " + row.default_text);
+  }
+}
+
+std::string describe(const Config& config) {
+  std::string out;
+  for (const OptionSpec& row : option_table())
+    out += std::string(row.env) + "=" + row.show(config) + "\n";
+  return out;
+}
+
+}  // namespace cmt

@@ -1,0 +1,53 @@
+// The one table of cmt's knobs: name, environment variable, default, help and parser per row.
+// It backs the CMT_* environment variables (and later profile keys and --help). Parsing never
+// throws: a bad value yields an error message naming the variable, the value and what was expected.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cmt {
+
+enum class CopyMethod { Auto, Memcpy, Streaming };
+
+struct Config {
+  bool disable = false;                  // forward every call untouched
+  unsigned threads = 0;                  // CPU copy workers per lane; 0 = pick from the GPU's cores
+  std::size_t chunk_bytes = 2u << 20;    // largest chunk one worker stages at a time
+  unsigned slots = 12;                   // pinned staging buffers per lane, chunk_bytes each
+  std::size_t threshold = 2u << 20;      // smaller copies are forwarded
+  CopyMethod d2h_method = CopyMethod::Auto;  // how workers write into the user's buffer
+  std::string log_level = "warn";
+  std::string stats_file;                // where to write a JSON summary at exit ("" = nowhere)
+};
+
+struct OptionSpec {
+  const char* name;         // key, e.g. "chunk_bytes"
+  const char* env;          // environment variable, e.g. "CMT_CHUNK_BYTES"
+  const char* default_text;
+  const char* help;
+  // Applies `value` to `config`; returns an empty string on success, else what was expected.
+  std::function<std::string(Config& config, std::string_view value)> apply;
+  std::function<std::string(const Config& config)> show;  // the effective value as text
+};
+
+const std::vector<OptionSpec>& option_table();
+
+// Parses "4096", "64K", "2M", "1G", "2MiB", "1GB": an integer with an optional binary suffix
+// (K, M, G, T; optional "iB" or "B"). Returns false on anything else or on overflow.
+bool parse_byte_size(std::string_view text, std::size_t* out);
+
+// Reads every CMT_* variable into `config`. Each bad value keeps the default and appends a
+// message (naming the variable, the value and what was expected) to `errors`.
+void apply_environment(Config& config, std::vector<std::string>& errors,
+                       const std::function<const char*(const char*)>& getenv_fn = nullptr);
+
+// One line per option with its effective value, for logs and `cmt run -v`.
+std::string describe(const Config& config);
+
+const char* copy_method_name(CopyMethod method);
+
+}  // namespace cmt

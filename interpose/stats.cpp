@@ -1,0 +1,48 @@
+#include "stats.h"
+
+#include <cstdio>
+
+namespace cmt {
+
+void Stats::taken(Direction d, std::uint64_t bytes, std::uint64_t nanoseconds) {
+  PerDirection& p = d == Direction::HostToDevice ? h2d_ : d2h_;
+  p.calls.fetch_add(1, std::memory_order_relaxed);
+  p.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  p.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
+}
+
+void Stats::forwarded(ForwardReason reason) {
+  forwarded_[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t Stats::taken_calls() const {
+  return h2d_.calls.load(std::memory_order_relaxed) + d2h_.calls.load(std::memory_order_relaxed);
+}
+
+std::string Stats::to_json() const {
+  auto direction = [](const char* name, const PerDirection& p) {
+    double bytes = static_cast<double>(p.bytes.load());
+    double ns = static_cast<double>(p.nanoseconds.load());
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f}",
+                  name, static_cast<unsigned long long>(p.calls.load()),
+                  static_cast<unsigned long long>(p.bytes.load()), ns / 1e9,
+                  ns > 0 ? bytes / ns : 0.0);
+    return std::string(buf);
+  };
+  std::string out = "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) +
+                    "},\n  \"partial\": " + std::to_string(partial_.load()) +
+                    ",\n  \"forwarded\": {";
+  bool first = true;
+  for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
+    if (!first) out += ", ";
+    first = false;
+    out += std::string("\"") + forward_reason_name(static_cast<ForwardReason>(i)) +
+           "\": " + std::to_string(forwarded_[i].load());
+  }
+  out += "}\n}\n";
+  return out;
+}
+
+}  // namespace cmt

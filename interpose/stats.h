@@ -1,0 +1,30 @@
+// What cmt did inside a process: copies taken (calls, bytes, time in the engine, per direction)
+// and copies forwarded, per reason. Lock-free counters; written as JSON at exit when asked.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "classify.h"
+
+namespace cmt {
+
+class Stats {
+ public:
+  void taken(Direction d, std::uint64_t bytes, std::uint64_t nanoseconds);
+  void forwarded(ForwardReason reason);
+  void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
+  std::string to_json() const;
+  std::uint64_t taken_calls() const;
+
+ private:
+  struct PerDirection {
+    std::atomic<std::uint64_t> calls{0}, bytes{0}, nanoseconds{0};
+  };
+  PerDirection h2d_, d2h_;
+  std::atomic<std::uint64_t> forwarded_[static_cast<int>(ForwardReason::Count)] = {};
+  std::atomic<std::uint64_t> partial_{0};
+};
+
+}  // namespace cmt

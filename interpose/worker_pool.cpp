@@ -1,0 +1,148 @@
+#include "worker_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CMT_CPU_RELAX() _mm_pause()
+#else
+#define CMT_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+namespace cmt {
+namespace {
+
+// How long an idle worker keeps spinning before it sleeps: long enough to bridge the gap between
+// pieces of one copy and between back-to-back copies, short enough to cost the host nothing.
+constexpr auto kIdleSpin = std::chrono::microseconds(200);
+
+void pin_current_thread(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+}
+
+}  // namespace
+
+void Backoff::pause() {
+  ++rounds_;
+  if (rounds_ < 256) {
+    CMT_CPU_RELAX();
+  } else if (rounds_ < 512) {
+    sched_yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus) {
+  // Workers inherit the creator's signal mask: block everything while creating them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  try {
+    for (unsigned i = 0; i < threads; ++i)
+      threads_.emplace_back([this, cpus] {
+        pin_current_thread(cpus);
+        worker_main();
+      });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    stop_.store(true);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      cv_.notify_all();
+    }
+    for (auto& t : threads_) t.join();
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+WorkerPool::~WorkerPool() {
+  stop_.store(true);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    cv_.notify_all();
+  }
+  for (auto& t : threads_) t.join();
+}
+
+void WorkerPool::begin(PieceTask* task) {
+  published_.store(0, std::memory_order_relaxed);
+  claimed_.store(0, std::memory_order_relaxed);
+  finished_.store(0, std::memory_order_relaxed);
+  task_.store(task, std::memory_order_release);
+}
+
+void WorkerPool::publish(std::size_t limit) {
+  published_.store(limit, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> lk(mu_);
+    cv_.notify_all();
+  }
+}
+
+void WorkerPool::end() {
+  Backoff backoff;
+  // Every published piece is finished before the task is withdrawn...
+  while (finished_.load(std::memory_order_acquire) < published_.load(std::memory_order_acquire))
+    backoff.pause();
+  task_.store(nullptr, std::memory_order_seq_cst);
+  // ...and no worker may still be looking at it when the caller destroys it.
+  backoff.reset();
+  while (inside_.load(std::memory_order_seq_cst) != 0) backoff.pause();
+}
+
+bool WorkerPool::has_claimable() const {
+  return task_.load(std::memory_order_seq_cst) != nullptr &&
+         claimed_.load(std::memory_order_seq_cst) < published_.load(std::memory_order_seq_cst);
+}
+
+bool WorkerPool::try_run_one() {
+  inside_.fetch_add(1, std::memory_order_seq_cst);
+  bool ran = false;
+  if (PieceTask* task = task_.load(std::memory_order_seq_cst)) {
+    std::size_t c = claimed_.load(std::memory_order_acquire);
+    while (c < published_.load(std::memory_order_acquire)) {
+      if (claimed_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) {
+        task->run_piece(c);
+        finished_.fetch_add(1, std::memory_order_acq_rel);
+        ran = true;
+        break;
+      }
+    }
+  }
+  inside_.fetch_sub(1, std::memory_order_seq_cst);
+  return ran;
+}
+
+void WorkerPool::worker_main() {
+  auto idle_since = std::chrono::steady_clock::now();
+  unsigned spins = 0;
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (try_run_one()) {
+      spins = 0;
+      continue;
+    }
+    if (spins++ == 0) idle_since = std::chrono::steady_clock::now();
+    if ((spins & 63) != 0 || std::chrono::steady_clock::now() - idle_since < kIdleSpin) {
+      CMT_CPU_RELAX();
+      continue;
+    }
+    std::unique_lock<std::mutex> lk(mu_);
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    cv_.wait(lk, [this] { return stop_.load() || has_claimable(); });
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+    spins = 0;
+  }
+}
+
+}  // namespace cmt

@@ -1,0 +1,69 @@
+// A persistent pool of CPU threads that run the pieces of one job at a time: the issuing thread
+// publishes piece indices as they become runnable (a staging slot frees up, a DMA lands) and the
+// workers claim them in order. Workers are pinned to the GPU's local cores, block every signal
+// (the host application's handlers never run on them), spin briefly when idle and then sleep.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cmt {
+
+class PieceTask {
+ public:
+  virtual ~PieceTask() = default;
+  virtual void run_piece(std::size_t index) = 0;
+};
+
+class WorkerPool {
+ public:
+  // Starts `threads` workers allowed on `cpus` (empty: anywhere). Throws std::system_error if a
+  // thread cannot start; the caller turns that into "forward the call".
+  WorkerPool(unsigned threads, const std::vector<int>& cpus);
+  ~WorkerPool();
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  unsigned size() const { return static_cast<unsigned>(threads_.size()); }
+
+  // Begins a job; pieces [0, limit) become claimable as publish(limit) raises the limit.
+  void begin(PieceTask* task);
+  void publish(std::size_t limit);
+  // Pieces finished so far (in any order); the issuer reads it to know when all are done.
+  std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
+  // Waits until every published piece has run and no worker still holds the task.
+  void end();
+
+ private:
+  void worker_main();
+  bool try_run_one();
+  bool has_claimable() const;
+
+  std::vector<std::thread> threads_;
+  std::atomic<PieceTask*> task_{nullptr};
+  std::atomic<std::size_t> published_{0};
+  std::atomic<std::size_t> claimed_{0};
+  std::atomic<std::size_t> finished_{0};
+  std::atomic<int> inside_{0};  // workers that may hold a task pointer right now
+  std::atomic<int> sleepers_{0};
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+// Waits politely: spins with a pause instruction, then yields, then sleeps in short naps, so a
+// busy-waiting issuer does not starve workers on machines with few cores.
+class Backoff {
+ public:
+  void pause();
+  void reset() { rounds_ = 0; }
+
+ private:
+  unsigned rounds_ = 0;
+};
+
+}  // namespace cmt

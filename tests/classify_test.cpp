@@ -1,0 +1,114 @@
+// Classification and the interposer's decisions against the fake driver: what is taken, what is
+// forwarded and why, and that a forwarded call is left entirely to CUDA.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "classify.h"
+#include "fake_driver.h"
+#include "interposer.h"
+#include "stats.h"
+
+namespace cmt {
+namespace {
+
+constexpr std::size_t kMiB = 1 << 20;
+
+TEST(Classify, TakesPageableToDeviceBothWays) {
+  fake::FakeDriver fake;
+  std::vector<char> host(4 * kMiB);
+  CUdeviceptr dev = fake.alloc_device(4 * kMiB);
+  auto* d = reinterpret_cast<void*>(dev);
+  CopyDecision up = classify_copy(fake.api(), d, host.data(), host.size(), kHostToDevice,
+                                  CU_STREAM_LEGACY, kMiB);
+  ASSERT_TRUE(up.taken());
+  EXPECT_EQ(up.request.direction, Direction::HostToDevice);
+  EXPECT_EQ(up.request.host, host.data());
+  EXPECT_EQ(up.request.device, dev);
+  CopyDecision down = classify_copy(fake.api(), host.data(), d, host.size(), kDefault,
+                                    CU_STREAM_PER_THREAD, kMiB);
+  ASSERT_TRUE(down.taken());
+  EXPECT_EQ(down.request.direction, Direction::DeviceToHost);
+  EXPECT_EQ(down.request.stream, CU_STREAM_PER_THREAD);
+}
+
+TEST(Classify, ForwardsEverythingElseWithItsReason) {
+  fake::FakeDriver fake;
+  std::vector<char> host(4 * kMiB), host2(4 * kMiB);
+  void* pinned = fake.alloc_pinned(4 * kMiB);
+  auto* d = reinterpret_cast<void*>(fake.alloc_device(4 * kMiB));
+  auto* d2 = reinterpret_cast<void*>(fake.alloc_device(4 * kMiB));
+  auto why = [&](void* dst, const void* src, std::size_t n, int kind) {
+    return classify_copy(fake.api(), dst, src, n, kind, CU_STREAM_LEGACY, kMiB).reason;
+  };
+  EXPECT_EQ(why(d, host.data(), kMiB - 1, kHostToDevice), ForwardReason::BelowThreshold);
+  EXPECT_EQ(why(d, pinned, kMiB, kHostToDevice), ForwardReason::PinnedOrManaged);
+  EXPECT_EQ(why(pinned, d, kMiB, kDefault), ForwardReason::PinnedOrManaged);
+  EXPECT_EQ(why(d2, d, kMiB, kDeviceToDevice), ForwardReason::KindNotHandled);
+  EXPECT_EQ(why(d2, d, kMiB, kDefault), ForwardReason::NotPageableToDevice);
+  EXPECT_EQ(why(host2.data(), host.data(), kMiB, kHostToHost), ForwardReason::KindNotHandled);
+  EXPECT_EQ(why(host2.data(), host.data(), kMiB, kDefault), ForwardReason::NotPageableToDevice);
+  // The kind says H2D but the pointers say D2H: CUDA decides, not cmt.
+  EXPECT_EQ(why(host.data(), d, kMiB, kHostToDevice), ForwardReason::NotPageableToDevice);
+  EXPECT_EQ(why(d, nullptr, kMiB, kHostToDevice), ForwardReason::NotPageableToDevice);
+  EXPECT_EQ(why(d, host.data(), kMiB, 7), ForwardReason::KindNotHandled);
+  // Past the end of the device allocation.
+  EXPECT_EQ(why(static_cast<char*>(d) + kMiB, host.data(), 3 * kMiB + 1, kHostToDevice),
+            ForwardReason::OutOfRange);
+  EXPECT_EQ(why(static_cast<char*>(d) + kMiB, host.data(), 3 * kMiB, kHostToDevice),
+            ForwardReason::Taken);
+  fake.faults.capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+  EXPECT_EQ(why(d, host.data(), kMiB, kHostToDevice), ForwardReason::Capturing);
+  fake.faults.capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+  EXPECT_EQ(why(d, host.data(), kMiB, kHostToDevice), ForwardReason::Capturing);
+  fake.faults.capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  fake.faults.no_context = true;
+  EXPECT_EQ(why(d, host.data(), kMiB, kHostToDevice), ForwardReason::NoContext);
+}
+
+TEST(Interposer, TakesForwardsAndCounts) {
+  fake::FakeDriver fake;
+  Config config;
+  config.threads = 2;
+  config.chunk_bytes = 256 << 10;
+  config.slots = 4;
+  config.threshold = kMiB;
+  Interposer interposer(&fake.api(), config);
+  std::vector<char> host(3 * kMiB + 5, 'x');
+  auto* d = reinterpret_cast<void*>(fake.alloc_device(host.size()));
+  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true),
+            host.size());
+  EXPECT_EQ(interposer.try_copy(d, host.data(), 100, kHostToDevice, CU_STREAM_LEGACY, true), 0u);
+  std::vector<char> back(host.size());
+  EXPECT_EQ(interposer.try_copy(back.data(), d, back.size(), kDeviceToHost, CU_STREAM_LEGACY, true),
+            back.size());
+  EXPECT_EQ(0, std::memcmp(back.data(), host.data(), host.size()));
+  EXPECT_EQ(interposer.stats().taken_calls(), 2u);
+  std::string json = interposer.stats().to_json();
+  EXPECT_NE(json.find("\"below_threshold\": 1"), std::string::npos) << json;
+}
+
+TEST(Interposer, DisabledForwardsEverything) {
+  fake::FakeDriver fake;
+  Config config;
+  config.disable = true;
+  config.threshold = 0;
+  Interposer interposer(&fake.api(), config);
+  std::vector<char> host(2 * kMiB);
+  auto* d = reinterpret_cast<void*>(fake.alloc_device(host.size()));
+  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true),
+            0u);
+  EXPECT_EQ(fake.dma_count.load(), 0);
+}
+
+TEST(Interposer, NoDriverForwardsEverything) {
+  Config config;
+  config.threshold = 0;
+  Interposer interposer(nullptr, config);
+  std::vector<char> a(kMiB), b(kMiB);
+  EXPECT_EQ(interposer.try_copy(a.data(), b.data(), kMiB, kDefault, CU_STREAM_LEGACY, true), 0u);
+}
+
+}  // namespace
+}  // namespace cmt

@@ -1,0 +1,28 @@
+#!/bin/sh
+# `cmt run`: the command's exit status and signals pass through, LD_PRELOAD gains libcmt.so and
+# keeps what was there, and bad usage fails with a message.
+set -u
+cmt=$1
+fail=0
+check() { # name, condition result
+  if [ "$2" -ne 0 ]; then echo "FAIL: $1"; fail=1; fi
+}
+"$cmt" run -- sh -c 'exit 3'; check "exit status 3 passes through" $(( $? != 3 ))
+out=$(LD_PRELOAD=/nonexistent/keep.so "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+case "$out" in */libcmt.so:/nonexistent/keep.so) r=0;; *) r=1;; esac
+check "LD_PRELOAD is libcmt.so then the old value (got [$out])" $r
+"$cmt" run -- sh -c 'kill -TERM $$'; rc=$?
+check "a signal passes through (rc=$rc, want 143)" $(( rc != 143 ))
+"$cmt" run -- /nonexistent/program 2>/tmp/cmt_cli_err.$$; rc=$?
+check "a missing command exits 127 (rc=$rc)" $(( rc != 127 ))
+grep -q "cannot run '/nonexistent/program'" /tmp/cmt_cli_err.$$; check "and names it" $?
+rm -f /tmp/cmt_cli_err.$$
+"$cmt" run 2>/dev/null; rc=$?
+check "no command is an error (rc=$rc)" $(( rc == 0 ))
+"$cmt" --bogus-flag 2>/dev/null; rc=$?
+check "an unknown flag is an error (rc=$rc)" $(( rc == 0 ))
+out=$("$cmt" run -v -- true 2>&1)
+case "$out" in *CMT_CHUNK_BYTES=*) r=0;; *) r=1;; esac
+check "-v prints the effective configuration" $r
+[ $fail -eq 0 ] && echo "ok: cmt run"
+exit $fail

@@ -1,0 +1,267 @@
+#include "fake_driver.h"
+
+#include <chrono>
+#include <cstring>
+#include <random>
+
+namespace cmt::fake {
+
+class FakeStream {
+ public:
+  explicit FakeStream(int max_delay_us) : max_delay_us_(max_delay_us) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~FakeStream() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void enqueue(std::function<void()> op) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      ops_.push_back(std::move(op));
+      ++queued_;
+    }
+    cv_.notify_all();
+  }
+  void synchronize() {
+    std::unique_lock<std::mutex> lk(mu_);
+    done_cv_.wait(lk, [this] { return done_ == queued_; });
+  }
+
+ private:
+  void run() {
+    std::mt19937 rng(static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(this)));
+    for (;;) {
+      std::function<void()> op;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [this] { return stop_ || !ops_.empty(); });
+        if (ops_.empty()) return;
+        op = std::move(ops_.front());
+        ops_.pop_front();
+      }
+      if (max_delay_us_ > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(rng() % (max_delay_us_ + 1)));
+      op();
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        ++done_;
+      }
+      done_cv_.notify_all();
+    }
+  }
+  int max_delay_us_;
+  std::mutex mu_;
+  std::condition_variable cv_, done_cv_;
+  std::deque<std::function<void()>> ops_;
+  long queued_ = 0, done_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+namespace {
+
+FakeDriver* g_fake = nullptr;
+CUcontext const kCtx = reinterpret_cast<CUcontext>(0xC0);
+
+struct FakeEvent {
+  std::atomic<long> recorded{0}, completed{0};
+};
+
+bool lookup(const std::map<std::uintptr_t, std::size_t>& ranges, std::uintptr_t p,
+            std::uintptr_t* base, std::size_t* size) {
+  auto it = ranges.upper_bound(p);
+  if (it == ranges.begin()) return false;
+  --it;
+  if (p >= it->first + it->second) return false;
+  *base = it->first;
+  *size = it->second;
+  return true;
+}
+
+CUresult ctx_get_current(CUcontext* c) {
+  *c = g_fake->faults.no_context ? nullptr : kCtx;
+  return CUDA_SUCCESS;
+}
+CUresult ctx_get_device(CUdevice* d) {
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CUresult stream_get_ctx(CUstream, CUcontext* c) {
+  *c = kCtx;
+  return CUDA_SUCCESS;
+}
+CUresult stream_is_capturing(CUstream, CUstreamCaptureStatus* s) {
+  *s = g_fake->faults.capture;
+  return CUDA_SUCCESS;
+}
+CUresult stream_synchronize(CUstream s) {
+  g_fake->stream_for(s)->synchronize();
+  return CUDA_SUCCESS;
+}
+CUresult exchange_capture_mode(CUstreamCaptureMode*) { return CUDA_SUCCESS; }
+
+CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** data,
+                                CUdeviceptr ptr) {
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  std::uintptr_t base;
+  std::size_t size;
+  bool device = lookup(g_fake->device_ranges, ptr, &base, &size);
+  bool host = !device && lookup(g_fake->host_ranges, ptr, &base, &size);
+  for (unsigned i = 0; i < n; ++i) {
+    switch (attrs[i]) {
+      case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+        *static_cast<unsigned*>(data[i]) =
+            device ? unsigned{CU_MEMORYTYPE_DEVICE} : host ? unsigned{CU_MEMORYTYPE_HOST} : 0u;
+        break;
+      case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<unsigned*>(data[i]) = 0; break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *static_cast<int*>(data[i]) = device || host ? 0 : -2;
+        break;
+      default: return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr ptr) {
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  std::uintptr_t b;
+  std::size_t s;
+  if (!lookup(g_fake->device_ranges, ptr, &b, &s)) return CUDA_ERROR_NOT_FOUND;
+  *base = b;
+  *size = s;
+  return CUDA_SUCCESS;
+}
+
+CUresult mem_host_register(void* p, size_t bytes, unsigned) {
+  if (g_fake->faults.host_register != CUDA_SUCCESS) return g_fake->faults.host_register;
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  g_fake->host_ranges[reinterpret_cast<std::uintptr_t>(p)] = bytes;
+  return CUDA_SUCCESS;
+}
+CUresult mem_host_unregister(void* p) {
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  return g_fake->host_ranges.erase(reinterpret_cast<std::uintptr_t>(p)) ? CUDA_SUCCESS
+                                                                        : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult enqueue_dma(CUstream s, void* dst, const void* src, size_t n) {
+  long i = g_fake->dma_count.fetch_add(1);
+  if (i == g_fake->faults.dma_fail_at) return g_fake->faults.dma_fail_code;
+  g_fake->stream_for(s)->enqueue([dst, src, n] {
+    std::memcpy(dst, src, n);  // reads the source now, not at submission
+    g_fake->dmas_run.fetch_add(1);
+  });
+  return CUDA_SUCCESS;
+}
+CUresult memcpy_htod_async(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  return enqueue_dma(s, reinterpret_cast<void*>(dst), src, n);
+}
+CUresult memcpy_dtoh_async(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  return enqueue_dma(s, dst, reinterpret_cast<const void*>(src), n);
+}
+
+CUresult event_create(CUevent* e, unsigned) {
+  if (g_fake->faults.event_create != CUDA_SUCCESS) return g_fake->faults.event_create;
+  *e = reinterpret_cast<CUevent>(new FakeEvent());
+  return CUDA_SUCCESS;
+}
+CUresult event_record(CUevent e, CUstream s) {
+  long i = g_fake->record_count.fetch_add(1);
+  if (i == g_fake->faults.record_fail_at) return CUDA_ERROR_INVALID_HANDLE;
+  auto* ev = reinterpret_cast<FakeEvent*>(e);
+  long gen = ev->recorded.fetch_add(1) + 1;
+  g_fake->stream_for(s)->enqueue([ev, gen] {
+    long cur = ev->completed.load();
+    while (cur < gen && !ev->completed.compare_exchange_weak(cur, gen)) {
+    }
+  });
+  return CUDA_SUCCESS;
+}
+CUresult event_query(CUevent e) {
+  long i = g_fake->query_count.fetch_add(1);
+  if (i == g_fake->faults.query_fail_at) return g_fake->faults.query_fail_code;
+  auto* ev = reinterpret_cast<FakeEvent*>(e);
+  return ev->completed.load() >= ev->recorded.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+CUresult event_destroy(CUevent e) {
+  delete reinterpret_cast<FakeEvent*>(e);
+  return CUDA_SUCCESS;
+}
+CUresult device_get_pci_bus_id(char*, int, CUdevice) { return CUDA_ERROR_NOT_SUPPORTED; }
+
+const DriverApi kApi = {
+    ctx_get_current,       ctx_get_device,     stream_get_ctx,     stream_is_capturing,
+    stream_synchronize,    exchange_capture_mode, pointer_get_attributes, mem_get_address_range,
+    mem_host_register,     mem_host_unregister, memcpy_htod_async, memcpy_dtoh_async,
+    event_create,          event_record,       event_query,        event_destroy,
+    device_get_pci_bus_id,
+};
+
+}  // namespace
+
+FakeDriver::FakeDriver(int max_delay) : max_delay_us(max_delay) {
+  g_fake = this;
+  streams.push_back(std::make_unique<FakeStream>(max_delay_us));
+  legacy = streams.back().get();
+}
+
+FakeDriver::~FakeDriver() {
+  synchronize_all();
+  streams.clear();
+  g_fake = nullptr;
+}
+
+const DriverApi& FakeDriver::api() const { return kApi; }
+
+CUdeviceptr FakeDriver::alloc_device(std::size_t bytes) {
+  std::lock_guard<std::mutex> lk(mu);
+  device_memory.emplace_back(new char[bytes + 1]);
+  auto p = reinterpret_cast<std::uintptr_t>(device_memory.back().get());
+  device_ranges[p] = bytes;
+  return p;
+}
+
+void* FakeDriver::alloc_pinned(std::size_t bytes) {
+  std::lock_guard<std::mutex> lk(mu);
+  device_memory.emplace_back(new char[bytes + 1]);
+  auto p = reinterpret_cast<std::uintptr_t>(device_memory.back().get());
+  host_ranges[p] = bytes;
+  return device_memory.back().get();
+}
+
+CUstream FakeDriver::create_stream() {
+  std::lock_guard<std::mutex> lk(mu);
+  streams.push_back(std::make_unique<FakeStream>(max_delay_us));
+  return reinterpret_cast<CUstream>(streams.back().get());
+}
+
+FakeStream* FakeDriver::stream_for(CUstream handle) {
+  if (handle == nullptr || handle == CU_STREAM_LEGACY) return legacy;
+  if (handle == CU_STREAM_PER_THREAD) {
+    std::lock_guard<std::mutex> lk(mu);
+    FakeStream*& s = per_thread[std::this_thread::get_id()];
+    if (!s) {
+      streams.push_back(std::make_unique<FakeStream>(max_delay_us));
+      s = streams.back().get();
+    }
+    return s;
+  }
+  return reinterpret_cast<FakeStream*>(handle);
+}
+
+void FakeDriver::synchronize_all() {
+  std::vector<FakeStream*> all;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    for (auto& s : streams) all.push_back(s.get());
+  }
+  for (FakeStream* s : all) s->synchronize();
+}
+
+}  // namespace cmt::fake

@@ -1,0 +1,64 @@
+// A fake CUDA driver for CPU tests: host memory stands in for device memory, and each stream is a
+// thread that runs its queue of DMAs and event records later, after random delays, so completion
+// runs out of step with submission as on a real copy engine. DMAs read their source when they
+// run, so a staging buffer reused too early shows up as wrong bytes. Faults can be injected.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "driver_api.h"
+
+namespace cmt::fake {
+
+struct Faults {
+  CUresult host_register = CUDA_SUCCESS;  // returned by cuMemHostRegister
+  CUresult event_create = CUDA_SUCCESS;
+  long dma_fail_at = -1;                  // the n-th DMA enqueue (from 0) fails...
+  CUresult dma_fail_code = CUDA_ERROR_ILLEGAL_ADDRESS;
+  long query_fail_at = -1;                // the n-th event query (from 0) fails...
+  CUresult query_fail_code = CUDA_ERROR_LAUNCH_FAILED;
+  long record_fail_at = -1;               // the n-th event record (from 0) fails
+  bool no_context = false;
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+};
+
+class FakeStream;
+
+class FakeDriver {
+ public:
+  // Installs this fake as the one the DriverApi table talks to; one at a time.
+  explicit FakeDriver(int max_delay_us = 30);
+  ~FakeDriver();
+
+  const DriverApi& api() const;
+
+  CUdeviceptr alloc_device(std::size_t bytes);
+  void* alloc_pinned(std::size_t bytes);  // like cuMemHostAlloc: known to the driver as host
+  CUstream create_stream();
+  void synchronize_all();
+
+  Faults faults;
+  std::atomic<long> dma_count{0}, query_count{0}, record_count{0};
+  std::atomic<long> dmas_run{0};
+  int max_delay_us;
+
+  // Internals used by the DriverApi functions.
+  FakeStream* stream_for(CUstream handle);
+  std::mutex mu;
+  std::map<std::uintptr_t, std::size_t> device_ranges, host_ranges;
+  std::vector<std::unique_ptr<char[]>> device_memory;
+  std::vector<std::unique_ptr<FakeStream>> streams;
+  std::map<std::thread::id, FakeStream*> per_thread;
+  FakeStream* legacy = nullptr;
+};
+
+}  // namespace cmt::fake

@@ -1,0 +1,91 @@
+// The option table: sizes with suffixes, ranges, and bad values that name the variable, the value
+// and what was expected while the default stays in force.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "gpu_locality.h"
+#include "options.h"
+
+namespace cmt {
+namespace {
+
+TEST(Options, ParsesByteSizes) {
+  std::size_t n = 0;
+  EXPECT_TRUE(parse_byte_size("4096", &n));
+  EXPECT_EQ(n, 4096u);
+  EXPECT_TRUE(parse_byte_size("64K", &n));
+  EXPECT_EQ(n, 64u << 10);
+  EXPECT_TRUE(parse_byte_size("2MiB", &n));
+  EXPECT_EQ(n, 2u << 20);
+  EXPECT_TRUE(parse_byte_size("1g", &n));
+  EXPECT_EQ(n, 1u << 30);
+  EXPECT_TRUE(parse_byte_size("3MB", &n));
+  EXPECT_EQ(n, 3u << 20);
+  for (const char* bad : {"", "M", "1.5M", "-1", "12Q", "1MiBs", "99999999999999999999999", "4 M",
+                          "16777216T"})
+    EXPECT_FALSE(parse_byte_size(bad, &n)) << bad;
+}
+
+TEST(Options, EnvironmentOverridesDefaults) {
+  std::map<std::string, std::string> env = {{"CMT_THREADS", "6"},   {"CMT_CHUNK_BYTES", "1M"},
+                                            {"CMT_SLOTS", "16"},    {"CMT_THRESHOLD", "512K"},
+                                            {"CMT_DISABLE", "yes"}, {"CMT_D2H_METHOD", "memcpy"}};
+  Config c;
+  std::vector<std::string> errors;
+  apply_environment(c, errors, [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(c.threads, 6u);
+  EXPECT_EQ(c.chunk_bytes, 1u << 20);
+  EXPECT_EQ(c.slots, 16u);
+  EXPECT_EQ(c.threshold, 512u << 10);
+  EXPECT_TRUE(c.disable);
+  EXPECT_EQ(c.d2h_method, CopyMethod::Memcpy);
+  EXPECT_NE(describe(c).find("CMT_CHUNK_BYTES=1M"), std::string::npos);
+}
+
+TEST(Options, BadValuesKeepDefaultsAndSayWhy) {
+  std::map<std::string, std::string> env = {{"CMT_THREADS", "lots"},
+                                            {"CMT_CHUNK_BYTES", "12"},
+                                            {"CMT_SLOTS", "1"},
+                                            {"CMT_DISABLE", "maybe"},
+                                            {"CMT_LOG", "loud"}};
+  Config c;
+  const Config defaults;
+  std::vector<std::string> errors;
+  apply_environment(c, errors, [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  ASSERT_EQ(errors.size(), 5u);
+  EXPECT_EQ(c.threads, defaults.threads);
+  EXPECT_EQ(c.chunk_bytes, defaults.chunk_bytes);
+  EXPECT_EQ(c.slots, defaults.slots);
+  EXPECT_FALSE(c.disable);
+  EXPECT_EQ(c.log_level, "warn");
+  EXPECT_NE(errors[0].find("CMT_DISABLE='maybe'"), std::string::npos) << errors[0];
+  bool named_threads = false;
+  for (const auto& e : errors)
+    if (e.find("CMT_THREADS='lots'") != std::string::npos &&
+        e.find("expected an integer from 0 to 256") != std::string::npos)
+      named_threads = true;
+  EXPECT_TRUE(named_threads);
+}
+
+TEST(GpuLocality, ParsesCpuLists) {
+  std::vector<int> cpus;
+  ASSERT_TRUE(parse_cpu_list("0-3,8,10-11\n", &cpus));
+  EXPECT_EQ(cpus, (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_FALSE(parse_cpu_list("3-1", &cpus));
+  EXPECT_FALSE(parse_cpu_list("a-b", &cpus));
+  EXPECT_FALSE(parse_cpu_list("1x", &cpus));
+  EXPECT_FALSE(gpu_locality("").cpus.empty());
+  EXPECT_FALSE(gpu_locality("0000:ff:1f.7").cpus.empty());  // no such device: all allowed cores
+}
+
+}  // namespace
+}  // namespace cmt

@@ -19,13 +19,18 @@ namespace {
 // finish the copy, so it can never deadlock where plain CUDA would not.
 constexpr auto kForeignStallLimit = std::chrono::milliseconds(100);
 
+// Pieces per worker in one copy: enough that the first DMA starts early and the last piece's
+// copy is short; pieces no smaller than kMinPiece, so per-DMA overhead stays small.
+constexpr std::size_t kPiecesPerWorker = 4;
+constexpr std::size_t kMinPiece = 256 << 10;
+
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
 std::size_t piece_bytes_for(std::size_t bytes, unsigned threads, std::size_t slot_bytes) {
-  const std::size_t min_piece = std::min<std::size_t>(64 << 10, slot_bytes);
-  std::size_t per_worker = bytes / (2 * std::max(1u, threads));
+  const std::size_t min_piece = std::min<std::size_t>(kMinPiece, slot_bytes);
+  std::size_t per_worker = bytes / (kPiecesPerWorker * std::max(1u, threads));
   return std::clamp(round_up(std::max<std::size_t>(per_worker, 1), 4096), min_piece, slot_bytes);
 }
 
@@ -259,7 +264,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
         progress = true;
       }
     }
-    if (progress)
+    if (progress || pool.help())
       backoff.reset();
     else
       backoff.pause();
@@ -329,7 +334,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         goto stop;
       }
     }
-    if (progress)
+    if (progress || pool.help())
       backoff.reset();
     else
       backoff.pause();

@@ -37,8 +37,8 @@ struct CopyOutcome {
 };
 
 // The piece one worker handles in a copy of `bytes`: small enough that each of `threads` workers
-// gets about two pieces (so the first DMA starts early), at least 64 KiB (so per-DMA overhead
-// stays small), at most a staging slot.
+// gets a few pieces (so the first DMA starts early), large enough that per-DMA overhead stays
+// small, at most a staging slot.
 std::size_t piece_bytes_for(std::size_t bytes, unsigned threads, std::size_t slot_bytes);
 
 // Workers per lane when the configuration says 0: half the GPU's local cores, at most 8, leaving

@@ -18,7 +18,7 @@ namespace {
 
 // How long an idle worker keeps spinning before it sleeps: long enough to bridge the gap between
 // pieces of one copy and between back-to-back copies, short enough to cost the host nothing.
-constexpr auto kIdleSpin = std::chrono::microseconds(200);
+constexpr auto kIdleSpin = std::chrono::microseconds(1000);
 
 void pin_current_thread(const std::vector<int>& cpus) {
   if (cpus.empty()) return;
@@ -32,13 +32,15 @@ void pin_current_thread(const std::vector<int>& cpus) {
 }  // namespace
 
 void Backoff::pause() {
+  // A nap costs at least the kernel's timer slack (~50 us), longer than a DMA of a piece, so the
+  // issuer naps only after a long wait; yielding first lets workers run on small machines.
   ++rounds_;
-  if (rounds_ < 256) {
+  if (rounds_ < 2048) {
     CMT_CPU_RELAX();
-  } else if (rounds_ < 512) {
+  } else if (rounds_ < 32768) {
     sched_yield();
   } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(20));
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 
@@ -105,6 +107,8 @@ bool WorkerPool::has_claimable() const {
   return task_.load(std::memory_order_seq_cst) != nullptr &&
          claimed_.load(std::memory_order_seq_cst) < published_.load(std::memory_order_seq_cst);
 }
+
+bool WorkerPool::help() { return try_run_one(); }
 
 bool WorkerPool::try_run_one() {
   inside_.fetch_add(1, std::memory_order_seq_cst);

@@ -65,8 +65,10 @@ void round_trip(fake::FakeDriver& fake, CopyEngine& engine, std::size_t bytes, s
 }
 
 TEST(PieceBytes, SplitsForWorkersWithinLimits) {
-  EXPECT_EQ(piece_bytes_for(1, 8, 2 << 20), 64u << 10);
-  EXPECT_EQ(piece_bytes_for(16 << 20, 8, 2 << 20), 1u << 20);
+  EXPECT_EQ(piece_bytes_for(1, 8, 2 << 20), 256u << 10);
+  EXPECT_EQ(piece_bytes_for(16 << 20, 8, 2 << 20), 512u << 10);
+  EXPECT_EQ(piece_bytes_for(64 << 20, 8, 2 << 20), 2u << 20);
+  EXPECT_EQ(piece_bytes_for(1 << 20, 8, 64 << 10), 64u << 10);
   EXPECT_EQ(piece_bytes_for(1ull << 30, 8, 2 << 20), 2u << 20);
   EXPECT_EQ(piece_bytes_for(1ull << 30, 8, 4096), 4096u);
   EXPECT_EQ(auto_threads(16), 8u);

@@ -264,7 +264,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
         progress = true;
       }
     }
-    if (progress || pool.help())
+    if (progress)
       backoff.reset();
     else
       backoff.pause();
@@ -334,7 +334,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         goto stop;
       }
     }
-    if (progress || pool.help())
+    if (progress)
       backoff.reset();
     else
       backoff.pause();

@@ -108,9 +108,10 @@ bool WorkerPool::has_claimable() const {
          claimed_.load(std::memory_order_seq_cst) < published_.load(std::memory_order_seq_cst);
 }
 
-bool WorkerPool::help() { return try_run_one(); }
-
 bool WorkerPool::try_run_one() {
+  // Read-only look first, so idle workers spin on shared cache lines instead of writing them.
+  if (claimed_.load(std::memory_order_relaxed) >= published_.load(std::memory_order_acquire))
+    return false;
   inside_.fetch_add(1, std::memory_order_seq_cst);
   bool ran = false;
   if (PieceTask* task = task_.load(std::memory_order_seq_cst)) {

@@ -35,9 +35,6 @@ class WorkerPool {
   void publish(std::size_t limit);
   // Pieces finished so far (in any order); the issuer reads it to know when all are done.
   std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
-  // Runs one claimable piece on the calling thread, if there is one: an issuer with nothing to
-  // issue helps instead of spinning. Returns whether it ran a piece.
-  bool help();
   // Waits until every published piece has run and no worker still holds the task.
   void end();
 
@@ -47,12 +44,14 @@ class WorkerPool {
   bool has_claimable() const;
 
   std::vector<std::thread> threads_;
-  std::atomic<PieceTask*> task_{nullptr};
-  std::atomic<std::size_t> published_{0};
-  std::atomic<std::size_t> claimed_{0};
-  std::atomic<std::size_t> finished_{0};
-  std::atomic<int> inside_{0};  // workers that may hold a task pointer right now
-  std::atomic<int> sleepers_{0};
+  // Each counter on its own cache line: idle workers poll published_ while the issuer writes it,
+  // and must not slow each other down through a shared line.
+  alignas(64) std::atomic<PieceTask*> task_{nullptr};
+  alignas(64) std::atomic<std::size_t> published_{0};
+  alignas(64) std::atomic<std::size_t> claimed_{0};
+  alignas(64) std::atomic<std::size_t> finished_{0};
+  alignas(64) std::atomic<int> inside_{0};  // workers that may hold a task pointer right now
+  alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<bool> stop_{false};
   std::mutex mu_;
   std::condition_variable cv_;

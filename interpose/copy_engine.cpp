@@ -19,19 +19,24 @@ namespace {
 // finish the copy, so it can never deadlock where plain CUDA would not.
 constexpr auto kForeignStallLimit = std::chrono::milliseconds(100);
 
-// Pieces per worker in one copy: enough that the first DMA starts early and the last piece's
-// copy is short; pieces no smaller than kMinPiece, so per-DMA overhead stays small.
-constexpr std::size_t kPiecesPerWorker = 4;
+constexpr std::size_t kPiecesPerCopy = 8;
 constexpr std::size_t kMinPiece = 256 << 10;
+constexpr std::size_t kMinUnit = 64 << 10;
 
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
 
 }  // namespace
 
-std::size_t piece_bytes_for(std::size_t bytes, unsigned threads, std::size_t slot_bytes) {
-  const std::size_t min_piece = std::min<std::size_t>(kMinPiece, slot_bytes);
-  std::size_t per_worker = bytes / (kPiecesPerWorker * std::max(1u, threads));
-  return std::clamp(round_up(std::max<std::size_t>(per_worker, 1), 4096), min_piece, slot_bytes);
+CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes) {
+  CopyLayout l;
+  l.bytes = bytes;
+  l.piece = std::clamp(round_up(std::max<std::size_t>(bytes / kPiecesPerCopy, 1), 4096),
+                       std::min(kMinPiece, slot_bytes), slot_bytes);
+  l.pieces = (bytes + l.piece - 1) / l.piece;
+  std::size_t share = (l.piece + std::max(1u, threads) - 1) / std::max(1u, threads);
+  l.unit = std::clamp(round_up(share, 4096), std::min(kMinUnit, l.piece), l.piece);
+  l.units_per_piece = (l.piece + l.unit - 1) / l.unit;
+  return l;
 }
 
 unsigned auto_threads(std::size_t local_cpus) {
@@ -147,45 +152,56 @@ class StallClock {
   std::chrono::steady_clock::time_point since_;
 };
 
-struct PieceLayout {
-  std::size_t bytes, piece, count;
-  std::size_t offset(std::size_t i) const { return i * piece; }
-  std::size_t length(std::size_t i) const { return std::min(piece, bytes - i * piece); }
-};
+// Runs unit `u` of a copy: the slice of its piece that one worker copies. The worker that
+// finishes a piece's last unit stamps the slot with the piece's ticket, for the issuer.
+template <typename CopyFn>
+void run_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::size_t u,
+              CopyFn&& copy_slice) {
+  const std::size_t p = u / l.units_per_piece;
+  const std::size_t begin = (u % l.units_per_piece) * l.unit;
+  const std::size_t length = l.piece_length(p);
+  StagingSlot& slot = ring.slot(p);
+  if (begin < length)
+    copy_slice(slot.data + begin, l.piece_offset(p) + begin, std::min(l.unit, length - begin));
+  if (slot.units_done.fetch_add(1, std::memory_order_acq_rel) + 1 == l.units_per_piece) {
+    slot.units_done.store(0, std::memory_order_relaxed);
+    slot.ticket.store(base + p, std::memory_order_release);
+  }
+}
 
 class StageIn final : public PieceTask {  // H2D: user buffer -> slot
  public:
-  StageIn(const char* src, const PieceLayout& l, StagingRing& ring, std::uint64_t base)
+  StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base)
       : src_(src), layout_(l), ring_(ring), base_(base) {}
-  void run_piece(std::size_t i) override {
-    StagingSlot& slot = ring_.slot(i);
-    copy_memcpy(slot.data, src_ + layout_.offset(i), layout_.length(i));
-    slot.ticket.store(base_ + i, std::memory_order_release);
+  void run_piece(std::size_t u) override {
+    run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
+      copy_memcpy(staging, src_ + off, n);
+    });
   }
 
  private:
   const char* src_;
-  PieceLayout layout_;
+  CopyLayout layout_;
   StagingRing& ring_;
   std::uint64_t base_;
 };
 
 class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
  public:
-  DrainOut(char* dst, const PieceLayout& l, StagingRing& ring, std::uint64_t base, bool streaming)
+  DrainOut(char* dst, const CopyLayout& l, StagingRing& ring, std::uint64_t base, bool streaming)
       : dst_(dst), layout_(l), ring_(ring), base_(base), streaming_(streaming) {}
-  void run_piece(std::size_t i) override {
-    StagingSlot& slot = ring_.slot(i);
-    if (streaming_)
-      copy_streaming(dst_ + layout_.offset(i), slot.data, layout_.length(i));
-    else
-      copy_memcpy(dst_ + layout_.offset(i), slot.data, layout_.length(i));
-    slot.ticket.store(base_ + i, std::memory_order_release);
+  void run_piece(std::size_t u) override {
+    run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
+      if (streaming_)
+        copy_streaming(dst_ + off, staging, n);
+      else
+        copy_memcpy(dst_ + off, staging, n);
+    });
   }
 
  private:
   char* dst_;
-  PieceLayout layout_;
+  CopyLayout layout_;
   StagingRing& ring_;
   std::uint64_t base_;
   bool streaming_;
@@ -215,10 +231,9 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
     CUresult r = driver_.stream_synchronize(req.stream);
     if (r != CUDA_SUCCESS) return {0, r};
   }
-  const std::size_t piece = piece_bytes_for(req.bytes, pool.size(), ring.slot_bytes());
-  const PieceLayout layout{req.bytes, piece, (req.bytes + piece - 1) / piece};
+  const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes());
   const std::uint64_t base = lane.next_ticket;
-  lane.next_ticket += layout.count;
+  lane.next_ticket += layout.pieces;
 
   StageIn task(static_cast<const char*>(req.host), layout, ring, base);
   pool.begin(&task);
@@ -226,10 +241,10 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   CUresult status = CUDA_SUCCESS;
   Backoff backoff;
   StallClock stall;
-  while (issued < layout.count) {
+  while (issued < layout.pieces) {
     bool progress = false;
     // Hand workers every piece whose slot has no DMA in flight.
-    while (published < layout.count && published < issued + ring.size()) {
+    while (published < layout.pieces && published < issued + ring.size()) {
       StagingSlot& slot = ring.slot(published);
       CUresult r = ring.poll_idle(slot);
       if (r == CUDA_ERROR_NOT_READY) {
@@ -242,15 +257,15 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
         goto stop;
       }
       stall.progress();
-      pool.publish(++published);
+      pool.publish(++published * layout.units_per_piece);
       progress = true;
     }
     // Enqueue the next piece's DMA as soon as a worker has staged it.
     if (issued < published) {
       StagingSlot& slot = ring.slot(issued);
       if (slot.ticket.load(std::memory_order_acquire) == base + issued) {
-        CUresult r = driver_.memcpy_htod_async(req.device + layout.offset(issued), slot.data,
-                                               layout.length(issued), req.stream);
+        CUresult r = driver_.memcpy_htod_async(req.device + layout.piece_offset(issued), slot.data,
+                                               layout.piece_length(issued), req.stream);
         if (r != CUDA_SUCCESS) {
           status = r;
           goto stop;
@@ -264,23 +279,22 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
         progress = true;
       }
     }
-    if (progress)
+    if (progress || pool.help())  // nothing to issue: copy a unit instead of spinning
       backoff.reset();
     else
       backoff.pause();
   }
 stop:
   pool.end();  // published pieces finish staging; nothing else touches the user's buffer after
-  return {std::min(issued * piece, req.bytes), status};
+  return {std::min(issued * layout.piece, req.bytes), status};
 }
 
 CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   StagingRing& ring = *lane.ring;
   WorkerPool& pool = *lane.pool;
-  const std::size_t piece = piece_bytes_for(req.bytes, pool.size(), ring.slot_bytes());
-  const PieceLayout layout{req.bytes, piece, (req.bytes + piece - 1) / piece};
+  const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes());
   const std::uint64_t base = lane.next_ticket;
-  lane.next_ticket += layout.count;
+  lane.next_ticket += layout.pieces;
   const bool streaming = config_.d2h_method != CopyMethod::Memcpy;
 
   DrainOut task(static_cast<char*>(req.host), layout, ring, base, streaming);
@@ -289,10 +303,10 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   CUresult status = CUDA_SUCCESS;
   Backoff backoff;
   StallClock stall;
-  while (landed < layout.count) {
+  while (landed < layout.pieces) {
     bool progress = false;
     // DMA into every slot that is free: its previous piece drained, no DMA in flight.
-    while (issued < layout.count && issued < landed + ring.size()) {
+    while (issued < layout.pieces && issued < landed + ring.size()) {
       StagingSlot& slot = ring.slot(issued);
       if (issued >= ring.size() &&
           slot.ticket.load(std::memory_order_acquire) != base + issued - ring.size())
@@ -308,8 +322,8 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         goto stop;
       }
       stall.progress();
-      r = driver_.memcpy_dtoh_async(slot.data, req.device + layout.offset(issued),
-                                    layout.length(issued), req.stream);
+      r = driver_.memcpy_dtoh_async(slot.data, req.device + layout.piece_offset(issued),
+                                    layout.piece_length(issued), req.stream);
       if (r != CUDA_SUCCESS) {
         status = r;
         goto stop;
@@ -326,7 +340,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
     if (landed < issued) {
       CUresult r = ring.poll_idle(ring.slot(landed));
       if (r == CUDA_SUCCESS) {
-        pool.publish(++landed);
+        pool.publish(++landed * layout.units_per_piece);
         progress = true;
       } else if (r != CUDA_ERROR_NOT_READY) {
         ring.mark_broken();
@@ -334,14 +348,14 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         goto stop;
       }
     }
-    if (progress)
+    if (progress || pool.help())  // nothing to issue: copy a unit instead of spinning
       backoff.reset();
     else
       backoff.pause();
   }
 stop:
   pool.end();  // every landed piece is in the user's buffer when this returns
-  return {std::min(landed * piece, req.bytes), status};
+  return {std::min(landed * layout.piece, req.bytes), status};
 }
 
 }  // namespace cmt

@@ -36,10 +36,22 @@ struct CopyOutcome {
   CUresult status = CUDA_SUCCESS;
 };
 
-// The piece one worker handles in a copy of `bytes`: small enough that each of `threads` workers
-// gets a few pieces (so the first DMA starts early), large enough that per-DMA overhead stays
-// small, at most a staging slot.
-std::size_t piece_bytes_for(std::size_t bytes, unsigned threads, std::size_t slot_bytes);
+// How one copy is cut: pieces (one staging slot and one DMA each) and units (the part of a piece
+// that one worker copies). All workers fill a piece together, so the first DMA starts after a
+// fraction of a piece's copy time, while DMAs stay large.
+struct CopyLayout {
+  std::size_t bytes = 0;
+  std::size_t piece = 0, pieces = 0;
+  std::size_t unit = 0, units_per_piece = 0;
+  std::size_t piece_offset(std::size_t i) const { return i * piece; }
+  std::size_t piece_length(std::size_t i) const {
+    return bytes - i * piece < piece ? bytes - i * piece : piece;
+  }
+};
+
+// Pieces: about 8 per copy, from 256 KiB up to a staging slot. Units: a piece split across the
+// threads, at least 64 KiB.
+CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes);
 
 // Workers per lane when the configuration says 0: half the GPU's local cores, at most 8, leaving
 // room for the application and the issuing thread.

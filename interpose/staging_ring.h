@@ -21,6 +21,7 @@ struct StagingSlot {
   // Set by the worker that finished with this slot, to the ticket of the piece it handled; the
   // issuer waits for exactly that ticket, so a value left from an earlier copy never matches.
   std::atomic<std::uint64_t> ticket{0};
+  std::atomic<std::size_t> units_done{0};  // units of the current piece finished so far
 };
 
 class StagingRing {

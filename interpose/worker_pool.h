@@ -35,6 +35,9 @@ class WorkerPool {
   void publish(std::size_t limit);
   // Pieces finished so far (in any order); the issuer reads it to know when all are done.
   std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
+  // Runs one claimable piece on the calling thread, if there is one, so an issuer with nothing
+  // to issue helps instead of spinning. Returns whether it ran a piece.
+  bool help() { return try_run_one(); }
   // Waits until every published piece has run and no worker still holds the task.
   void end();
 

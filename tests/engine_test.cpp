@@ -64,13 +64,27 @@ void round_trip(fake::FakeDriver& fake, CopyEngine& engine, std::size_t bytes, s
   for (std::size_t i = dev_off + bytes; i < dev_off + bytes + 16; ++i) ASSERT_EQ(d[i], 0xAB);
 }
 
-TEST(PieceBytes, SplitsForWorkersWithinLimits) {
-  EXPECT_EQ(piece_bytes_for(1, 8, 2 << 20), 256u << 10);
-  EXPECT_EQ(piece_bytes_for(16 << 20, 8, 2 << 20), 512u << 10);
-  EXPECT_EQ(piece_bytes_for(64 << 20, 8, 2 << 20), 2u << 20);
-  EXPECT_EQ(piece_bytes_for(1 << 20, 8, 64 << 10), 64u << 10);
-  EXPECT_EQ(piece_bytes_for(1ull << 30, 8, 2 << 20), 2u << 20);
-  EXPECT_EQ(piece_bytes_for(1ull << 30, 8, 4096), 4096u);
+TEST(CopyLayout, PiecesForTheLinkUnitsForTheWorkers) {
+  CopyLayout l = plan_copy(1, 8, 2 << 20);
+  EXPECT_EQ(l.pieces, 1u);
+  EXPECT_EQ(l.piece_length(0), 1u);
+  l = plan_copy(16 << 20, 8, 2 << 20);
+  EXPECT_EQ(l.piece, 2u << 20);
+  EXPECT_EQ(l.pieces, 8u);
+  EXPECT_EQ(l.unit, 256u << 10);
+  EXPECT_EQ(l.units_per_piece, 8u);
+  l = plan_copy(4 << 20, 8, 2 << 20);
+  EXPECT_EQ(l.piece, 512u << 10);
+  EXPECT_EQ(l.unit, 64u << 10);
+  l = plan_copy((1ull << 30) + 5, 9, 2 << 20);
+  EXPECT_EQ(l.piece, 2u << 20);
+  EXPECT_EQ(l.pieces, 513u);
+  EXPECT_EQ(l.piece_length(512), 5u);
+  EXPECT_EQ(l.unit, 233472u);  // 2 MiB / 9, rounded up to 4 KiB
+  EXPECT_EQ(l.units_per_piece, 9u);
+  l = plan_copy(1ull << 30, 8, 4096);
+  EXPECT_EQ(l.piece, 4096u);
+  EXPECT_EQ(l.units_per_piece, 1u);
   EXPECT_EQ(auto_threads(16), 8u);
   EXPECT_EQ(auto_threads(2), 1u);
   EXPECT_EQ(auto_threads(64), 8u);
@@ -191,7 +205,7 @@ TEST(CopyEngineFaults, DmaFailureMidCopyReportsTheDonePrefix) {
     std::memcpy(reinterpret_cast<void*>(dev), devbytes.data(), bytes);
     CopyOutcome out = engine.copy({dir, host.data(), dev, bytes, CU_STREAM_LEGACY, false});
     EXPECT_EQ(out.status, CUDA_ERROR_ILLEGAL_ADDRESS);
-    const std::size_t piece = piece_bytes_for(bytes, 3, 64 << 10);
+    const std::size_t piece = plan_copy(bytes, 4, 64 << 10).piece;
     if (dir == Direction::HostToDevice)
       EXPECT_EQ(out.bytes_done, 5 * piece);  // five DMAs were enqueued before the sixth failed
     else
@@ -241,7 +255,7 @@ TEST(CopyEngineFaults, EventRecordFailureStopsCleanly) {
   CopyOutcome out =
       engine.copy({Direction::HostToDevice, host.data(), dev, bytes, CU_STREAM_LEGACY, false});
   EXPECT_EQ(out.status, CUDA_ERROR_INVALID_HANDLE);
-  const std::size_t piece = piece_bytes_for(bytes, 2, 64 << 10);
+  const std::size_t piece = plan_copy(bytes, 3, 64 << 10).piece;
   EXPECT_EQ(out.bytes_done, 3 * piece);  // the third DMA was enqueued before its record failed
   fake.synchronize_all();
   EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(dev), host.data(), out.bytes_done));

@@ -23,7 +23,22 @@ constexpr std::size_t kPiecesPerCopy = 8;
 constexpr std::size_t kMinPiece = 256 << 10;
 constexpr std::size_t kMinUnit = 64 << 10;
 
+// How long a copy waits for another thread's copy on the same lane before leaving it to CUDA.
+constexpr auto kLaneWaitLimit = std::chrono::milliseconds(200);
+
 std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+
+// try_lock with patience (a polling loop rather than std::timed_mutex, which sanitizers cannot
+// follow).
+bool lock_within(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  Backoff backoff;
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    backoff.pause();
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -46,7 +61,7 @@ unsigned auto_threads(std::size_t local_cpus) {
 struct CopyEngine::Lane {
   CUcontext ctx = nullptr;
   Direction direction = Direction::HostToDevice;
-  std::timed_mutex busy;  // one copy at a time per context and direction; guards all below
+  std::mutex busy;  // one copy at a time per context and direction; guards all below
   std::unique_ptr<StagingRing> ring;
   std::unique_ptr<WorkerPool> pool;
   std::uint64_t next_ticket = 1;
@@ -117,10 +132,11 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     Lane& lane = *lane_for(ctx, request.direction);
     // Another thread is copying the same way on this context. The link is the limit either way,
     // so wait for it, but not forever: CUDA then takes the copy.
-    std::unique_lock<std::timed_mutex> hold(lane.busy, std::defer_lock);
-    if (!hold.try_lock_for(std::chrono::milliseconds(200))) return {0, CUDA_SUCCESS};
+    std::unique_lock<std::mutex> hold(lane.busy, std::defer_lock);
+    if (!lock_within(hold, kLaneWaitLimit)) return {0, CUDA_SUCCESS};
     r = prepare(lane);
     if (r != CUDA_SUCCESS) return {0, r};
+    lane.pool->wake();  // let the workers come up while the issuer does its own preparations
     return request.direction == Direction::HostToDevice ? host_to_device(lane, request)
                                                         : device_to_host(lane, request);
   } catch (...) {

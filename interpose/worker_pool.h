@@ -5,9 +5,8 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
-#include <mutex>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
@@ -29,6 +28,10 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
+
+  // Wakes sleeping workers ahead of a job, so they are spinning by the time work is published
+  // (waking a sleeping core can take tens of microseconds, in a VM more).
+  void wake();
 
   // Begins a job; pieces [0, limit) become claimable as publish(limit) raises the limit.
   void begin(PieceTask* task);
@@ -55,9 +58,8 @@ class WorkerPool {
   alignas(64) std::atomic<std::size_t> finished_{0};
   alignas(64) std::atomic<int> inside_{0};  // workers that may hold a task pointer right now
   alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
 };
 
 // Waits politely: spins with a pause instruction, then yields, then sleeps in short naps, so a

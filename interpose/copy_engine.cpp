@@ -109,7 +109,8 @@ CUresult CopyEngine::prepare(Lane& lane) {
   if (!lane.pool) {
     unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
     try {
-      lane.pool = std::make_unique<WorkerPool>(threads, where.cpus);
+      lane.pool = std::make_unique<WorkerPool>(threads, where.cpus,
+                                               std::chrono::microseconds(config_.spin_us));
     } catch (...) {
       lane.unavailable = CUDA_ERROR_OUT_OF_MEMORY;
       lane.ring.reset();

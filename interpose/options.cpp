@@ -99,6 +99,10 @@ std::vector<OptionSpec> build_table() {
   t.push_back(size_option("threshold", "CMT_THRESHOLD", "2M",
                           "Copies smaller than this are forwarded to CUDA.", &Config::threshold, 0,
                           std::numeric_limits<std::size_t>::max() / 2));
+  t.push_back(count_option("spin_us", "CMT_SPIN_US", "1000",
+                           "Microseconds an idle copy thread spins before it sleeps: longer "
+                           "answers the next copy sooner and costs CPU time.",
+                           &Config::spin_us, 0, 1000000));
   t.push_back({"d2h_method", "CMT_D2H_METHOD", "auto",
                "How device-to-host copies write the user's buffer: auto, memcpy, or streaming "
                "(non-temporal stores).",

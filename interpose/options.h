@@ -19,6 +19,7 @@ struct Config {
   std::size_t chunk_bytes = 2u << 20;    // largest chunk one worker stages at a time
   unsigned slots = 12;                   // pinned staging buffers per lane, chunk_bytes each
   std::size_t threshold = 2u << 20;      // smaller copies are forwarded
+  unsigned spin_us = 1000;               // how long idle copy threads spin before sleeping
   CopyMethod d2h_method = CopyMethod::Auto;  // how workers write into the user's buffer
   std::string log_level = "warn";
   std::string stats_file;                // where to write a JSON summary at exit ("" = nowhere)

@@ -21,10 +21,6 @@
 namespace cmt {
 namespace {
 
-// How long an idle worker keeps spinning before it sleeps: long enough to bridge the gap between
-// pieces of one copy and between back-to-back copies, short enough to cost the host nothing.
-constexpr auto kIdleSpin = std::chrono::microseconds(1000);
-
 // Sleeping on a bare futex rather than a condition variable: waking all workers then costs one
 // system call, with no herd queuing on a mutex afterwards.
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected) {
@@ -61,7 +57,9 @@ void Backoff::pause() {
   }
 }
 
-WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus) {
+WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
+                       std::chrono::microseconds idle_spin)
+    : idle_spin_(idle_spin) {
   // Workers inherit the creator's signal mask: block everything while creating them.
   sigset_t all, old;
   sigfillset(&all);
@@ -155,7 +153,7 @@ void WorkerPool::worker_main() {
       continue;
     }
     if (spins++ == 0) idle_since = std::chrono::steady_clock::now();
-    if ((spins & 63) != 0 || std::chrono::steady_clock::now() - idle_since < kIdleSpin) {
+    if ((spins & 63) != 0 || std::chrono::steady_clock::now() - idle_since < idle_spin_) {
       CMT_CPU_RELAX();
       continue;
     }

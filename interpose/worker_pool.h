@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <thread>
@@ -20,9 +21,11 @@ class PieceTask {
 
 class WorkerPool {
  public:
-  // Starts `threads` workers allowed on `cpus` (empty: anywhere). Throws std::system_error if a
-  // thread cannot start; the caller turns that into "forward the call".
-  WorkerPool(unsigned threads, const std::vector<int>& cpus);
+  // Starts `threads` workers allowed on `cpus` (empty: anywhere); an idle worker spins for
+  // `idle_spin` before it sleeps, bridging the gaps between pieces and between back-to-back
+  // copies. Throws std::system_error if a thread cannot start; the caller then forwards.
+  WorkerPool(unsigned threads, const std::vector<int>& cpus,
+             std::chrono::microseconds idle_spin = std::chrono::microseconds(1000));
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -49,6 +52,7 @@ class WorkerPool {
   bool try_run_one();
   bool has_claimable() const;
 
+  const std::chrono::microseconds idle_spin_;
   std::vector<std::thread> threads_;
   // Each counter on its own cache line: idle workers poll published_ while the issuer writes it,
   // and must not slow each other down through a shared line.

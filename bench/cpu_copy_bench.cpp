@@ -47,7 +47,6 @@ int main(int argc, char** argv) {
     cmt::ScalingCase which;
     cmt::CopyMethod method;
   } cases[] = {{"stage_in_memcpy", cmt::ScalingCase::StageIn, cmt::CopyMethod::Memcpy},
-               {"stage_in_prefetch", cmt::ScalingCase::StageIn, cmt::CopyMethod::Prefetch},
                {"drain_out_memcpy", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Memcpy},
                {"drain_out_streaming", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Streaming},
                {"drain_fresh_streaming", cmt::ScalingCase::DrainOutFresh,

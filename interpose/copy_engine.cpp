@@ -188,15 +188,11 @@ void run_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::s
 
 class StageIn final : public PieceTask {  // H2D: user buffer -> slot
  public:
-  StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base,
-          bool prefetch)
-      : src_(src), layout_(l), ring_(ring), base_(base), prefetch_(prefetch) {}
+  StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base)
+      : src_(src), layout_(l), ring_(ring), base_(base) {}
   void run_piece(std::size_t u) override {
     run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
-      if (prefetch_)
-        copy_prefetched(staging, src_ + off, n);
-      else
-        copy_memcpy(staging, src_ + off, n);
+      copy_memcpy(staging, src_ + off, n);
     });
   }
 
@@ -205,7 +201,6 @@ class StageIn final : public PieceTask {  // H2D: user buffer -> slot
   CopyLayout layout_;
   StagingRing& ring_;
   std::uint64_t base_;
-  bool prefetch_;
 };
 
 class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
@@ -257,8 +252,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
 
-  StageIn task(static_cast<const char*>(req.host), layout, ring, base,
-               config_.h2d_method == CopyMethod::Prefetch);
+  StageIn task(static_cast<const char*>(req.host), layout, ring, base);
   pool.begin(&task);
   std::size_t published = 0, issued = 0;
   CUresult status = CUDA_SUCCESS;

@@ -50,25 +50,7 @@ bool have_avx2() {
   return yes;
 }
 
-__attribute__((target("avx2"))) void prefetched_avx2(char* d, const char* s, std::size_t n) {
-  constexpr std::size_t kAhead = 4096;
-  for (; n >= 256; n -= 256, d += 256, s += 256) {
-    for (int line = 0; line < 256; line += 64) _mm_prefetch(s + kAhead + line, _MM_HINT_T0);
-    __m256i v[8];
-    for (int i = 0; i < 8; ++i) v[i] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s) + i);
-    for (int i = 0; i < 8; ++i) _mm256_storeu_si256(reinterpret_cast<__m256i*>(d) + i, v[i]);
-  }
-  if (n) std::memcpy(d, s, n);
-}
-
 }  // namespace
-
-void copy_prefetched(void* dst, const void* src, std::size_t bytes) {
-  if (have_avx2())
-    prefetched_avx2(static_cast<char*>(dst), static_cast<const char*>(src), bytes);
-  else
-    std::memcpy(dst, src, bytes);
-}
 
 void copy_streaming(void* dst, const void* src, std::size_t bytes) {
   char* d = static_cast<char*>(dst);
@@ -88,7 +70,6 @@ void copy_streaming(void* dst, const void* src, std::size_t bytes) {
 }
 #else
 void copy_streaming(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
-void copy_prefetched(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
 #endif
 
 }  // namespace cmt

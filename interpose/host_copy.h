@@ -8,9 +8,6 @@
 namespace cmt {
 
 void copy_memcpy(void* dst, const void* src, std::size_t bytes);
-// Like memcpy, with software prefetches a page ahead of the source: the hardware prefetchers stop
-// at 4 KiB page boundaries, which leaves one thread reading pageable memory latency-bound.
-void copy_prefetched(void* dst, const void* src, std::size_t bytes);
 // Like memcpy; bytes reach memory with non-temporal stores where alignment allows. Ends with a
 // store fence, so the data is visible to any thread that synchronizes with the caller afterwards.
 void copy_streaming(void* dst, const void* src, std::size_t bytes);

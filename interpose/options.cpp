@@ -103,18 +103,6 @@ std::vector<OptionSpec> build_table() {
                            "Microseconds an idle copy thread spins before it sleeps: longer "
                            "answers the next copy sooner and costs CPU time.",
                            &Config::spin_us, 0, 1000000));
-  t.push_back({"h2d_method", "CMT_H2D_METHOD", "auto",
-               "How host-to-device copies read the user's buffer: auto, memcpy, or prefetch "
-               "(software prefetch a page ahead).",
-               [](Config& c, std::string_view v) -> std::string {
-                 std::string s = lower(v);
-                 if (s == "auto") c.h2d_method = CopyMethod::Auto;
-                 else if (s == "memcpy") c.h2d_method = CopyMethod::Memcpy;
-                 else if (s == "prefetch") c.h2d_method = CopyMethod::Prefetch;
-                 else return "one of auto, memcpy, prefetch";
-                 return {};
-               },
-               [](const Config& c) { return std::string(copy_method_name(c.h2d_method)); }});
   t.push_back({"d2h_method", "CMT_D2H_METHOD", "auto",
                "How device-to-host copies write the user's buffer: auto, memcpy, or streaming "
                "(non-temporal stores).",
@@ -152,7 +140,6 @@ const char* copy_method_name(CopyMethod method) {
   switch (method) {
     case CopyMethod::Memcpy: return "memcpy";
     case CopyMethod::Streaming: return "streaming";
-    case CopyMethod::Prefetch: return "prefetch";
     default: return "auto";
   }
 }

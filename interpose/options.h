@@ -11,7 +11,7 @@
 
 namespace cmt {
 
-enum class CopyMethod { Auto, Memcpy, Streaming, Prefetch };
+enum class CopyMethod { Auto, Memcpy, Streaming };
 
 struct Config {
   bool disable = false;                  // forward every call untouched
@@ -20,7 +20,6 @@ struct Config {
   unsigned slots = 12;                   // pinned staging buffers per lane, chunk_bytes each
   std::size_t threshold = 2u << 20;      // smaller copies are forwarded
   unsigned spin_us = 1000;               // how long idle copy threads spin before sleeping
-  CopyMethod h2d_method = CopyMethod::Auto;  // how workers read the user's buffer
   CopyMethod d2h_method = CopyMethod::Auto;  // how workers write into the user's buffer
   std::string log_level = "warn";
   std::string stats_file;                // where to write a JSON summary at exit ("" = nowhere)

@@ -44,9 +44,7 @@ double run_once(ScalingCase which, unsigned threads, const std::vector<int>& cpu
         std::size_t n = std::min(piece, share - off);
         char* staging = mine + (slot * piece) % (slice - slice % piece);
         ++slot;
-        if (which == ScalingCase::StageIn && method == CopyMethod::Prefetch)
-          copy_prefetched(staging, base + off, n);
-        else if (which == ScalingCase::StageIn)
+        if (which == ScalingCase::StageIn)
           copy_memcpy(staging, base + off, n);
         else if (method == CopyMethod::Memcpy)
           copy_memcpy(base + off, staging, n);

@@ -9,6 +9,7 @@
 
 #include "copy_engine.h"
 #include "fake_driver.h"
+#include "host_copy.h"
 
 namespace cmt {
 namespace {
@@ -271,6 +272,39 @@ TEST(CopyEngineFaults, NoContextDeclines) {
                                  CU_STREAM_LEGACY, false});
   EXPECT_EQ(out.bytes_done, 0u);
   EXPECT_EQ(fake.dma_count.load(), 0);
+}
+
+}  // namespace
+}  // namespace cmt
+
+namespace cmt {
+namespace {
+
+TEST(HostCopy, EveryMethodIsByteExactAtOddSizesAndAlignments) {
+  auto src = pattern(70000, 77);
+  for (std::size_t n : {0u, 1u, 63u, 64u, 127u, 128u, 4097u, 65536u + 13u}) {
+    for (std::size_t so : {0u, 1u, 31u}) {
+      for (std::size_t d_off : {0u, 3u, 64u}) {
+        for (auto* fn : {&copy_memcpy, &copy_streaming}) {
+          std::vector<unsigned char> dst(n + d_off + 8, 0xEE);
+          fn(dst.data() + d_off, src.data() + so, n);
+          ASSERT_EQ(0, std::memcmp(dst.data() + d_off, src.data() + so, n)) << n << " " << so;
+          for (std::size_t i = 0; i < d_off; ++i) ASSERT_EQ(dst[i], 0xEE);
+          for (std::size_t i = d_off + n; i < dst.size(); ++i) ASSERT_EQ(dst[i], 0xEE);
+        }
+      }
+    }
+  }
+}
+
+TEST(CopyEngine, EveryDrainMethodRoundTrips) {
+  fake::FakeDriver fake(5);
+  for (CopyMethod d2h : {CopyMethod::Memcpy, CopyMethod::Streaming}) {
+    Config c = small_config(3);
+    c.d2h_method = d2h;
+    CopyEngine engine(fake.api(), c);
+    round_trip(fake, engine, (3 << 20) + 17, 5, 3, CU_STREAM_LEGACY, false, 99);
+  }
 }
 
 }  // namespace

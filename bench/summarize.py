@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Prints a cmt-bench-copy JSON result as a Markdown table (for the README and results pages).
+
+usage: bench/summarize.py bench/results/FILE.json
+"""
+import json
+import sys
+
+
+def size(n):
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def main():
+    r = json.load(open(sys.argv[1]))
+    m = r["machine"]
+    print(f"{m['gpu']}, {m['cpu']} ({m['cores']} cores), {r['date']}, {r['reps']} reps, "
+          f"median [min-max] GB/s, wrong copies: {r['wrong_copies']}")
+    print()
+    print("| size | dir | default | cmt | pinned | cmt / default | cmt / pinned |")
+    print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for x in r["results"]:
+        cell = lambda k: (f"{x[k]['median_gbps']:.1f} [{x[k]['min_gbps']:.1f}-{x[k]['max_gbps']:.1f}]")
+        print(f"| {size(x['bytes'])} | {x['direction']} | {cell('default')} | {cell('cmt')} | "
+              f"{cell('pinned')} | {x['cmt_over_default']:.2f}x | {x['cmt_over_pinned']:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -145,8 +145,9 @@ const char* copy_method_name(CopyMethod method) {
 }
 
 const std::vector<OptionSpec>& option_table() {
-  static const std::vector<OptionSpec> table = build_table();
-  return table;
+  // Never destroyed: the library may first read it from the host's static destructors.
+  static const auto* table = new std::vector<OptionSpec>(build_table());
+  return *table;
 }
 
 bool parse_byte_size(std::string_view text, std::size_t* out) {

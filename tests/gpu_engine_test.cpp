@@ -87,13 +87,16 @@ TEST_F(GpuEngine, ByteExactMatrixAgainstCuda) {
   cudaStreamDestroy(stream);
 }
 
-TEST_F(GpuEngine, ManyThreadsSeveralStreams) {
+TEST_F(GpuEngine, ManyThreadsSeveralStreamsEveryGpu) {
   const int kThreads = 8;
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
   std::vector<std::thread> threads;
   std::atomic<int> bad{0};
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
-      cudaSetDevice(0);
+      cudaSetDevice(t % gpus);  // one engine, a lane per GPU context
+      cudaFree(nullptr);
       cudaStream_t s;
       cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
       for (int rep = 0; rep < 4; ++rep) {

@@ -1,5 +1,5 @@
 // A plain CUDA program (dynamic cudart) that copies pageable memory through every runtime entry
-// point cmt hooks, from several threads, and checks every byte. Run under LD_PRELOAD by
+// point cmt hooks, from several threads on every GPU, and checks every byte. Run under LD_PRELOAD by
 // preload_app.sh, which then reads cmt's statistics to prove the copies were taken.
 // Exit status: 0 all bytes right, 1 a wrong byte or CUDA error, 77 no GPU.
 #include <cuda_runtime.h>
@@ -37,7 +37,8 @@ void expect_same(const void* a, const void* b, size_t n, const char* what, size_
   }
 }
 
-void round_trips(unsigned seed) {
+void round_trips(unsigned seed, int device) {
+  CHECK(cudaSetDevice(device));
   cudaStream_t stream;
   CHECK(cudaStreamCreate(&stream));
   const size_t sizes[] = {1000, (4u << 20) + 1, (32u << 20) - 3, 96u << 20};
@@ -77,10 +78,13 @@ int main() {
     std::printf("no CUDA GPU: skipped\n");
     return 77;
   }
-  round_trips(1);
+  round_trips(1, 0);
+  // Eight threads at once, spread over every GPU.
   std::vector<std::thread> threads;
-  for (unsigned t = 0; t < 8; ++t) threads.emplace_back([t] { round_trips(100 * (t + 1)); });
+  for (unsigned t = 0; t < 8; ++t)
+    threads.emplace_back([t, n] { round_trips(100 * (t + 1), static_cast<int>(t) % n); });
   for (auto& t : threads) t.join();
+  std::printf("%d GPU(s), 8 threads: ", n);
   std::printf("%s\n", g_failures ? "FAILED" : "all bytes right");
   return g_failures ? 1 : 0;
 }

@@ -33,8 +33,8 @@ using MemcpyFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
   } while (0)
 
 struct Options {
-  std::vector<size_t> sizes = {256u << 10, 1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20,
-                               1u << 30};
+  std::vector<size_t> sizes = {256u << 10, 1u << 20,   4u << 20, 16u << 20,
+                               64u << 20,  256u << 20, 1u << 30};
   int reps = 10;
   int device = 0;
   std::string json;
@@ -53,10 +53,14 @@ size_t parse_size(const std::string& s) {
   unsigned long long v = std::strtoull(s.c_str(), &end, 10);
   std::string suffix(end);
   if (end == s.c_str()) usage(("bad size '" + s + "'").c_str());
-  if (suffix == "K" || suffix == "k") v <<= 10;
-  else if (suffix == "M" || suffix == "m") v <<= 20;
-  else if (suffix == "G" || suffix == "g") v <<= 30;
-  else if (!suffix.empty()) usage(("bad size suffix in '" + s + "' (expected K, M or G)").c_str());
+  if (suffix == "K" || suffix == "k")
+    v <<= 10;
+  else if (suffix == "M" || suffix == "m")
+    v <<= 20;
+  else if (suffix == "G" || suffix == "g")
+    v <<= 30;
+  else if (!suffix.empty())
+    usage(("bad size suffix in '" + s + "' (expected K, M or G)").c_str());
   if (v == 0) usage("sizes must be positive");
   return static_cast<size_t>(v);
 }
@@ -258,11 +262,12 @@ int main(int argc, char** argv) {
       }
       rows.push_back(row);
       const Row& r = rows.back();
-      std::printf("%10zu %s  default %6.2f [%6.2f-%6.2f]  cmt %6.2f [%6.2f-%6.2f]  pinned %6.2f "
-                  "[%6.2f-%6.2f] GB/s  cmt/default %5.2fx  cmt/pinned %4.2f\n",
-                  bytes, r.dir, r.s[0].median(), r.s[0].lo(), r.s[0].hi(), r.s[1].median(),
-                  r.s[1].lo(), r.s[1].hi(), r.s[2].median(), r.s[2].lo(), r.s[2].hi(),
-                  r.s[1].median() / r.s[0].median(), r.s[1].median() / r.s[2].median());
+      std::printf(
+          "%10zu %s  default %6.2f [%6.2f-%6.2f]  cmt %6.2f [%6.2f-%6.2f]  pinned %6.2f "
+          "[%6.2f-%6.2f] GB/s  cmt/default %5.2fx  cmt/pinned %4.2f\n",
+          bytes, r.dir, r.s[0].median(), r.s[0].lo(), r.s[0].hi(), r.s[1].median(), r.s[1].lo(),
+          r.s[1].hi(), r.s[2].median(), r.s[2].lo(), r.s[2].hi(), r.s[1].median() / r.s[0].median(),
+          r.s[1].median() / r.s[2].median());
       std::fflush(stdout);
     }
   }
@@ -286,8 +291,8 @@ int main(int argc, char** argv) {
       if (std::strncmp(*e, "CMT_", 4) == 0 && std::strncmp(*e, "CMT_BENCH", 9) != 0) {
         std::string kv = *e;
         auto eq = kv.find('=');
-        std::fprintf(f, "%s\"%s\": \"%s\"", first ? "" : ", ", json_escape(kv.substr(0, eq)).c_str(),
-                     json_escape(kv.substr(eq + 1)).c_str());
+        std::fprintf(f, "%s\"%s\": \"%s\"", first ? "" : ", ",
+                     json_escape(kv.substr(0, eq)).c_str(), json_escape(kv.substr(eq + 1)).c_str());
         first = false;
       }
     std::fprintf(f, "},\n  \"results\": [\n");

@@ -46,11 +46,11 @@ int main(int argc, char** argv) {
     const char* name;
     cmt::ScalingCase which;
     cmt::CopyMethod method;
-  } cases[] = {{"stage_in_memcpy", cmt::ScalingCase::StageIn, cmt::CopyMethod::Memcpy},
-               {"drain_out_memcpy", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Memcpy},
-               {"drain_out_streaming", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Streaming},
-               {"drain_fresh_streaming", cmt::ScalingCase::DrainOutFresh,
-                cmt::CopyMethod::Streaming}};
+  } cases[] = {
+      {"stage_in_memcpy", cmt::ScalingCase::StageIn, cmt::CopyMethod::Memcpy},
+      {"drain_out_memcpy", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Memcpy},
+      {"drain_out_streaming", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Streaming},
+      {"drain_fresh_streaming", cmt::ScalingCase::DrainOutFresh, cmt::CopyMethod::Streaming}};
   std::printf("%-24s", "threads");
   for (unsigned t : threads) std::printf("%7u", t);
   std::printf("   (GB/s, %zu MiB through a %zu MiB ring, median of %d)\n", bytes >> 20, ring >> 20,

@@ -14,7 +14,9 @@
 namespace cmt::cli {
 namespace {
 
-bool is_file(const std::string& path) { return access(path.c_str(), R_OK) == 0; }
+bool is_file(const std::string& path) {
+  return access(path.c_str(), R_OK) == 0;
+}
 
 std::string executable_dir() {
   char buf[PATH_MAX];

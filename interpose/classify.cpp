@@ -15,11 +15,13 @@ bool query(const DriverApi& driver, const void* ptr, PointerInfo* info) {
   CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
                                  CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
   void* data[] = {&info->memory_type, &info->managed, &info->device};
-  return driver.pointer_get_attributes(3, attrs, data,
-                                       reinterpret_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS;
+  return driver.pointer_get_attributes(3, attrs, data, reinterpret_cast<CUdeviceptr>(ptr)) ==
+         CUDA_SUCCESS;
 }
 
-bool is_pageable(const PointerInfo& p) { return p.memory_type == 0 && !p.managed; }
+bool is_pageable(const PointerInfo& p) {
+  return p.memory_type == 0 && !p.managed;
+}
 bool is_device(const PointerInfo& p) {
   return p.memory_type == CU_MEMORYTYPE_DEVICE && !p.managed;
 }
@@ -28,20 +30,34 @@ bool is_device(const PointerInfo& p) {
 
 const char* forward_reason_name(ForwardReason reason) {
   switch (reason) {
-    case ForwardReason::Taken: return "taken";
-    case ForwardReason::Disabled: return "disabled";
-    case ForwardReason::BelowThreshold: return "below_threshold";
-    case ForwardReason::NoContext: return "no_context";
-    case ForwardReason::KindNotHandled: return "kind_not_handled";
-    case ForwardReason::PinnedOrManaged: return "pinned_or_managed";
-    case ForwardReason::NotPageableToDevice: return "not_pageable_to_device";
-    case ForwardReason::OtherDevice: return "other_device";
-    case ForwardReason::OutOfRange: return "out_of_range";
-    case ForwardReason::OtherContextStream: return "other_context_stream";
-    case ForwardReason::Capturing: return "capturing";
-    case ForwardReason::DriverError: return "driver_error";
-    case ForwardReason::EngineUnavailable: return "engine_unavailable";
-    default: return "unknown";
+    case ForwardReason::Taken:
+      return "taken";
+    case ForwardReason::Disabled:
+      return "disabled";
+    case ForwardReason::BelowThreshold:
+      return "below_threshold";
+    case ForwardReason::NoContext:
+      return "no_context";
+    case ForwardReason::KindNotHandled:
+      return "kind_not_handled";
+    case ForwardReason::PinnedOrManaged:
+      return "pinned_or_managed";
+    case ForwardReason::NotPageableToDevice:
+      return "not_pageable_to_device";
+    case ForwardReason::OtherDevice:
+      return "other_device";
+    case ForwardReason::OutOfRange:
+      return "out_of_range";
+    case ForwardReason::OtherContextStream:
+      return "other_context_stream";
+    case ForwardReason::Capturing:
+      return "capturing";
+    case ForwardReason::DriverError:
+      return "driver_error";
+    case ForwardReason::EngineUnavailable:
+      return "engine_unavailable";
+    default:
+      return "unknown";
   }
 }
 
@@ -72,8 +88,8 @@ CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, 
     return {fast_already ? ForwardReason::PinnedOrManaged : ForwardReason::NotPageableToDevice, {}};
   }
   void* host = direction == Direction::HostToDevice ? const_cast<void*>(src) : dst;
-  CUdeviceptr device = reinterpret_cast<CUdeviceptr>(direction == Direction::HostToDevice ? dst
-                                                                                          : src);
+  CUdeviceptr device =
+      reinterpret_cast<CUdeviceptr>(direction == Direction::HostToDevice ? dst : src);
   const PointerInfo& dev = direction == Direction::HostToDevice ? t : s;
 
   CUdevice current = -1;

@@ -21,17 +21,17 @@ enum MemcpyKind : int {
 };
 
 enum class ForwardReason {
-  Taken,            // not forwarded
+  Taken,  // not forwarded
   Disabled,
   BelowThreshold,
-  NoContext,        // no current context yet (CUDA initializes it on this call)
-  KindNotHandled,   // host <-> host, device <-> device, or an invalid kind
-  PinnedOrManaged,  // the host side is pinned, registered or managed: CUDA is already fast
+  NoContext,            // no current context yet (CUDA initializes it on this call)
+  KindNotHandled,       // host <-> host, device <-> device, or an invalid kind
+  PinnedOrManaged,      // the host side is pinned, registered or managed: CUDA is already fast
   NotPageableToDevice,  // the pointers do not form a pageable-host <-> device pair
-  OtherDevice,      // the device pointer belongs to another device than the current context's
-  OutOfRange,       // the device range is not inside one allocation
+  OtherDevice,          // the device pointer belongs to another device than the current context's
+  OutOfRange,           // the device range is not inside one allocation
   OtherContextStream,
-  Capturing,        // the stream is capturing a CUDA graph
+  Capturing,  // the stream is capturing a CUDA graph
   DriverError,
   EngineUnavailable,
   Count,

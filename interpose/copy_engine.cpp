@@ -26,7 +26,9 @@ constexpr std::size_t kMinUnit = 64 << 10;
 // How long a copy waits for another thread's copy on the same lane before leaving it to CUDA.
 constexpr auto kLaneWaitLimit = std::chrono::milliseconds(200);
 
-std::size_t round_up(std::size_t n, std::size_t to) { return (n + to - 1) / to * to; }
+std::size_t round_up(std::size_t n, std::size_t to) {
+  return (n + to - 1) / to * to;
+}
 
 // try_lock with patience (a polling loop rather than std::timed_mutex, which sanitizers cannot
 // follow).
@@ -101,9 +103,10 @@ CUresult CopyEngine::prepare(Lane& lane) {
   lane.ring = StagingRing::create(driver_, config_.slots, config_.chunk_bytes, where.numa_node, &r);
   if (!lane.ring) {
     lane.unavailable = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
-    CMT_WARN_ONCE("cannot allocate {} x {} bytes of pinned staging memory (CUDA error {}); "
-                  "cmt forwards these copies to CUDA",
-                  config_.slots, config_.chunk_bytes, static_cast<int>(r));
+    CMT_WARN_ONCE(
+        "cannot allocate {} x {} bytes of pinned staging memory (CUDA error {}); "
+        "cmt forwards these copies to CUDA",
+        config_.slots, config_.chunk_bytes, static_cast<int>(r));
     return lane.unavailable;
   }
   if (!lane.pool) {

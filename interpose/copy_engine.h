@@ -21,11 +21,11 @@ enum class Direction { HostToDevice, DeviceToHost };
 
 struct CopyRequest {
   Direction direction = Direction::HostToDevice;
-  void* host = nullptr;      // pageable: the source of H2D, the destination of D2H
+  void* host = nullptr;  // pageable: the source of H2D, the destination of D2H
   CUdeviceptr device = 0;
   std::size_t bytes = 0;
   CUstream stream = CU_STREAM_LEGACY;  // explicit: a user stream, CU_STREAM_LEGACY or _PER_THREAD
-  bool synchronous = false;  // cudaMemcpy: H2D waits for the stream before copying
+  bool synchronous = false;            // cudaMemcpy: H2D waits for the stream before copying
 };
 
 struct CopyOutcome {

@@ -11,8 +11,8 @@
 namespace cmt {
 
 struct GpuLocality {
-  int numa_node = -1;      // -1: unknown or a single-node machine
-  std::vector<int> cpus;   // cores to run copy workers on; never empty
+  int numa_node = -1;     // -1: unknown or a single-node machine
+  std::vector<int> cpus;  // cores to run copy workers on; never empty
 };
 
 // Parses a Linux cpulist such as "0-7,16-23". Returns false on malformed input.

@@ -9,7 +9,9 @@
 
 namespace cmt {
 
-void copy_memcpy(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+void copy_memcpy(void* dst, const void* src, std::size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
 
 #if defined(__x86_64__)
 namespace {
@@ -69,7 +71,9 @@ void copy_streaming(void* dst, const void* src, std::size_t bytes) {
   _mm_sfence();
 }
 #else
-void copy_streaming(void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); }
+void copy_streaming(void* dst, const void* src, std::size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
 #endif
 
 }  // namespace cmt

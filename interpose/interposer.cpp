@@ -25,8 +25,12 @@ std::mutex& engine_mu() {
 bool g_engine_started = false;
 bool g_forked_child = false;
 
-void before_fork() { engine_mu().lock(); }
-void after_fork_parent() { engine_mu().unlock(); }
+void before_fork() {
+  engine_mu().lock();
+}
+void after_fork_parent() {
+  engine_mu().unlock();
+}
 void after_fork_child() {
   if (g_engine_started) g_forked_child = true;
   engine_mu().unlock();
@@ -105,8 +109,9 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
     d.request.synchronous = synchronous;
     auto t0 = std::chrono::steady_clock::now();
     CopyOutcome out = eng->copy(d.request);
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  std::chrono::steady_clock::now() - t0).count();
+    auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
     if (out.bytes_done == 0) {
       stats_->forwarded(ForwardReason::EngineUnavailable);
       if (out.status != CUDA_SUCCESS)

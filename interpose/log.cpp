@@ -41,6 +41,8 @@ spdlog::logger& log() {
   return *logger_slot();
 }
 
-void set_log_level(const std::string& level) { log().set_level(parse_level(level)); }
+void set_log_level(const std::string& level) {
+  log().set_level(parse_level(level));
+}
 
 }  // namespace cmt

@@ -17,21 +17,21 @@ void set_log_level(const std::string& level);
 
 // Logs a warning the first time this line runs and never again: a hook that steps aside says so
 // once instead of once per call.
-#define CMT_WARN_ONCE(...)                                              \
-  do {                                                                  \
-    static std::atomic<bool> cmt_warned_{false};                        \
-    if (!cmt_warned_.exchange(true, std::memory_order_relaxed)) {       \
-      try {                                                             \
-        ::cmt::log().warn(__VA_ARGS__);                                 \
-      } catch (...) {                                                   \
-      }                                                                 \
-    }                                                                   \
+#define CMT_WARN_ONCE(...)                                        \
+  do {                                                            \
+    static std::atomic<bool> cmt_warned_{false};                  \
+    if (!cmt_warned_.exchange(true, std::memory_order_relaxed)) { \
+      try {                                                       \
+        ::cmt::log().warn(__VA_ARGS__);                           \
+      } catch (...) {                                             \
+      }                                                           \
+    }                                                             \
   } while (0)
 
-#define CMT_LOG(level, ...)                                             \
-  do {                                                                  \
-    try {                                                               \
-      ::cmt::log().level(__VA_ARGS__);                                  \
-    } catch (...) {                                                     \
-    }                                                                   \
+#define CMT_LOG(level, ...)            \
+  do {                                 \
+    try {                              \
+      ::cmt::log().level(__VA_ARGS__); \
+    } catch (...) {                    \
+    }                                  \
   } while (0)

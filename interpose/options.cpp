@@ -39,7 +39,10 @@ std::string format_bytes(std::size_t bytes) {
 // Row builders: each knob is declared once with its range, and parsing/printing follow from it.
 OptionSpec size_option(const char* name, const char* env, const char* def, const char* help,
                        std::size_t Config::*field, std::size_t min, std::size_t max) {
-  return {name, env, def, help,
+  return {name,
+          env,
+          def,
+          help,
           [field, min, max](Config& c, std::string_view v) -> std::string {
             std::size_t bytes = 0;
             if (!parse_byte_size(v, &bytes) || bytes < min || bytes > max)
@@ -53,7 +56,10 @@ OptionSpec size_option(const char* name, const char* env, const char* def, const
 
 OptionSpec count_option(const char* name, const char* env, const char* def, const char* help,
                         unsigned Config::*field, unsigned min, unsigned max) {
-  return {name, env, def, help,
+  return {name,
+          env,
+          def,
+          help,
           [field, min, max](Config& c, std::string_view v) -> std::string {
             unsigned long long n = 0;
             if (!parse_unsigned(v, &n) || n < min || n > max)
@@ -66,7 +72,10 @@ OptionSpec count_option(const char* name, const char* env, const char* def, cons
 
 OptionSpec bool_option(const char* name, const char* env, const char* def, const char* help,
                        bool Config::*field) {
-  return {name, env, def, help,
+  return {name,
+          env,
+          def,
+          help,
           [field](Config& c, std::string_view v) -> std::string {
             std::string s = lower(v);
             if (s == "1" || s == "true" || s == "yes" || s == "on") {
@@ -108,10 +117,14 @@ std::vector<OptionSpec> build_table() {
                "(non-temporal stores).",
                [](Config& c, std::string_view v) -> std::string {
                  std::string s = lower(v);
-                 if (s == "auto") c.d2h_method = CopyMethod::Auto;
-                 else if (s == "memcpy") c.d2h_method = CopyMethod::Memcpy;
-                 else if (s == "streaming") c.d2h_method = CopyMethod::Streaming;
-                 else return "one of auto, memcpy, streaming";
+                 if (s == "auto")
+                   c.d2h_method = CopyMethod::Auto;
+                 else if (s == "memcpy")
+                   c.d2h_method = CopyMethod::Memcpy;
+                 else if (s == "streaming")
+                   c.d2h_method = CopyMethod::Streaming;
+                 else
+                   return "one of auto, memcpy, streaming";
                  return {};
                },
                [](const Config& c) { return std::string(copy_method_name(c.d2h_method)); }});
@@ -138,9 +151,12 @@ std::vector<OptionSpec> build_table() {
 
 const char* copy_method_name(CopyMethod method) {
   switch (method) {
-    case CopyMethod::Memcpy: return "memcpy";
-    case CopyMethod::Streaming: return "streaming";
-    default: return "auto";
+    case CopyMethod::Memcpy:
+      return "memcpy";
+    case CopyMethod::Streaming:
+      return "streaming";
+    default:
+      return "auto";
   }
 }
 
@@ -159,12 +175,23 @@ bool parse_byte_size(std::string_view text, std::size_t* out) {
   unsigned shift = 0;
   if (!suffix.empty()) {
     switch (suffix[0]) {
-      case 'k': shift = 10; break;
-      case 'm': shift = 20; break;
-      case 'g': shift = 30; break;
-      case 't': shift = 40; break;
-      case 'b': shift = 0; break;
-      default: return false;
+      case 'k':
+        shift = 10;
+        break;
+      case 'm':
+        shift = 20;
+        break;
+      case 'g':
+        shift = 30;
+        break;
+      case 't':
+        shift = 40;
+        break;
+      case 'b':
+        shift = 0;
+        break;
+      default:
+        return false;
     }
     std::string rest = suffix.substr(1);
     if (suffix[0] == 'b' ? !rest.empty() : !(rest.empty() || rest == "b" || rest == "ib"))

@@ -14,20 +14,20 @@ namespace cmt {
 enum class CopyMethod { Auto, Memcpy, Streaming };
 
 struct Config {
-  bool disable = false;                  // forward every call untouched
-  unsigned threads = 0;                  // CPU copy workers per lane; 0 = pick from the GPU's cores
-  std::size_t chunk_bytes = 2u << 20;    // largest chunk one worker stages at a time
-  unsigned slots = 12;                   // pinned staging buffers per lane, chunk_bytes each
-  std::size_t threshold = 2u << 20;      // smaller copies are forwarded
-  unsigned spin_us = 1000;               // how long idle copy threads spin before sleeping
+  bool disable = false;                // forward every call untouched
+  unsigned threads = 0;                // CPU copy workers per lane; 0 = pick from the GPU's cores
+  std::size_t chunk_bytes = 2u << 20;  // largest chunk one worker stages at a time
+  unsigned slots = 12;                 // pinned staging buffers per lane, chunk_bytes each
+  std::size_t threshold = 2u << 20;    // smaller copies are forwarded
+  unsigned spin_us = 1000;             // how long idle copy threads spin before sleeping
   CopyMethod d2h_method = CopyMethod::Auto;  // how workers write into the user's buffer
   std::string log_level = "warn";
-  std::string stats_file;                // where to write a JSON summary at exit ("" = nowhere)
+  std::string stats_file;  // JSON summary written when the process ends ("": none)
 };
 
 struct OptionSpec {
-  const char* name;         // key, e.g. "chunk_bytes"
-  const char* env;          // environment variable, e.g. "CMT_CHUNK_BYTES"
+  const char* name;  // key, e.g. "chunk_bytes"
+  const char* env;   // environment variable, e.g. "CMT_CHUNK_BYTES"
   const char* default_text;
   const char* help;
   // Applies `value` to `config`; returns an empty string on success, else what was expected.

@@ -75,27 +75,27 @@ cudaError_t async_copy(RuntimeEntry& e, void* dst, const void* src, size_t count
 extern "C" {
 
 __attribute__((visibility("default"))) cudaError_t cudaMemcpy(void* dst, const void* src,
-                                                               size_t count, cudaMemcpyKind kind) {
+                                                              size_t count, cudaMemcpyKind kind) {
   return sync_copy(g_memcpy, dst, src, count, kind);
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaMemcpy_ptds(void* dst, const void* src,
-                                                                    size_t count,
-                                                                    cudaMemcpyKind kind) {
+                                                                   size_t count,
+                                                                   cudaMemcpyKind kind) {
   return sync_copy(g_memcpy_ptds, dst, src, count, kind);
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaMemcpyAsync(void* dst, const void* src,
-                                                                    size_t count,
-                                                                    cudaMemcpyKind kind,
-                                                                    cudaStream_t stream) {
+                                                                   size_t count,
+                                                                   cudaMemcpyKind kind,
+                                                                   cudaStream_t stream) {
   return async_copy(g_memcpy_async, dst, src, count, kind, stream);
 }
 
 __attribute__((visibility("default"))) cudaError_t cudaMemcpyAsync_ptsz(void* dst, const void* src,
-                                                                         size_t count,
-                                                                         cudaMemcpyKind kind,
-                                                                         cudaStream_t stream) {
+                                                                        size_t count,
+                                                                        cudaMemcpyKind kind,
+                                                                        cudaStream_t stream) {
   return async_copy(g_memcpy_async_ptsz, dst, src, count, kind, stream);
 }
 

@@ -15,8 +15,8 @@ namespace cmt {
 
 struct StagingSlot {
   char* data = nullptr;
-  CUevent dma_done = nullptr;   // recorded after the last DMA that reads or writes `data`
-  bool dma_pending = false;     // dma_done was recorded and not yet seen complete
+  CUevent dma_done = nullptr;  // recorded after the last DMA that reads or writes `data`
+  bool dma_pending = false;    // dma_done was recorded and not yet seen complete
   CUstream dma_stream = nullptr;
   // Set by the worker that finished with this slot, to the ticket of the piece it handled; the
   // issuer waits for exactly that ticket, so a value left from an earlier copy never matches.

@@ -20,14 +20,14 @@ TEST(Classify, TakesPageableToDeviceBothWays) {
   std::vector<char> host(4 * kMiB);
   CUdeviceptr dev = fake.alloc_device(4 * kMiB);
   auto* d = reinterpret_cast<void*>(dev);
-  CopyDecision up = classify_copy(fake.api(), d, host.data(), host.size(), kHostToDevice,
-                                  CU_STREAM_LEGACY, kMiB);
+  CopyDecision up =
+      classify_copy(fake.api(), d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, kMiB);
   ASSERT_TRUE(up.taken());
   EXPECT_EQ(up.request.direction, Direction::HostToDevice);
   EXPECT_EQ(up.request.host, host.data());
   EXPECT_EQ(up.request.device, dev);
-  CopyDecision down = classify_copy(fake.api(), host.data(), d, host.size(), kDefault,
-                                    CU_STREAM_PER_THREAD, kMiB);
+  CopyDecision down =
+      classify_copy(fake.api(), host.data(), d, host.size(), kDefault, CU_STREAM_PER_THREAD, kMiB);
   ASSERT_TRUE(down.taken());
   EXPECT_EQ(down.request.direction, Direction::DeviceToHost);
   EXPECT_EQ(down.request.stream, CU_STREAM_PER_THREAD);

@@ -40,8 +40,8 @@ void round_trip(fake::FakeDriver& fake, CopyEngine& engine, std::size_t bytes, s
   CUdeviceptr dev = fake.alloc_device(bytes + dev_off + 16);
   std::memset(reinterpret_cast<void*>(dev), 0xAB, bytes + dev_off + 16);
 
-  CopyRequest up{Direction::HostToDevice, src.data() + host_off, dev + dev_off, bytes, stream,
-                 synchronous};
+  CopyRequest up{
+      Direction::HostToDevice, src.data() + host_off, dev + dev_off, bytes, stream, synchronous};
   CopyOutcome out = engine.copy(up);
   ASSERT_EQ(out.status, CUDA_SUCCESS);
   ASSERT_EQ(out.bytes_done, bytes);
@@ -50,8 +50,8 @@ void round_trip(fake::FakeDriver& fake, CopyEngine& engine, std::size_t bytes, s
   auto expect = pattern(bytes + host_off, seed);
 
   std::vector<unsigned char> back(bytes + host_off + 32, 0xCD);
-  CopyRequest down{Direction::DeviceToHost, back.data() + host_off, dev + dev_off, bytes, stream,
-                   synchronous};
+  CopyRequest down{
+      Direction::DeviceToHost, back.data() + host_off, dev + dev_off, bytes, stream, synchronous};
   out = engine.copy(down);
   ASSERT_EQ(out.status, CUDA_SUCCESS);
   ASSERT_EQ(out.bytes_done, bytes);
@@ -174,8 +174,8 @@ TEST(CopyEngineFaults, PinnedAllocationFailureDeclinesTheCopy) {
   CopyEngine engine(fake.api(), small_config(2));
   std::vector<unsigned char> src(1 << 20, 1);
   CUdeviceptr dev = fake.alloc_device(src.size());
-  CopyOutcome out = engine.copy({Direction::HostToDevice, src.data(), dev, src.size(),
-                                 CU_STREAM_LEGACY, false});
+  CopyOutcome out =
+      engine.copy({Direction::HostToDevice, src.data(), dev, src.size(), CU_STREAM_LEGACY, false});
   EXPECT_EQ(out.bytes_done, 0u);
   EXPECT_EQ(out.status, CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(fake.dma_count.load(), 0);
@@ -187,8 +187,8 @@ TEST(CopyEngineFaults, EventCreationFailureDeclinesTheCopy) {
   CopyEngine engine(fake.api(), small_config(2));
   std::vector<unsigned char> dst(1 << 20);
   CUdeviceptr dev = fake.alloc_device(dst.size());
-  CopyOutcome out = engine.copy({Direction::DeviceToHost, dst.data(), dev, dst.size(),
-                                 CU_STREAM_LEGACY, false});
+  CopyOutcome out =
+      engine.copy({Direction::DeviceToHost, dst.data(), dev, dst.size(), CU_STREAM_LEGACY, false});
   EXPECT_EQ(out.bytes_done, 0u);
   EXPECT_NE(out.status, CUDA_SUCCESS);
 }
@@ -268,8 +268,8 @@ TEST(CopyEngineFaults, NoContextDeclines) {
   CopyEngine engine(fake.api(), small_config(2));
   std::vector<unsigned char> src(1 << 20);
   CUdeviceptr dev = fake.alloc_device(src.size());
-  CopyOutcome out = engine.copy({Direction::HostToDevice, src.data(), dev, src.size(),
-                                 CU_STREAM_LEGACY, false});
+  CopyOutcome out =
+      engine.copy({Direction::HostToDevice, src.data(), dev, src.size(), CU_STREAM_LEGACY, false});
   EXPECT_EQ(out.bytes_done, 0u);
   EXPECT_EQ(fake.dma_count.load(), 0);
 }

@@ -103,7 +103,9 @@ CUresult stream_synchronize(CUstream s) {
   g_fake->stream_for(s)->synchronize();
   return CUDA_SUCCESS;
 }
-CUresult exchange_capture_mode(CUstreamCaptureMode*) { return CUDA_SUCCESS; }
+CUresult exchange_capture_mode(CUstreamCaptureMode*) {
+  return CUDA_SUCCESS;
+}
 
 CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** data,
                                 CUdeviceptr ptr) {
@@ -115,14 +117,18 @@ CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** d
   for (unsigned i = 0; i < n; ++i) {
     switch (attrs[i]) {
       case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *static_cast<unsigned*>(data[i]) =
-            device ? unsigned{CU_MEMORYTYPE_DEVICE} : host ? unsigned{CU_MEMORYTYPE_HOST} : 0u;
+        *static_cast<unsigned*>(data[i]) = device ? unsigned{CU_MEMORYTYPE_DEVICE}
+                                           : host ? unsigned{CU_MEMORYTYPE_HOST}
+                                                  : 0u;
         break;
-      case CU_POINTER_ATTRIBUTE_IS_MANAGED: *static_cast<unsigned*>(data[i]) = 0; break;
+      case CU_POINTER_ATTRIBUTE_IS_MANAGED:
+        *static_cast<unsigned*>(data[i]) = 0;
+        break;
       case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
         *static_cast<int*>(data[i]) = device || host ? 0 : -2;
         break;
-      default: return CUDA_ERROR_INVALID_VALUE;
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
     }
   }
   return CUDA_SUCCESS;
@@ -193,14 +199,17 @@ CUresult event_destroy(CUevent e) {
   delete reinterpret_cast<FakeEvent*>(e);
   return CUDA_SUCCESS;
 }
-CUresult device_get_pci_bus_id(char*, int, CUdevice) { return CUDA_ERROR_NOT_SUPPORTED; }
+CUresult device_get_pci_bus_id(char*, int, CUdevice) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 
 const DriverApi kApi = {
-    ctx_get_current,       ctx_get_device,     stream_get_ctx,     stream_is_capturing,
-    stream_synchronize,    exchange_capture_mode, pointer_get_attributes, mem_get_address_range,
-    mem_host_register,     mem_host_unregister, memcpy_htod_async, memcpy_dtoh_async,
-    event_create,          event_record,       event_query,        event_destroy,
-    device_get_pci_bus_id,
+    ctx_get_current,        ctx_get_device,        stream_get_ctx,
+    stream_is_capturing,    stream_synchronize,    exchange_capture_mode,
+    pointer_get_attributes, mem_get_address_range, mem_host_register,
+    mem_host_unregister,    memcpy_htod_async,     memcpy_dtoh_async,
+    event_create,           event_record,          event_query,
+    event_destroy,          device_get_pci_bus_id,
 };
 
 }  // namespace
@@ -217,7 +226,9 @@ FakeDriver::~FakeDriver() {
   g_fake = nullptr;
 }
 
-const DriverApi& FakeDriver::api() const { return kApi; }
+const DriverApi& FakeDriver::api() const {
+  return kApi;
+}
 
 CUdeviceptr FakeDriver::alloc_device(std::size_t bytes) {
   std::lock_guard<std::mutex> lk(mu);

@@ -22,11 +22,11 @@ namespace cmt::fake {
 struct Faults {
   CUresult host_register = CUDA_SUCCESS;  // returned by cuMemHostRegister
   CUresult event_create = CUDA_SUCCESS;
-  long dma_fail_at = -1;                  // the n-th DMA enqueue (from 0) fails...
+  long dma_fail_at = -1;  // the n-th DMA enqueue (from 0) fails...
   CUresult dma_fail_code = CUDA_ERROR_ILLEGAL_ADDRESS;
-  long query_fail_at = -1;                // the n-th event query (from 0) fails...
+  long query_fail_at = -1;  // the n-th event query (from 0) fails...
   CUresult query_fail_code = CUDA_ERROR_LAUNCH_FAILED;
-  long record_fail_at = -1;               // the n-th event record (from 0) fails
+  long record_fail_at = -1;  // the n-th event record (from 0) fails
   bool no_context = false;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
 };

@@ -51,13 +51,14 @@ class GpuEngine : public ::testing::Test {
 TEST_F(GpuEngine, ByteExactMatrixAgainstCuda) {
   cudaStream_t stream;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  const std::size_t sizes[] = {1, 4095, 65537, (1u << 20) + 3, (16u << 20) + 1, (64u << 20) - 5,
-                               256u << 20};
+  const std::size_t sizes[] = {
+      1, 4095, 65537, (1u << 20) + 3, (16u << 20) + 1, (64u << 20) - 5, 256u << 20};
   const std::size_t offsets[] = {0, 1, 7};
   unsigned seed = 1;
   for (std::size_t bytes : sizes) {
     for (std::size_t off : offsets) {
-      for (CUstream s : {CU_STREAM_LEGACY, reinterpret_cast<CUstream>(stream), CU_STREAM_PER_THREAD}) {
+      for (CUstream s :
+           {CU_STREAM_LEGACY, reinterpret_cast<CUstream>(stream), CU_STREAM_PER_THREAD}) {
         SCOPED_TRACE(testing::Message() << "bytes=" << bytes << " off=" << off);
         auto src = pattern(bytes + off, seed++);
         char* dev = nullptr;
@@ -73,8 +74,9 @@ TEST_F(GpuEngine, ByteExactMatrixAgainstCuda) {
         ASSERT_EQ(0, std::memcmp(check.data(), src.data() + off, bytes)) << "H2D bytes differ";
 
         std::vector<unsigned char> back(bytes + off + 8, 0xEE);
-        CopyOutcome down = engine_->copy({Direction::DeviceToHost, back.data() + off,
-                                          reinterpret_cast<CUdeviceptr>(dev + off), bytes, s, false});
+        CopyOutcome down =
+            engine_->copy({Direction::DeviceToHost, back.data() + off,
+                           reinterpret_cast<CUdeviceptr>(dev + off), bytes, s, false});
         ASSERT_EQ(down.status, CUDA_SUCCESS);
         ASSERT_EQ(down.bytes_done, bytes);
         ASSERT_EQ(0, std::memcmp(back.data() + off, src.data() + off, bytes)) << "D2H bytes differ";
@@ -103,16 +105,22 @@ TEST_F(GpuEngine, ManyThreadsSeveralStreamsEveryGpu) {
         std::size_t bytes = (8u << 20) + t * 4097 + rep;
         auto src = pattern(bytes, 1000 + t * 10 + rep);
         char* dev = nullptr;
-        if (cudaMalloc(&dev, bytes) != cudaSuccess) { ++bad; return; }
-        std::size_t done = engine_->copy({Direction::HostToDevice, src.data(),
-                                          reinterpret_cast<CUdeviceptr>(dev), bytes,
-                                          reinterpret_cast<CUstream>(s), false}).bytes_done;
+        if (cudaMalloc(&dev, bytes) != cudaSuccess) {
+          ++bad;
+          return;
+        }
+        std::size_t done =
+            engine_
+                ->copy({Direction::HostToDevice, src.data(), reinterpret_cast<CUdeviceptr>(dev),
+                        bytes, reinterpret_cast<CUstream>(s), false})
+                .bytes_done;
         if (done < bytes)  // the engine may decline when another thread holds the lane
           cudaMemcpyAsync(dev + done, src.data() + done, bytes - done, cudaMemcpyHostToDevice, s);
         std::vector<unsigned char> back(bytes);
-        done = engine_->copy({Direction::DeviceToHost, back.data(),
-                              reinterpret_cast<CUdeviceptr>(dev), bytes,
-                              reinterpret_cast<CUstream>(s), false}).bytes_done;
+        done = engine_
+                   ->copy({Direction::DeviceToHost, back.data(), reinterpret_cast<CUdeviceptr>(dev),
+                           bytes, reinterpret_cast<CUstream>(s), false})
+                   .bytes_done;
         if (done < bytes)
           cudaMemcpyAsync(back.data() + done, dev + done, bytes - done, cudaMemcpyDeviceToHost, s);
         cudaStreamSynchronize(s);
@@ -149,7 +157,8 @@ TEST_F(GpuEngine, ClassifiesRealPointers) {
   cudaGraph_t graph;
   ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   EXPECT_EQ(classify_copy(*driver_, dev, pageable.data(), n, kHostToDevice,
-                          reinterpret_cast<CUstream>(s), 1).reason,
+                          reinterpret_cast<CUstream>(s), 1)
+                .reason,
             ForwardReason::Capturing);
   cudaStreamEndCapture(s, &graph);
   if (graph) cudaGraphDestroy(graph);

@@ -23,8 +23,8 @@ TEST(Options, ParsesByteSizes) {
   EXPECT_EQ(n, 1u << 30);
   EXPECT_TRUE(parse_byte_size("3MB", &n));
   EXPECT_EQ(n, 3u << 20);
-  for (const char* bad : {"", "M", "1.5M", "-1", "12Q", "1MiBs", "99999999999999999999999", "4 M",
-                          "16777216T"})
+  for (const char* bad :
+       {"", "M", "1.5M", "-1", "12Q", "1MiBs", "99999999999999999999999", "4 M", "16777216T"})
     EXPECT_FALSE(parse_byte_size(bad, &n)) << bad;
 }
 

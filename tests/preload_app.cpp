@@ -1,7 +1,7 @@
 // A plain CUDA program (dynamic cudart) that copies pageable memory through every runtime entry
-// point cmt hooks, from several threads on every GPU, and checks every byte. Run under LD_PRELOAD by
-// preload_app.sh, which then reads cmt's statistics to prove the copies were taken.
-// Exit status: 0 all bytes right, 1 a wrong byte or CUDA error, 77 no GPU.
+// point cmt hooks, from several threads on every GPU, and checks every byte. Run under LD_PRELOAD
+// by preload_app.sh, which then reads cmt's statistics to prove the copies were taken. Exit status:
+// 0 all bytes right, 1 a wrong byte or CUDA error, 77 no GPU.
 #include <cuda_runtime.h>
 
 #include <cstdio>
@@ -14,15 +14,14 @@ namespace {
 
 int g_failures = 0;
 
-#define CHECK(x)                                                                \
-  do {                                                                          \
-    cudaError_t e_ = (x);                                                       \
-    if (e_ != cudaSuccess) {                                                    \
-      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x,         \
-                   cudaGetErrorString(e_));                                     \
-      __atomic_add_fetch(&g_failures, 1, __ATOMIC_RELAXED);                     \
-      return;                                                                   \
-    }                                                                           \
+#define CHECK(x)                                                                                 \
+  do {                                                                                           \
+    cudaError_t e_ = (x);                                                                        \
+    if (e_ != cudaSuccess) {                                                                     \
+      std::fprintf(stderr, "%s:%d: %s -> %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      __atomic_add_fetch(&g_failures, 1, __ATOMIC_RELAXED);                                      \
+      return;                                                                                    \
+    }                                                                                            \
   } while (0)
 
 void fill(std::vector<unsigned char>& v, unsigned seed) {

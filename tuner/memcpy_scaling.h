@@ -11,9 +11,9 @@
 namespace cmt {
 
 enum class ScalingCase {
-  StageIn,          // user buffer -> ring (H2D's CPU half)
-  DrainOut,         // ring -> user buffer, already faulted in (D2H's CPU half)
-  DrainOutFresh,    // ring -> freshly mapped user buffer: every 4 KiB page faults (tensor.cpu())
+  StageIn,        // user buffer -> ring (H2D's CPU half)
+  DrainOut,       // ring -> user buffer, already faulted in (D2H's CPU half)
+  DrainOutFresh,  // ring -> freshly mapped user buffer: every 4 KiB page faults (tensor.cpu())
 };
 
 struct ScalingPoint {
@@ -23,7 +23,8 @@ struct ScalingPoint {
 
 // Copies `user_bytes` through a `ring_bytes` ring with each thread count in `threads`, pinned to
 // `cpus` (empty: anywhere); returns the aggregate rate of the median of `reps` runs.
-std::vector<ScalingPoint> measure_memcpy_scaling(ScalingCase which, const std::vector<unsigned>& threads,
+std::vector<ScalingPoint> measure_memcpy_scaling(ScalingCase which,
+                                                 const std::vector<unsigned>& threads,
                                                  const std::vector<int>& cpus,
                                                  std::size_t user_bytes, std::size_t ring_bytes,
                                                  CopyMethod method, int reps);

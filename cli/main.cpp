@@ -1,10 +1,12 @@
 // The `cmt` launcher. Thin: parses the command line with CLI11 and hands over to the commands.
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "profile_command.h"
 #include "run_command.h"
 
 namespace {
@@ -18,6 +20,7 @@ int command_start(int argc, char** argv) {
   for (++i; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) return i;
     if (argv[i][0] != '-') return i;
+    if (std::strcmp(argv[i], "--profile") == 0) ++i;  // its value is not the command
   }
   return argc;
 }
@@ -30,9 +33,20 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("cmt ") + CMT_VERSION);
 
   bool verbose = false;
+  std::string run_profile;
   CLI::App* run = app.add_subcommand(
-      "run", "Run a command with libcmt.so preloaded: cmt run [-v] -- CMD [ARGS...]");
+      "run", "Run a command with libcmt.so preloaded: cmt run [-v] [--profile FILE] -- CMD [ARGS...]");
   run->add_flag("-v,--verbose", verbose, "Print the effective configuration and log what cmt does");
+  run->add_option("--profile", run_profile, "Use this profile (TOML); CMT_* variables still win");
+
+  CLI::App* profile = app.add_subcommand("profile", "Check profiles and show the configuration");
+  profile->require_subcommand(1);
+  std::string validate_path, show_profile;
+  CLI::App* validate = profile->add_subcommand("validate", "Check a profile file");
+  validate->add_option("FILE", validate_path, "The profile (TOML)")->required();
+  CLI::App* show = profile->add_subcommand(
+      "show", "Print the effective configuration and where each value comes from");
+  show->add_option("--profile", show_profile, "A profile to apply under the environment");
 
   const int split = command_start(argc, argv);
   std::vector<std::string> command;
@@ -43,6 +57,20 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  if (run->parsed()) return cmt::cli::run_command(command, verbose);
+  if (run->parsed()) {
+    if (!run_profile.empty()) {
+      // Checked here, so a bad profile stops cmt with its reasons instead of being ignored later.
+      if (cmt::cli::validate_profile(run_profile, true, "cmt run: ") != 0) return 2;
+      setenv("CMT_PROFILE", run_profile.c_str(), 1);
+    }
+    return cmt::cli::run_command(command, verbose);
+  }
+  if (validate->parsed()) return cmt::cli::validate_profile(validate_path);
+  if (show->parsed()) {
+    const char* env_profile = std::getenv("CMT_PROFILE");
+    return cmt::cli::show_configuration(!show_profile.empty() ? show_profile
+                                        : env_profile       ? env_profile
+                                                            : "");
+  }
   return 0;
 }

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "options.h"
+#include "profile_command.h"
 
 namespace cmt::cli {
 namespace {
@@ -67,12 +68,11 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
   const std::string preload = preload_value(library, std::getenv("LD_PRELOAD"));
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (verbose) {
-    Config config;
-    std::vector<std::string> errors;
-    apply_environment(config, errors);
-    for (const std::string& e : errors) std::fprintf(stderr, "cmt run: %s\n", e.c_str());
+    const char* profile = std::getenv("CMT_PROFILE");
+    LoadedConfiguration loaded = load_configuration(profile ? profile : "");
+    for (const std::string& m : loaded.env_errors) std::fprintf(stderr, "cmt run: %s\n", m.c_str());
     std::fprintf(stderr, "cmt run: LD_PRELOAD=%s\ncmt run: effective configuration:\n%s",
-                 preload.c_str(), describe(config).c_str());
+                 preload.c_str(), describe(loaded.config).c_str());
     if (!std::getenv("CMT_LOG")) setenv("CMT_LOG", "info", 1);
   }
   std::vector<char*> argv;

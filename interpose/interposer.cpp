@@ -10,6 +10,7 @@
 #include "classify.h"
 #include "copy_engine.h"
 #include "log.h"
+#include "profile.h"
 #include "stats.h"
 
 namespace cmt {
@@ -57,10 +58,15 @@ Interposer& Interposer::instance() {
 }
 
 Interposer::Interposer() {
-  std::vector<std::string> errors;
-  apply_environment(config_, errors);
+  // Precedence: environment > CMT_PROFILE > built-in defaults. A bad profile is reported and
+  // ignored as a whole; a bad variable keeps that knob's default.
+  const char* path = std::getenv("CMT_PROFILE");
+  LoadedConfiguration loaded = load_configuration(path ? path : "");
+  config_ = loaded.config;
   set_log_level(config_.log_level);
-  for (const std::string& e : errors) CMT_LOG(warn, "{}", e);
+  for (const std::string& e : loaded.profile.errors) CMT_LOG(warn, "{} (profile ignored)", e);
+  for (const std::string& w : loaded.profile.warnings) CMT_LOG(warn, "{}", w);
+  for (const std::string& e : loaded.env_errors) CMT_LOG(warn, "{}", e);
   stats_ = new Stats();
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);

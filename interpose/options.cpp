@@ -208,7 +208,9 @@ void apply_environment(Config& config, std::vector<std::string>& errors,
     const char* value = getenv_fn ? getenv_fn(row.env) : std::getenv(row.env);
     if (!value) continue;
     std::string expected = row.apply(config, value);
-    if (!expected.empty())
+    if (expected.empty())
+      config.origin[row.name] = std::string("env ") + row.env;
+    else
       errors.push_back(std::string(row.env) + "='" + value + "' is not valid: expected " +
                        expected + "; using the default " + row.default_text);
   }
@@ -216,8 +218,11 @@ void apply_environment(Config& config, std::vector<std::string>& errors,
 
 std::string describe(const Config& config) {
   std::string out;
-  for (const OptionSpec& row : option_table())
-    out += std::string(row.env) + "=" + row.show(config) + "\n";
+  for (const OptionSpec& row : option_table()) {
+    auto from = config.origin.find(row.name);
+    out += std::string(row.env) + "=" + row.show(config) + "  (" +
+           (from == config.origin.end() ? std::string("default") : from->second) + ")\n";
+  }
   return out;
 }
 

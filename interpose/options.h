@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,8 @@ struct Config {
   CopyMethod d2h_method = CopyMethod::Auto;  // how workers write into the user's buffer
   std::string log_level = "warn";
   std::string stats_file;  // JSON summary written when the process ends ("": none)
+  // Where each knob that is not at its default came from: "env CMT_X" or "profile FILE".
+  std::map<std::string, std::string> origin;
 };
 
 struct OptionSpec {

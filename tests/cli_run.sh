@@ -24,5 +24,24 @@ check "an unknown flag is an error (rc=$rc)" $(( rc == 0 ))
 out=$("$cmt" run -v -- true 2>&1)
 case "$out" in *CMT_CHUNK_BYTES=*) r=0;; *) r=1;; esac
 check "-v prints the effective configuration" $r
+# Profiles: a bad one stops `cmt run` with its reasons; validate and show say what is wrong or
+# where each value comes from.
+tmp=$(mktemp -d)
+printf 'schema = 1\n[cmt]\nthreads = 6\nslotz = 3\n' > "$tmp/good.toml"
+printf 'schema = 1\n[cmt]\nthreads = "lots"\n' > "$tmp/bad.toml"
+"$cmt" run --profile "$tmp/bad.toml" -- true 2>"$tmp/err"; rc=$?
+check "a bad profile stops cmt run (rc=$rc)" $(( rc != 2 ))
+grep -q "bad.toml:3:11: key 'cmt.threads' = 'lots' is not valid" "$tmp/err"; check "and says where and why" $?
+out=$("$cmt" run --profile "$tmp/good.toml" -- sh -c 'echo "$CMT_PROFILE"' 2>/dev/null)
+[ "$out" = "$tmp/good.toml" ]; check "a good profile reaches the command as CMT_PROFILE ($out)" $?
+"$cmt" profile validate "$tmp/good.toml" >/dev/null 2>"$tmp/err"; rc=$?
+check "validate accepts a good profile (rc=$rc)" $rc
+grep -q "did you mean 'slots'" "$tmp/err"; check "and warns about unknown keys" $?
+"$cmt" profile validate "$tmp/bad.toml" >/dev/null 2>&1; rc=$?
+check "validate rejects a bad profile (rc=$rc)" $(( rc != 1 ))
+out=$(CMT_SLOTS=9 "$cmt" profile show --profile "$tmp/good.toml" 2>/dev/null)
+case "$out" in *"CMT_THREADS=6  (profile $tmp/good.toml)"*"CMT_SLOTS=9  (env CMT_SLOTS)"*) r=0;; *) r=1;; esac
+check "show gives each value and its origin" $r
+rm -rf "$tmp"
 [ $fail -eq 0 ] && echo "ok: cmt run"
 exit $fail

@@ -1,0 +1,19 @@
+// `cmt profile validate FILE` and `cmt profile show [--profile FILE]`: check a profile, and print
+// the configuration the library would use, with where each value comes from.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "profile.h"
+
+namespace cmt::cli {
+
+// Prints every problem in FILE (each line prefixed with `prefix`) and, unless `quiet`, the
+// configuration it gives; returns 0 if it would be applied, 1 if not.
+int validate_profile(const std::string& path, bool quiet = false, const char* prefix = "");
+
+// Prints the effective configuration; returns 1 if the profile or an environment value is bad.
+int show_configuration(const std::string& profile);
+
+}  // namespace cmt::cli

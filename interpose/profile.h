@@ -1,0 +1,43 @@
+// Reading a cmt profile: a TOML file with a schema version, the machine it was tuned on, and the
+// knobs under [cmt] (the option table's names). Loading is all-or-nothing: any error leaves the
+// configuration untouched. Every message names the file, line, column and key, and what was
+// expected; unknown keys are warnings that suggest the nearest known key. Never throws.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "options.h"
+
+namespace cmt {
+
+constexpr int kProfileSchema = 1;
+
+struct ProfileReport {
+  std::vector<std::string> errors;    // the profile was not applied
+  std::vector<std::string> warnings;  // applied, but something was ignored
+  bool ok() const { return errors.empty(); }
+};
+
+// Applies the profile at `path` to `config` (recording "profile PATH" as each knob's origin).
+ProfileReport load_profile_file(const std::string& path, Config& config);
+// The same, from text; `name` stands for the file in messages.
+ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config);
+
+// The configuration libcmt.so runs with: each CMT_* variable over the profile over the built-in
+// defaults. `profile_path` names the profile ("" for none); every problem found is kept.
+struct LoadedConfiguration {
+  Config config;
+  ProfileReport profile;
+  std::vector<std::string> env_errors;
+};
+LoadedConfiguration load_configuration(
+    const std::string& profile_path,
+    const std::function<const char*(const char*)>& getenv_fn = nullptr);
+
+// The known name closest to `key` (edit distance), or "" if none is close.
+std::string nearest_option(const std::string& key);
+
+}  // namespace cmt

@@ -1,6 +1,7 @@
 // The `cmt` launcher. Thin: parses the command line with CLI11 and hands over to the commands.
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "profile_command.h"
 #include "run_command.h"
+#include "topology.h"
 
 namespace {
 
@@ -35,7 +37,8 @@ int main(int argc, char** argv) {
   bool verbose = false;
   std::string run_profile;
   CLI::App* run = app.add_subcommand(
-      "run", "Run a command with libcmt.so preloaded: cmt run [-v] [--profile FILE] -- CMD [ARGS...]");
+      "run",
+      "Run a command with libcmt.so preloaded: cmt run [-v] [--profile FILE] -- CMD [ARGS...]");
   run->add_flag("-v,--verbose", verbose, "Print the effective configuration and log what cmt does");
   run->add_option("--profile", run_profile, "Use this profile (TOML); CMT_* variables still win");
 
@@ -47,6 +50,11 @@ int main(int argc, char** argv) {
   CLI::App* show = profile->add_subcommand(
       "show", "Print the effective configuration and where each value comes from");
   show->add_option("--profile", show_profile, "A profile to apply under the environment");
+
+  bool topo_json = false;
+  CLI::App* topo = app.add_subcommand(
+      "topo", "Show the host's NUMA nodes, cores, core kinds and where each NVIDIA GPU sits");
+  topo->add_flag("--json", topo_json, "Print JSON instead of a table");
 
   const int split = command_start(argc, argv);
   std::vector<std::string> command;
@@ -66,11 +74,16 @@ int main(int argc, char** argv) {
     return cmt::cli::run_command(command, verbose);
   }
   if (validate->parsed()) return cmt::cli::validate_profile(validate_path);
+  if (topo->parsed()) {
+    cmt::HostTopology t = cmt::read_topology();
+    std::fputs((topo_json ? cmt::topology_json(t) : cmt::format_topology(t)).c_str(), stdout);
+    return t.error.empty() ? 0 : 1;
+  }
   if (show->parsed()) {
     const char* env_profile = std::getenv("CMT_PROFILE");
     return cmt::cli::show_configuration(!show_profile.empty() ? show_profile
-                                        : env_profile       ? env_profile
-                                                            : "");
+                                        : env_profile         ? env_profile
+                                                              : "");
   }
   return 0;
 }

@@ -69,8 +69,8 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
     toml::parse_result parsed = toml::parse(text, name);
     if (!parsed) {
       const toml::parse_error& e = parsed.error();
-      report.errors.push_back(where(name, e.source()) + ": not valid TOML: " +
-                              std::string(e.description()));
+      report.errors.push_back(where(name, e.source()) +
+                              ": not valid TOML: " + std::string(e.description()));
       return report;
     }
     const toml::table& root = parsed.table();
@@ -82,8 +82,8 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
     }
     const toml::node* schema = root.get("schema");
     if (!schema) {
-      report.errors.push_back(name + ": no 'schema' key; expected schema = " +
-                              std::to_string(kProfileSchema));
+      report.errors.push_back(
+          name + ": no 'schema' key; expected schema = " + std::to_string(kProfileSchema));
       return report;
     }
     if (!schema->is_integer() || schema->as_integer()->get() != kProfileSchema) {
@@ -121,8 +121,8 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
         }
         std::string expected = row->apply(updated, value);
         if (!expected.empty()) {
-          report.errors.push_back(where(name, node.source()) + ": key 'cmt." + k + "' = '" +
-                                  value + "' is not valid: expected " + expected);
+          report.errors.push_back(where(name, node.source()) + ": key 'cmt." + k + "' = '" + value +
+                                  "' is not valid: expected " + expected);
           continue;
         }
         updated.origin[row->name] = "profile " + name;

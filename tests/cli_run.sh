@@ -43,5 +43,9 @@ out=$(CMT_SLOTS=9 "$cmt" profile show --profile "$tmp/good.toml" 2>/dev/null)
 case "$out" in *"CMT_THREADS=6  (profile $tmp/good.toml)"*"CMT_SLOTS=9  (env CMT_SLOTS)"*) r=0;; *) r=1;; esac
 check "show gives each value and its origin" $r
 rm -rf "$tmp"
-[ $fail -eq 0 ] && echo "ok: cmt run"
+# cmt topo: a table, and JSON that parses, with or without a GPU.
+"$cmt" topo | grep -q "^layout"; check "cmt topo prints the layout" $?
+"$cmt" topo --json | python3 -c 'import json, sys; d = json.load(sys.stdin); assert d["cores"] > 0 and isinstance(d["gpus"], list)'
+check "cmt topo --json is JSON with cores and gpus" $?
+[ $fail -eq 0 ] && echo "ok: cmt run, profile, topo"
 exit $fail

@@ -65,8 +65,9 @@ TEST(Profile, UnknownKeysWarnAndSuggestTheNearestKnownOne) {
   ProfileReport r =
       load_profile_text("schema = 1\n[cmt]\nthread = 4\nslots = 8\n[extra]\n", "p.toml", c);
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(mentions(r.warnings, "p.toml:3:10: unknown key 'cmt.thread' is ignored (did you "
-                                   "mean 'threads'?)"))
+  EXPECT_TRUE(mentions(r.warnings,
+                       "p.toml:3:10: unknown key 'cmt.thread' is ignored (did you "
+                       "mean 'threads'?)"))
       << r.warnings[0];
   EXPECT_TRUE(mentions(r.warnings, "unknown top-level key 'extra'"));
   EXPECT_EQ(c.slots, 8u);
@@ -81,8 +82,9 @@ TEST(Profile, BadValuesAreErrorsAndNothingIsApplied) {
       "schema = 1\n[cmt]\nslots = 4\nthreads = 9999\nchunk_bytes = 1.5\nlog = \"loud\"\n",
       "bad.toml", c);
   ASSERT_FALSE(r.ok());
-  EXPECT_TRUE(mentions(r.errors, "bad.toml:4:11: key 'cmt.threads' = '9999' is not valid: "
-                                 "expected an integer from 0 to 256"));
+  EXPECT_TRUE(mentions(r.errors,
+                       "bad.toml:4:11: key 'cmt.threads' = '9999' is not valid: "
+                       "expected an integer from 0 to 256"));
   EXPECT_TRUE(mentions(r.errors, "bad.toml:5:15: key 'cmt.chunk_bytes' must be a string"));
   EXPECT_TRUE(mentions(r.errors, "key 'cmt.log' = 'loud'"));
   EXPECT_EQ(c.slots, defaults.slots);  // all or nothing: the good key was not applied either
@@ -120,10 +122,10 @@ TEST(Profile, EnvironmentWinsOverTheProfile) {
   });
   unlink(path);
   EXPECT_TRUE(loaded.profile.ok());
-  EXPECT_EQ(loaded.config.slots, 40u);                    // environment
+  EXPECT_EQ(loaded.config.slots, 40u);  // environment
   EXPECT_EQ(loaded.config.origin["slots"], "env CMT_SLOTS");
-  EXPECT_EQ(loaded.config.threads, 6u);                   // bad variable: the profile's value stays
-  EXPECT_EQ(loaded.config.chunk_bytes, 1u << 20);         // profile
+  EXPECT_EQ(loaded.config.threads, 6u);            // bad variable: the profile's value stays
+  EXPECT_EQ(loaded.config.chunk_bytes, 1u << 20);  // profile
   ASSERT_EQ(loaded.env_errors.size(), 1u);
   EXPECT_TRUE(mentions(loaded.env_errors, "CMT_THREADS='x'"));
 }
@@ -133,9 +135,29 @@ TEST(Profile, EnvironmentWinsOverTheProfile) {
 TEST(ProfileFuzz, RandomAndMutatedInputs) {
   std::mt19937 rng(20261129);
   const std::string seed = kGood;
-  const std::string tokens[] = {"[", "]", "=", "\"", "'", "\n", "[[cmt]]", "schema", "threads",
-                                "1e999", "-1", "0x10", "\\u0000", "#", "{", "}", ",", "inf",
-                                "nan", "1979-05-27T07:32:00Z", "\"\"\"", "[cmt.sub]", "9999999999999999999999"};
+  const std::string tokens[] = {"[",
+                                "]",
+                                "=",
+                                "\"",
+                                "'",
+                                "\n",
+                                "[[cmt]]",
+                                "schema",
+                                "threads",
+                                "1e999",
+                                "-1",
+                                "0x10",
+                                "\\u0000",
+                                "#",
+                                "{",
+                                "}",
+                                ",",
+                                "inf",
+                                "nan",
+                                "1979-05-27T07:32:00Z",
+                                "\"\"\"",
+                                "[cmt.sub]",
+                                "9999999999999999999999"};
   int applied = 0;
   for (int i = 0; i < 4000; ++i) {
     std::string text = seed;
@@ -143,11 +165,21 @@ TEST(ProfileFuzz, RandomAndMutatedInputs) {
     for (int e = 0; e < edits; ++e) {
       std::size_t pos = text.empty() ? 0 : rng() % text.size();
       switch (rng() % 5) {
-        case 0: if (!text.empty()) text[pos] = static_cast<char>(rng()); break;
-        case 1: text.insert(pos, tokens[rng() % (sizeof(tokens) / sizeof(tokens[0]))]); break;
-        case 2: text.erase(pos, rng() % 16); break;
-        case 3: text = text.substr(0, pos); break;
-        default: text.insert(pos, 1, static_cast<char>(rng() % 128)); break;
+        case 0:
+          if (!text.empty()) text[pos] = static_cast<char>(rng());
+          break;
+        case 1:
+          text.insert(pos, tokens[rng() % (sizeof(tokens) / sizeof(tokens[0]))]);
+          break;
+        case 2:
+          text.erase(pos, rng() % 16);
+          break;
+        case 3:
+          text = text.substr(0, pos);
+          break;
+        default:
+          text.insert(pos, 1, static_cast<char>(rng() % 128));
+          break;
       }
     }
     if (i % 10 == 0) {  // also wholly random bytes

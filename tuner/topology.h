@@ -1,0 +1,40 @@
+// The host as cmt's tuner sees it, read with hwloc: packages, NUMA nodes, cores, core kinds
+// (P/E cores), the last-level cache, and each NVIDIA GPU's place on the PCI bus (its NUMA node,
+// its local cores and its link speed). Works without a GPU or a driver.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace cmt {
+
+struct CoreKind {
+  std::string name;     // hwloc's CoreType when known ("IntelCore", "IntelAtom"), else "kind N"
+  int efficiency = -1;  // hwloc's ranking: higher is faster; -1 when unknown
+  std::vector<int> cpus;
+};
+
+struct GpuPlacement {
+  std::string pci_bus_id;  // "0000:1b:00.0"
+  unsigned device_id = 0;  // PCI device id (the model)
+  int numa_node = -1;
+  std::vector<int> local_cpus;
+  float link_gbps = 0;  // PCIe link bandwidth per direction as hwloc reports it, 0 if unknown
+};
+
+struct HostTopology {
+  std::string cpu_model;
+  int packages = 0, numa_nodes = 0, cores = 0, processing_units = 0;
+  unsigned long long l3_bytes = 0;  // per instance; 0 if unknown
+  std::vector<CoreKind> core_kinds;
+  std::vector<GpuPlacement> gpus;
+  std::string error;  // non-empty if hwloc could not read the machine
+};
+
+HostTopology read_topology();
+
+// A readable table, and JSON (for scripts and profiles).
+std::string format_topology(const HostTopology& t);
+std::string topology_json(const HostTopology& t);
+
+}  // namespace cmt

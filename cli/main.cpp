@@ -47,6 +47,8 @@ int main(int argc, char** argv) {
   std::string validate_path, show_profile;
   CLI::App* validate = profile->add_subcommand("validate", "Check a profile file");
   validate->add_option("FILE", validate_path, "The profile (TOML)")->required();
+  CLI::App* path = profile->add_subcommand(
+      "path", "Print where this user's tuned profile for this machine lives");
   CLI::App* show = profile->add_subcommand(
       "show", "Print the effective configuration and where each value comes from");
   show->add_option("--profile", show_profile, "A profile to apply under the environment");
@@ -74,6 +76,7 @@ int main(int argc, char** argv) {
     return cmt::cli::run_command(command, verbose);
   }
   if (validate->parsed()) return cmt::cli::validate_profile(validate_path);
+  if (path->parsed()) return cmt::cli::show_machine_profile_path();
   if (topo->parsed()) {
     cmt::HostTopology t = cmt::read_topology();
     std::fputs((topo_json ? cmt::topology_json(t) : cmt::format_topology(t)).c_str(), stdout);

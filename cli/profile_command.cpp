@@ -17,7 +17,8 @@ void print_problems(const std::vector<std::string>& warnings,
 
 int validate_profile(const std::string& path, bool quiet, const char* prefix) {
   Config config;
-  ProfileReport report = load_profile_file(path, config);
+  const MachineFingerprint here = read_fingerprint();
+  ProfileReport report = load_profile_file(path, config, &here);
   print_problems(report.warnings, report.errors, prefix);
   if (!report.ok()) return 1;
   if (!quiet)
@@ -27,11 +28,29 @@ int validate_profile(const std::string& path, bool quiet, const char* prefix) {
 }
 
 int show_configuration(const std::string& profile) {
-  LoadedConfiguration loaded = load_configuration(profile);
+  LoadedConfiguration loaded = load_configuration(profile, read_fingerprint());
+  if (!loaded.machine_profile.empty())
+    std::printf("# this machine's profile: %s\n", loaded.machine_profile.c_str());
   print_problems(loaded.profile.warnings, loaded.profile.errors, "");
   print_problems({}, loaded.env_errors, "");
   std::printf("%s", describe(loaded.config).c_str());
   return loaded.profile.ok() && loaded.env_errors.empty() ? 0 : 1;
+}
+
+int show_machine_profile_path() {
+  const MachineFingerprint here = read_fingerprint();
+  const std::string path = user_profile_path(here);
+  if (path.empty()) {
+    std::fprintf(stderr, "cmt profile path: neither XDG_CONFIG_HOME nor HOME is set\n");
+    return 1;
+  }
+  std::printf("%s\n", path.c_str());
+  std::fprintf(stderr, "# machine: %s, %d CPUs, GPUs:", here.cpu_model.c_str(), here.cpus);
+  for (const std::string& g : here.gpus) std::fprintf(stderr, " %s", g.c_str());
+  std::fprintf(stderr, "%s%s%s\n", here.gpus.empty() ? " none" : "",
+               here.pcie.empty() ? "" : (", link " + here.pcie).c_str(),
+               here.driver.empty() ? "" : (", driver " + here.driver).c_str());
+  return 0;
 }
 
 }  // namespace cmt::cli

@@ -16,4 +16,7 @@ int validate_profile(const std::string& path, bool quiet = false, const char* pr
 // Prints the effective configuration; returns 1 if the profile or an environment value is bad.
 int show_configuration(const std::string& profile);
 
+// Prints where this user's tuned profile for this machine lives (and, on stderr, the machine).
+int show_machine_profile_path();
+
 }  // namespace cmt::cli

@@ -69,7 +69,9 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (verbose) {
     const char* profile = std::getenv("CMT_PROFILE");
-    LoadedConfiguration loaded = load_configuration(profile ? profile : "");
+    LoadedConfiguration loaded = load_configuration(profile ? profile : "", read_fingerprint());
+    if (!loaded.machine_profile.empty())
+      std::fprintf(stderr, "cmt run: this machine's profile: %s\n", loaded.machine_profile.c_str());
     for (const std::string& m : loaded.env_errors) std::fprintf(stderr, "cmt run: %s\n", m.c_str());
     std::fprintf(stderr, "cmt run: LD_PRELOAD=%s\ncmt run: effective configuration:\n%s",
                  preload.c_str(), describe(loaded.config).c_str());

@@ -4,6 +4,8 @@
 #include <fstream>
 #include <sstream>
 
+#include <unistd.h>
+
 #include <toml++/toml.h>
 
 namespace cmt {
@@ -48,6 +50,42 @@ bool as_option_text(const toml::node& node, std::string* text) {
 
 const char* const kTopLevel[] = {"schema", "cmt_version", "machine", "cmt", "measured"};
 
+// Compares a profile's [machine] with this machine: another CPU or GPU model is an error (its
+// knobs were tuned for different hardware), another driver or link a warning.
+void check_machine(const toml::table& m, const MachineFingerprint& here, const std::string& name,
+                   ProfileReport& report) {
+  std::vector<std::string> differ;
+  auto text = [&](const char* key) { return m[key].value<std::string>(); };
+  if (auto cpu = text("cpu"); cpu && *cpu != here.cpu_model)
+    differ.push_back("CPU '" + *cpu + "' (here '" + here.cpu_model + "')");
+  if (auto cpus = m["cpus"].value<int64_t>(); cpus && *cpus != here.cpus)
+    differ.push_back(std::to_string(*cpus) + " CPUs (here " + std::to_string(here.cpus) + ")");
+  if (const toml::array* gpus = m["gpus"].as_array()) {
+    std::vector<std::string> theirs;
+    for (auto&& g : *gpus)
+      if (auto v = g.value<std::string>()) theirs.push_back(*v);
+    if (theirs != here.gpus) {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+        return "[" + out + "]";
+      };
+      differ.push_back("GPUs " + join(theirs) + " (here " + join(here.gpus) + ")");
+    }
+  }
+  if (!differ.empty()) {
+    std::string msg = name + ": tuned on another machine:";
+    for (const auto& d : differ) msg += " " + d + ";";
+    msg.back() = ';';
+    report.errors.push_back(msg + " re-tune here, or remove [machine] to use it anyway");
+  }
+  if (auto driver = text("driver"); driver && !here.driver.empty() && *driver != here.driver)
+    report.warnings.push_back(name + ": tuned with driver " + *driver + ", this machine has " +
+                              here.driver);
+  if (auto pcie = text("pcie"); pcie && !here.pcie.empty() && *pcie != here.pcie)
+    report.warnings.push_back(name + ": tuned on a " + *pcie + " link, this GPU has " + here.pcie);
+}
+
 }  // namespace
 
 std::string nearest_option(const std::string& key) {
@@ -63,7 +101,8 @@ std::string nearest_option(const std::string& key) {
   return best;
 }
 
-ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config) {
+ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config,
+                                const MachineFingerprint* here) {
   ProfileReport report;
   try {
     toml::parse_result parsed = toml::parse(text, name);
@@ -94,6 +133,13 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                               " is not supported; this cmt reads schema " +
                               std::to_string(kProfileSchema));
       return report;
+    }
+    if (const toml::node* machine = root.get("machine"); machine && here) {
+      if (const toml::table* m = machine->as_table())
+        check_machine(*m, *here, name, report);
+      else
+        report.errors.push_back(where(name, machine->source()) + ": 'machine' must be a table");
+      if (!report.errors.empty()) return report;
     }
     Config updated = config;
     if (const toml::node* section = root.get("cmt")) {
@@ -138,14 +184,25 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
 }
 
 LoadedConfiguration load_configuration(const std::string& profile_path,
+                                       const MachineFingerprint& here,
                                        const std::function<const char*(const char*)>& getenv_fn) {
   LoadedConfiguration out;
-  if (!profile_path.empty()) out.profile = load_profile_file(profile_path, out.config);
+  auto absorb = [&out](const ProfileReport& r) {
+    out.profile.errors.insert(out.profile.errors.end(), r.errors.begin(), r.errors.end());
+    out.profile.warnings.insert(out.profile.warnings.end(), r.warnings.begin(), r.warnings.end());
+  };
+  std::string mine = user_profile_path(here);
+  if (!mine.empty() && access(mine.c_str(), R_OK) == 0) {
+    out.machine_profile = mine;
+    absorb(load_profile_file(mine, out.config, &here));
+  }
+  if (!profile_path.empty()) absorb(load_profile_file(profile_path, out.config, &here));
   apply_environment(out.config, out.env_errors, getenv_fn);
   return out;
 }
 
-ProfileReport load_profile_file(const std::string& path, Config& config) {
+ProfileReport load_profile_file(const std::string& path, Config& config,
+                                const MachineFingerprint* here) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     ProfileReport report;
@@ -154,7 +211,7 @@ ProfileReport load_profile_file(const std::string& path, Config& config) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  return load_profile_text(text.str(), path, config);
+  return load_profile_text(text.str(), path, config, here);
 }
 
 }  // namespace cmt

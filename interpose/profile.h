@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fingerprint.h"
 #include "options.h"
 
 namespace cmt {
@@ -21,20 +22,26 @@ struct ProfileReport {
   bool ok() const { return errors.empty(); }
 };
 
-// Applies the profile at `path` to `config` (recording "profile PATH" as each knob's origin).
-ProfileReport load_profile_file(const std::string& path, Config& config);
+// Applies the profile at `path` to `config` (recording "profile PATH" as each knob's origin). With
+// `here`, a profile whose [machine] names another CPU or GPU model (or count) is an error, and
+// one from another driver or PCIe link a warning.
+ProfileReport load_profile_file(const std::string& path, Config& config,
+                                const MachineFingerprint* here = nullptr);
 // The same, from text; `name` stands for the file in messages.
-ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config);
+ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config,
+                                const MachineFingerprint* here = nullptr);
 
-// The configuration libcmt.so runs with: each CMT_* variable over the profile over the built-in
-// defaults. `profile_path` names the profile ("" for none); every problem found is kept.
+// The configuration libcmt.so runs with, by precedence: each CMT_* variable > the profile named
+// by `profile_path` ("" for none) > this user's tuned profile for `here`, if there is one > the
+// built-in defaults. Every problem found is kept; a bad profile is skipped as a whole.
 struct LoadedConfiguration {
   Config config;
-  ProfileReport profile;
+  std::string machine_profile;  // the user's profile for this machine, if one was found
+  ProfileReport profile;        // problems of both profiles
   std::vector<std::string> env_errors;
 };
 LoadedConfiguration load_configuration(
-    const std::string& profile_path,
+    const std::string& profile_path, const MachineFingerprint& here,
     const std::function<const char*(const char*)>& getenv_fn = nullptr);
 
 // The known name closest to `key` (edit distance), or "" if none is close.

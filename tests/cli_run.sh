@@ -42,6 +42,14 @@ check "validate rejects a bad profile (rc=$rc)" $(( rc != 1 ))
 out=$(CMT_SLOTS=9 "$cmt" profile show --profile "$tmp/good.toml" 2>/dev/null)
 case "$out" in *"CMT_THREADS=6  (profile $tmp/good.toml)"*"CMT_SLOTS=9  (env CMT_SLOTS)"*) r=0;; *) r=1;; esac
 check "show gives each value and its origin" $r
+# This machine's own profile is found by fingerprint and sits under an explicit one.
+mine=$(XDG_CONFIG_HOME="$tmp/xdg" "$cmt" profile path 2>/dev/null)
+case "$mine" in "$tmp/xdg/cmt/profiles/"*.toml) r=0;; *) r=1;; esac
+check "profile path is under XDG_CONFIG_HOME ($mine)" $r
+mkdir -p "$(dirname "$mine")" && printf 'schema = 1\n[cmt]\nslots = 33\nthreads = 2\n' > "$mine"
+out=$(XDG_CONFIG_HOME="$tmp/xdg" "$cmt" profile show --profile "$tmp/good.toml" 2>/dev/null)
+case "$out" in *"CMT_THREADS=6  (profile $tmp/good.toml)"*"CMT_SLOTS=33  (profile $mine)"*) r=0;; *) r=1;; esac
+check "show layers this machine's profile under the explicit one" $r
 rm -rf "$tmp"
 # cmt topo: a table, and JSON that parses, with or without a GPU.
 "$cmt" topo | grep -q "^layout"; check "cmt topo prints the layout" $?

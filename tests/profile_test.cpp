@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -17,8 +19,9 @@ cmt_version = "0.1.0"
 
 [machine]
 cpu = "Intel(R) Xeon(R) Processor"
-cores = 16
-gpus = ["NVIDIA H200"]
+cpus = 16
+gpus = ["10de:2335"]
+driver = "580.159.04"
 
 [cmt]
 threads = 6
@@ -116,7 +119,11 @@ TEST(Profile, EnvironmentWinsOverTheProfile) {
   ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
   close(fd);
   std::map<std::string, std::string> env = {{"CMT_SLOTS", "40"}, {"CMT_THREADS", "x"}};
-  LoadedConfiguration loaded = load_configuration(path, [&](const char* n) -> const char* {
+  MachineFingerprint here;  // the profile's machine
+  here.cpu_model = "Intel(R) Xeon(R) Processor";
+  here.cpus = 16;
+  here.gpus = {"10de:2335"};
+  LoadedConfiguration loaded = load_configuration(path, here, [&](const char* n) -> const char* {
     auto it = env.find(n);
     return it == env.end() ? nullptr : it->second.c_str();
   });
@@ -128,6 +135,111 @@ TEST(Profile, EnvironmentWinsOverTheProfile) {
   EXPECT_EQ(loaded.config.chunk_bytes, 1u << 20);  // profile
   ASSERT_EQ(loaded.env_errors.size(), 1u);
   EXPECT_TRUE(mentions(loaded.env_errors, "CMT_THREADS='x'"));
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::string dir = path.substr(0, path.find_last_of('/'));
+  std::string cmd = "mkdir -p '" + dir + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  FILE* f = std::fopen(path.c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+}
+
+std::string temp_dir() {
+  char dir[] = "/tmp/cmt_fp_testXXXXXX";
+  return mkdtemp(dir);
+}
+
+TEST(Fingerprint, ReadsCpuGpusLinkAndDriverFromProcAndSys) {
+  std::string root = temp_dir();
+  write_file(root + "/proc/cpuinfo",
+             "processor\t: 0\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.0GHz\n\n"
+             "processor\t: 1\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.0GHz\n");
+  const std::string gpu = root + "/sys/bus/pci/devices/0000:1b:00.0/";
+  write_file(gpu + "vendor", "0x10de\n");
+  write_file(gpu + "device", "0x2335\n");
+  write_file(gpu + "class", "0x030200\n");
+  write_file(gpu + "current_link_speed", "32.0 GT/s PCIe\n");
+  write_file(gpu + "current_link_width", "16\n");
+  const std::string nic = root + "/sys/bus/pci/devices/0000:00:01.0/";
+  write_file(nic + "vendor", "0x10de\n");  // NVIDIA, but a bridge: not a GPU
+  write_file(nic + "class", "0x060400\n");
+  write_file(root + "/sys/module/nvidia/version", "580.159.04\n");
+  MachineFingerprint m = read_fingerprint(root);
+  EXPECT_EQ(m.cpu_model, "Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.0GHz");
+  EXPECT_EQ(m.cpus, 2);
+  EXPECT_EQ(m.gpus, (std::vector<std::string>{"10de:2335"}));
+  EXPECT_EQ(m.pcie, "32.0 GT/s PCIe x16");
+  EXPECT_EQ(m.driver, "580.159.04");
+  const std::string key = m.key();
+  EXPECT_EQ(key.rfind("intel-xeon-platinum-8480-2cpu-2335x1-", 0), 0u) << key;
+  MachineFingerprint other = m;
+  other.gpus.push_back("10de:2335");
+  EXPECT_NE(other.key(), key);
+  other = m;
+  other.driver = "999";  // not part of the identity
+  EXPECT_EQ(other.key(), key);
+  std::system(("rm -rf '" + root + "'").c_str());
+}
+
+TEST(Profile, AProfileFromAnotherMachineIsRefusedAndNamesTheDifference) {
+  MachineFingerprint here;
+  here.cpu_model = "CPU A";
+  here.cpus = 16;
+  here.gpus = {"10de:2335"};
+  here.driver = "580";
+  here.pcie = "32.0 GT/s PCIe x16";
+  Config c;
+  ProfileReport r = load_profile_text(
+      "schema = 1\n[machine]\ncpu = \"CPU B\"\ncpus = 16\ngpus = [\"10de:2335\", \"10de:2335\"]\n"
+      "[cmt]\nslots = 4\n",
+      "other.toml", c, &here);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(mentions(r.errors,
+                       "other.toml: tuned on another machine: CPU 'CPU B' (here 'CPU A'); "
+                       "GPUs [10de:2335, 10de:2335] (here [10de:2335])"))
+      << r.errors[0];
+  EXPECT_EQ(c.slots, Config().slots);
+  r = load_profile_text(
+      "schema = 1\n[machine]\ncpu = \"CPU A\"\ncpus = 16\ngpus = [\"10de:2335\"]\n"
+      "driver = \"570\"\n[cmt]\nslots = 4\n",
+      "same.toml", c, &here);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(mentions(r.warnings, "same.toml: tuned with driver 570, this machine has 580"));
+  EXPECT_EQ(c.slots, 4u);
+}
+
+TEST(Profile, TheUsersProfileForThisMachineSitsUnderExplicitOnesAndTheEnvironment) {
+  std::string home = temp_dir();
+  const char* old = std::getenv("XDG_CONFIG_HOME");
+  std::string saved = old ? old : "";
+  setenv("XDG_CONFIG_HOME", home.c_str(), 1);
+  MachineFingerprint here;
+  here.cpu_model = "CPU A";
+  here.cpus = 8;
+  const std::string mine = user_profile_path(here);
+  EXPECT_EQ(mine, home + "/cmt/profiles/" + here.key() + ".toml");
+  write_file(mine,
+             "schema = 1\n[machine]\ncpu = \"CPU A\"\ncpus = 8\ngpus = []\n"
+             "[cmt]\nslots = 20\nthreads = 3\nthreshold = \"8M\"\n");
+  write_file(home + "/explicit.toml", "schema = 1\n[cmt]\nthreads = 5\n");
+  auto env = [](const char* n) -> const char* {
+    return std::string(n) == "CMT_THRESHOLD" ? "1M" : nullptr;
+  };
+  LoadedConfiguration loaded = load_configuration(home + "/explicit.toml", here, env);
+  EXPECT_TRUE(loaded.profile.ok());
+  EXPECT_EQ(loaded.machine_profile, mine);
+  EXPECT_EQ(loaded.config.slots, 20u);  // this machine's profile
+  EXPECT_EQ(loaded.config.origin["slots"], "profile " + mine);
+  EXPECT_EQ(loaded.config.threads, 5u);          // the explicit profile wins over it
+  EXPECT_EQ(loaded.config.threshold, 1u << 20);  // the environment wins over both
+  if (saved.empty())
+    unsetenv("XDG_CONFIG_HOME");
+  else
+    setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
+  std::system(("rm -rf '" + home + "'").c_str());
 }
 
 // A few thousand random and mutated profiles: the loader must answer each with a report, never a

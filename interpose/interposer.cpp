@@ -50,6 +50,11 @@ void write_stats_at_exit() {
   }
 }
 
+// `cmt run -v` (or CMT_LOG=info) ends with what cmt did in the process.
+void log_summary_at_exit() {
+  CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
+}
+
 }  // namespace
 
 Interposer& Interposer::instance() {
@@ -70,6 +75,7 @@ Interposer::Interposer() {
   stats_ = new Stats();
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
+  if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
   CMT_LOG(debug, "configuration:\n{}", describe(config_));
 }
 

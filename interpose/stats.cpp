@@ -45,4 +45,29 @@ std::string Stats::to_json() const {
   return out;
 }
 
+std::string Stats::summary() const {
+  auto direction = [](const char* name, const PerDirection& p) {
+    double bytes = static_cast<double>(p.bytes.load());
+    double ns = static_cast<double>(p.nanoseconds.load());
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s %llu (%.2f GiB, %.1f GB/s)", name,
+                  static_cast<unsigned long long>(p.calls.load()), bytes / (1u << 30),
+                  ns > 0 ? bytes / ns : 0.0);
+    return std::string(buf);
+  };
+  std::string out = "copies taken: " + direction("H2D", h2d_) + ", " + direction("D2H", d2h_);
+  std::string forwards;
+  for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
+    std::uint64_t n = forwarded_[i].load();
+    if (n)
+      forwards += (forwards.empty() ? "" : ", ") +
+                  std::string(forward_reason_name(static_cast<ForwardReason>(i))) + " " +
+                  std::to_string(n);
+  }
+  out += "; forwarded to CUDA: " + (forwards.empty() ? std::string("none") : forwards);
+  if (std::uint64_t p = partial_.load())
+    out += "; finished by CUDA after a stop: " + std::to_string(p);
+  return out;
+}
+
 }  // namespace cmt

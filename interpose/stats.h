@@ -16,6 +16,8 @@ class Stats {
   void forwarded(ForwardReason reason);
   void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
   std::string to_json() const;
+  // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
+  std::string summary() const;
   std::uint64_t taken_calls() const;
 
  private:

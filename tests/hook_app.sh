@@ -1,0 +1,23 @@
+#!/bin/sh
+# The hooks on a machine without a GPU (CI) or with one: every call reaches CUDA untouched, cmt
+# counts why, its statistics file and its at-exit summary say so, and the program's own output and
+# return values are those it has without cmt.
+set -u
+lib=$1
+app=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$app" > "$tmp/plain.txt" 2>&1
+LD_PRELOAD=$lib CMT_STATS=$tmp/stats.json CMT_LOG=info "$app" > "$tmp/cmt.txt" 2> "$tmp/err.txt"
+cmp -s "$tmp/plain.txt" "$tmp/cmt.txt" || { echo "FAIL: output differs under cmt"; cat "$tmp/plain.txt" "$tmp/cmt.txt"; exit 1; }
+python3 - "$tmp/stats.json" <<'PY' || exit 1
+import json, sys
+s = json.load(open(sys.argv[1]))
+f = s["forwarded"]
+assert s["taken"]["h2d"]["calls"] == 0 and s["taken"]["d2h"]["calls"] == 0, s
+assert f["below_threshold"] == 1, f
+assert sum(f.values()) == 2, f   # the large one: no driver (engine_unavailable) or host<->host
+print("forwarded:", {k: v for k, v in f.items() if v})
+PY
+grep -q "\[cmt\] \[info\] at exit: copies taken: H2D 0" "$tmp/err.txt" || { echo "FAIL: no summary"; cat "$tmp/err.txt"; exit 1; }
+echo "ok: hooks forward and count; summary: $(grep 'at exit' "$tmp/err.txt")"

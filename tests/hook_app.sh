@@ -20,4 +20,13 @@ assert sum(f.values()) == 2, f   # the large one: no driver (engine_unavailable)
 print("forwarded:", {k: v for k, v in f.items() if v})
 PY
 grep -q "\[cmt\] \[info\] at exit: copies taken: H2D 0" "$tmp/err.txt" || { echo "FAIL: no summary"; cat "$tmp/err.txt"; exit 1; }
+# A bad profile or variable inside the program: one warning each, naming the file and line or the
+# variable, then defaults; the program's output is unchanged.
+printf 'schema = 1\n[cmt]\nslots = "many"\n' > "$tmp/bad.toml"
+LD_PRELOAD=$lib CMT_PROFILE=$tmp/bad.toml CMT_THREADS=lots "$app" > "$tmp/cmt2.txt" 2> "$tmp/err2.txt"
+cmp -s "$tmp/plain.txt" "$tmp/cmt2.txt" || { echo "FAIL: output differs with bad settings"; exit 1; }
+grep -q "bad.toml:3:9: key 'cmt.slots' = 'many' is not valid: expected an integer from 2 to 1024 (profile ignored)" "$tmp/err2.txt" \
+  || { echo "FAIL: no profile warning"; cat "$tmp/err2.txt"; exit 1; }
+grep -q "CMT_THREADS='lots' is not valid" "$tmp/err2.txt" || { echo "FAIL: no variable warning"; exit 1; }
+[ "$(grep -c "not valid" "$tmp/err2.txt")" -eq 2 ] || { echo "FAIL: expected each warning once"; cat "$tmp/err2.txt"; exit 1; }
 echo "ok: hooks forward and count; summary: $(grep 'at exit' "$tmp/err.txt")"

@@ -10,16 +10,10 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "host_files.h"
+
 namespace cmt {
 namespace {
-
-std::string first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-  return line;
-}
 
 std::string cpuinfo_model(const std::string& path) {
   std::ifstream in(path);
@@ -96,18 +90,19 @@ MachineFingerprint read_fingerprint(const std::string& root) {
   std::sort(devices.begin(), devices.end());
   for (const std::string& d : devices) {
     const std::string base = pci + "/" + d + "/";
-    if (first_line(base + "vendor") != "0x10de") continue;
-    if (first_line(base + "class").rfind("0x03", 0) != 0) continue;  // display controllers only
-    std::string device = first_line(base + "device");
+    if (read_first_line(base + "vendor") != "0x10de") continue;
+    if (read_first_line(base + "class").rfind("0x03", 0) != 0)
+      continue;  // display controllers only
+    std::string device = read_first_line(base + "device");
     if (device.rfind("0x", 0) == 0) device = device.substr(2);
     m.gpus.push_back("10de:" + device);
     if (m.pcie.empty()) {
-      std::string speed = first_line(base + "current_link_speed");
-      std::string width = first_line(base + "current_link_width");
+      std::string speed = read_first_line(base + "current_link_speed");
+      std::string width = read_first_line(base + "current_link_width");
       if (!speed.empty()) m.pcie = speed + (width.empty() ? "" : " x" + width);
     }
   }
-  m.driver = first_line(root + "/sys/module/nvidia/version");
+  m.driver = read_first_line(root + "/sys/module/nvidia/version");
   return m;
 }
 

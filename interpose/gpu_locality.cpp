@@ -2,20 +2,11 @@
 
 #include <algorithm>
 #include <cctype>
-#include <fstream>
 #include <sstream>
 
+#include "host_files.h"
+
 namespace cmt {
-namespace {
-
-std::string read_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line;
-}
-
-}  // namespace
 
 bool parse_cpu_list(const std::string& text, std::vector<int>* cpus) {
   std::vector<int> out;
@@ -66,13 +57,13 @@ GpuLocality gpu_locality(const std::string& pci_bus_id) {
   for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const std::string dir = "/sys/bus/pci/devices/" + id;
   try {
-    std::string node = read_line(dir + "/numa_node");
+    std::string node = read_first_line(dir + "/numa_node");
     if (!node.empty()) loc.numa_node = std::stoi(node);
   } catch (...) {
     loc.numa_node = -1;
   }
   std::vector<int> local;
-  if (parse_cpu_list(read_line(dir + "/local_cpulist"), &local)) {
+  if (parse_cpu_list(read_first_line(dir + "/local_cpulist"), &local)) {
     std::vector<int> both;
     for (int c : local)
       if (std::find(allowed.begin(), allowed.end(), c) != allowed.end()) both.push_back(c);

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "log.h"
+#include "real_dl.h"
 
 namespace cmt {
 namespace {
@@ -34,7 +35,9 @@ const DriverApi* load() {
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
   if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) return nullptr;
-  auto get = reinterpret_cast<GetProcAddress>(dlsym(lib, "cuGetProcAddress_v2"));
+  // The real one: libcmt.so's dlsym and cuGetProcAddress hooks would hand back its own hooks,
+  // and the engine would call itself.
+  auto get = reinterpret_cast<GetProcAddress>(real_dlsym(lib, "cuGetProcAddress_v2"));
   if (!get) return nullptr;
   static DriverApi api{};
   bool ok = fetch(get, "cuCtxGetCurrent", &api.ctx_get_current) &&

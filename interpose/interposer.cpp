@@ -98,7 +98,7 @@ CopyEngine* Interposer::engine() {
 }
 
 std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
-                                 CUstream stream, bool synchronous) noexcept {
+                                 CUstream stream, bool synchronous, Entry entry) noexcept {
   try {
     if (config_.disable) {
       stats_->forwarded(ForwardReason::Disabled);
@@ -131,7 +131,7 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
                       static_cast<int>(out.status));
       return 0;
     }
-    stats_->taken(d.request.direction, out.bytes_done, static_cast<std::uint64_t>(ns));
+    stats_->taken(d.request.direction, entry, out.bytes_done, static_cast<std::uint64_t>(ns));
     if (out.bytes_done < bytes) {
       stats_->partial();
       CMT_WARN_ONCE("a copy stopped after {} of {} bytes (CUDA error {}); CUDA finishes it",

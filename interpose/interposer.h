@@ -8,10 +8,9 @@
 
 #include "driver_api.h"
 #include "options.h"
+#include "stats.h"
 
 namespace cmt {
-
-class Stats;
 
 class Interposer {
  public:
@@ -23,7 +22,7 @@ class Interposer {
   // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle
   // for the default stream).
   std::size_t try_copy(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
-                       bool synchronous) noexcept;
+                       bool synchronous, Entry entry) noexcept;
 
   const Config& config() const { return config_; }
   Stats& stats() { return *stats_; }

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <string>
 
+#include "real_dl.h"
+
 namespace cmt {
 namespace {
 
@@ -21,13 +23,13 @@ int find_cudart(struct dl_phdr_info* info, size_t, void* out) {
 }  // namespace
 
 void* real_runtime_symbol(const char* name) {
-  if (void* fn = dlsym(RTLD_NEXT, name)) return fn;
+  if (void* fn = real_dlsym(RTLD_NEXT, name)) return fn;
   std::string path;
   dl_iterate_phdr(find_cudart, &path);
   if (path.empty()) return nullptr;
   void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_NOLOAD);
   if (!handle) return nullptr;
-  void* fn = dlsym(handle, name);
+  void* fn = real_dlsym(handle, name);
   dlclose(handle);  // drops the reference RTLD_NOLOAD added; the library stays loaded
   return fn;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "hook_scope.h"
 #include "interposer.h"
 #include "real_runtime.h"
 
@@ -52,8 +53,10 @@ cudaError_t sync_copy(RuntimeEntry& e, void* dst, const void* src, size_t count,
                       cudaMemcpyKind kind) {
   auto real = resolve<MemcpyFn>(e.real, e.name);
   if (!real) return cudaErrorInitializationError;
+  cmt::RuntimeHookScope scope;  // cudart's own cuMemcpy* calls below are not offered again
   std::size_t done = cmt::Interposer::instance().try_copy(
-      dst, src, count, kind, explicit_stream(nullptr, e.per_thread_default), true);
+      dst, src, count, kind, explicit_stream(nullptr, e.per_thread_default), true,
+      cmt::Entry::Runtime);
   if (done == count) return cudaSuccess;
   offset_pointers(dst, src, count, done);
   return real(dst, src, count, kind);
@@ -63,8 +66,10 @@ cudaError_t async_copy(RuntimeEntry& e, void* dst, const void* src, size_t count
                        cudaMemcpyKind kind, cudaStream_t stream) {
   auto real = resolve<MemcpyAsyncFn>(e.real, e.name);
   if (!real) return cudaErrorInitializationError;
+  cmt::RuntimeHookScope scope;
   std::size_t done = cmt::Interposer::instance().try_copy(
-      dst, src, count, kind, explicit_stream(stream, e.per_thread_default), false);
+      dst, src, count, kind, explicit_stream(stream, e.per_thread_default), false,
+      cmt::Entry::Runtime);
   if (done == count) return cudaSuccess;
   offset_pointers(dst, src, count, done);
   return real(dst, src, count, kind, stream);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "log.h"
+#include "real_dl.h"
 
 namespace cmt {
 namespace {
@@ -35,7 +36,7 @@ using MbindFn = long (*)(void*, unsigned long, int, const unsigned long*, unsign
 MbindFn libnuma_mbind() {
   static MbindFn fn = [] {
     void* lib = dlopen("libnuma.so.1", RTLD_NOW | RTLD_LOCAL);
-    return lib ? reinterpret_cast<MbindFn>(dlsym(lib, "mbind")) : nullptr;
+    return lib ? reinterpret_cast<MbindFn>(real_dlsym(lib, "mbind")) : nullptr;
   }();
   return fn;
 }

@@ -4,7 +4,8 @@
 
 namespace cmt {
 
-void Stats::taken(Direction d, std::uint64_t bytes, std::uint64_t nanoseconds) {
+void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
+  (entry == Entry::Runtime ? via_runtime_ : via_driver_).fetch_add(1, std::memory_order_relaxed);
   PerDirection& p = d == Direction::HostToDevice ? h2d_ : d2h_;
   p.calls.fetch_add(1, std::memory_order_relaxed);
   p.bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -32,6 +33,8 @@ std::string Stats::to_json() const {
     return std::string(buf);
   };
   std::string out = "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) +
+                    "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
+                    ", \"driver\": " + std::to_string(via_driver_.load()) +
                     "},\n  \"partial\": " + std::to_string(partial_.load()) +
                     ",\n  \"forwarded\": {";
   bool first = true;
@@ -56,6 +59,8 @@ std::string Stats::summary() const {
     return std::string(buf);
   };
   std::string out = "copies taken: " + direction("H2D", h2d_) + ", " + direction("D2H", d2h_);
+  if (std::uint64_t n = via_driver_.load())
+    out += " (" + std::to_string(n) + " through driver entry points)";
   std::string forwards;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
     std::uint64_t n = forwarded_[i].load();

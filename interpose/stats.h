@@ -10,9 +10,13 @@
 
 namespace cmt {
 
+// Which of cmt's hooks took a copy: a CUDA runtime entry point (cudaMemcpy*) or a driver one
+// (cuMemcpy*, reached directly, through dlsym or through cuGetProcAddress).
+enum class Entry { Runtime, Driver };
+
 class Stats {
  public:
-  void taken(Direction d, std::uint64_t bytes, std::uint64_t nanoseconds);
+  void taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
   void forwarded(ForwardReason reason);
   void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
   std::string to_json() const;
@@ -25,6 +29,7 @@ class Stats {
     std::atomic<std::uint64_t> calls{0}, bytes{0}, nanoseconds{0};
   };
   PerDirection h2d_, d2h_;
+  std::atomic<std::uint64_t> via_runtime_{0}, via_driver_{0};
   std::atomic<std::uint64_t> forwarded_[static_cast<int>(ForwardReason::Count)] = {};
   std::atomic<std::uint64_t> partial_{0};
 };

@@ -77,16 +77,21 @@ TEST(Interposer, TakesForwardsAndCounts) {
   Interposer interposer(&fake.api(), config);
   std::vector<char> host(3 * kMiB + 5, 'x');
   auto* d = reinterpret_cast<void*>(fake.alloc_device(host.size()));
-  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true),
+  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true,
+                                Entry::Runtime),
             host.size());
-  EXPECT_EQ(interposer.try_copy(d, host.data(), 100, kHostToDevice, CU_STREAM_LEGACY, true), 0u);
+  EXPECT_EQ(interposer.try_copy(d, host.data(), 100, kHostToDevice, CU_STREAM_LEGACY, true,
+                                Entry::Runtime),
+            0u);
   std::vector<char> back(host.size());
-  EXPECT_EQ(interposer.try_copy(back.data(), d, back.size(), kDeviceToHost, CU_STREAM_LEGACY, true),
+  EXPECT_EQ(interposer.try_copy(back.data(), d, back.size(), kDeviceToHost, CU_STREAM_LEGACY, true,
+                                Entry::Driver),
             back.size());
   EXPECT_EQ(0, std::memcmp(back.data(), host.data(), host.size()));
   EXPECT_EQ(interposer.stats().taken_calls(), 2u);
   std::string json = interposer.stats().to_json();
   EXPECT_NE(json.find("\"below_threshold\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"taken_via\": {\"runtime\": 1, \"driver\": 1}"), std::string::npos) << json;
 }
 
 TEST(Interposer, DisabledForwardsEverything) {
@@ -97,7 +102,8 @@ TEST(Interposer, DisabledForwardsEverything) {
   Interposer interposer(&fake.api(), config);
   std::vector<char> host(2 * kMiB);
   auto* d = reinterpret_cast<void*>(fake.alloc_device(host.size()));
-  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true),
+  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true,
+                                Entry::Runtime),
             0u);
   EXPECT_EQ(fake.dma_count.load(), 0);
 }
@@ -107,7 +113,9 @@ TEST(Interposer, NoDriverForwardsEverything) {
   config.threshold = 0;
   Interposer interposer(nullptr, config);
   std::vector<char> a(kMiB), b(kMiB);
-  EXPECT_EQ(interposer.try_copy(a.data(), b.data(), kMiB, kDefault, CU_STREAM_LEGACY, true), 0u);
+  EXPECT_EQ(interposer.try_copy(a.data(), b.data(), kMiB, kDefault, CU_STREAM_LEGACY, true,
+                                Entry::Driver),
+            0u);
 }
 
 }  // namespace

@@ -1,9 +1,12 @@
-// A plain CUDA program (dynamic cudart) that copies pageable memory through every runtime entry
-// point cmt hooks, from several threads on every GPU, and checks every byte. Run under LD_PRELOAD
-// by preload_app.sh, which then reads cmt's statistics to prove the copies were taken. Exit status:
-// 0 all bytes right, 1 a wrong byte or CUDA error, 77 no GPU.
+// A plain CUDA program that copies pageable memory through cudaMemcpy and cudaMemcpyAsync, from
+// several threads on every GPU, and checks every byte. It is built four ways: dynamic or static
+// cudart (nvcc's default), each with the legacy or the per-thread default stream
+// (CUDA_API_PER_THREAD_DEFAULT_STREAM, as nvcc --default-stream per-thread). Run under
+// LD_PRELOAD by preload_app.sh, which then reads cmt's statistics to prove which hooks took the
+// copies. Exit status: 0 all bytes right, 1 a wrong byte or CUDA error, 77 no GPU.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -69,6 +72,33 @@ void round_trips(unsigned seed, int device) {
   CHECK(cudaStreamDestroy(stream));
 }
 
+// Ordering on the default stream (legacy or this thread's, as built): two host-to-device copies
+// into overlapping ranges, a device-to-device copy that cmt forwards, then a device-to-host copy,
+// all asynchronous. The result must show the later write on top of the earlier one.
+void default_stream_order(unsigned seed, int device) {
+  CHECK(cudaSetDevice(device));
+  const size_t bytes = (32u << 20) - 3, quarter = bytes / 4, half = bytes / 2;
+  std::vector<unsigned char> a(bytes), b(half), back(bytes, 0);
+  fill(a, seed);
+  fill(b, seed + 1);
+  std::vector<unsigned char> expect = a;
+  std::copy(b.begin(), b.end(), expect.begin() + quarter);
+  char *dev = nullptr, *dev2 = nullptr;
+  CHECK(cudaMalloc(&dev, bytes));
+  CHECK(cudaMalloc(&dev2, bytes));
+  for (int round = 0; round < 3; ++round) {
+    CHECK(cudaMemcpyAsync(dev, a.data(), bytes, cudaMemcpyHostToDevice, 0));
+    CHECK(cudaMemcpyAsync(dev + quarter, b.data(), half, cudaMemcpyHostToDevice, 0));
+    CHECK(cudaMemcpyAsync(dev2, dev, bytes, cudaMemcpyDeviceToDevice, 0));
+    CHECK(cudaMemcpyAsync(back.data(), dev2, bytes, cudaMemcpyDeviceToHost, 0));
+    CHECK(cudaStreamSynchronize(0));
+    expect_same(back.data(), expect.data(), bytes, "default-stream ordering", bytes);
+    std::fill(back.begin(), back.end(), 0);
+  }
+  CHECK(cudaFree(dev));
+  CHECK(cudaFree(dev2));
+}
+
 }  // namespace
 
 int main() {
@@ -78,10 +108,14 @@ int main() {
     return 77;
   }
   round_trips(1, 0);
+  default_stream_order(7, 0);
   // Eight threads at once, spread over every GPU.
   std::vector<std::thread> threads;
   for (unsigned t = 0; t < 8; ++t)
-    threads.emplace_back([t, n] { round_trips(100 * (t + 1), static_cast<int>(t) % n); });
+    threads.emplace_back([t, n] {
+      round_trips(100 * (t + 1), static_cast<int>(t) % n);
+      default_stream_order(1000 * (t + 1), static_cast<int>(t) % n);
+    });
   for (auto& t : threads) t.join();
   std::printf("%d GPU(s), 8 threads: ", n);
   std::printf("%s\n", g_failures ? "FAILED" : "all bytes right");

@@ -1,22 +1,28 @@
 #!/bin/sh
-# Runs preload_app under LD_PRELOAD=libcmt.so and proves from cmt's statistics that its copies
-# were taken; then with CMT_DISABLE=1, that none were. Exit 77 where there is no GPU.
+# Runs a build of preload_app under LD_PRELOAD=libcmt.so and proves from cmt's statistics that
+# its copies were taken, through the expected kind of hook (runtime: a dynamic cudart's
+# cudaMemcpy*; driver: a static cudart reaching cuMemcpy* through dlsym/cuGetProcAddress); then
+# with CMT_DISABLE=1, that none were. Exit 77 where there is no GPU.
 set -u
 lib=$1
 app=$2
+via=${3:-runtime}
 stats=$(mktemp)
 trap 'rm -f "$stats"' EXIT
 LD_PRELOAD=$lib CMT_STATS=$stats "$app"; rc=$?
 [ $rc -eq 77 ] && exit 77
 [ $rc -eq 0 ] || { echo "FAIL: preload_app under cmt exited $rc"; exit 1; }
 cat "$stats"
-python3 - "$stats" <<'PY' || exit 1
+python3 - "$stats" "$via" <<'PY' || exit 1
 import json, sys
 s = json.load(open(sys.argv[1]))
+via = sys.argv[2]
 t = s["taken"]
 assert t["h2d"]["calls"] > 0 and t["d2h"]["calls"] > 0, "no copy was taken"
 assert s["forwarded"]["below_threshold"] > 0, "small copies should be forwarded"
-print("taken: h2d %d calls, d2h %d calls" % (t["h2d"]["calls"], t["d2h"]["calls"]))
+calls = t["h2d"]["calls"] + t["d2h"]["calls"]
+assert s["taken_via"][via] == calls, "expected every copy taken through %s hooks: %s" % (via, s)
+print("taken through %s hooks: h2d %d calls, d2h %d calls" % (via, t["h2d"]["calls"], t["d2h"]["calls"]))
 PY
 LD_PRELOAD=$lib CMT_DISABLE=1 CMT_STATS=$stats "$app" || { echo "FAIL: with CMT_DISABLE=1"; exit 1; }
 python3 -c "

@@ -10,7 +10,8 @@ out=$(LD_PRELOAD=$lib /bin/false 2>&1); rc=$?
 out=$(echo hello | LD_PRELOAD=$lib CMT_LOG=debug cat 2>&1); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "hello" ] || { echo "FAIL: cat: rc=$rc output=[$out]"; fail=1; }
 if command -v python3 >/dev/null; then
-  code='import ctypes, json, sqlite3, hashlib; print(json.dumps([1, hashlib.sha256(b"x").hexdigest()[:8]]))'
+  # ctypes and ssl look symbols up with dlsym, which libcmt.so hooks.
+  code='import ctypes, ctypes.util, json, sqlite3, hashlib, ssl; libc = ctypes.CDLL(ctypes.util.find_library("c")); print(json.dumps([libc.abs(-3), hashlib.sha256(b"x").hexdigest()[:8], ssl.OPENSSL_VERSION[:7], sqlite3.connect(":memory:").execute("select 2*21").fetchone()[0]]))'
   want=$(python3 -c "$code" 2>&1)
   got=$(LD_PRELOAD=$lib python3 -c "$code" 2>&1); rc=$?
   [ $rc -eq 0 ] && [ "$got" = "$want" ] || { echo "FAIL: python3: rc=$rc [$got] != [$want]"; fail=1; }

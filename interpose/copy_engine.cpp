@@ -172,6 +172,59 @@ class StallClock {
   std::chrono::steady_clock::time_point since_;
 };
 
+// Where one copy's time goes, logged at debug level (CMT_LOG=debug): when the first worker
+// started (its wake-up latency), when the first and last DMA were enqueued or landed, how many
+// units the issuer copied itself, and how long it spent inside the driver's enqueue calls.
+class CopyTrace {
+ public:
+  using Clock = std::chrono::steady_clock;
+  CopyTrace() : on_(log().should_log(spdlog::level::debug)), t0_(Clock::now()) {}
+  bool on() const { return on_; }
+  std::int64_t now_us() const {
+    return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0_).count();
+  }
+  void unit_started() {
+    if (!on_) return;
+    if (!WorkerPool::on_worker_thread()) {
+      issuer_units_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    std::int64_t none = -1;
+    if (first_worker_us_.load(std::memory_order_relaxed) == -1)
+      first_worker_us_.compare_exchange_strong(none, now_us());
+  }
+  void mark(std::int64_t& at) {
+    if (on_) at = now_us();
+  }
+  void mark_once(std::int64_t& at) {
+    if (on_ && at < 0) at = now_us();
+  }
+  template <typename Call>
+  CUresult time_driver(Call&& call) {
+    if (!on_) return call();
+    auto t = Clock::now();
+    CUresult r = call();
+    driver_us_ += std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t).count();
+    return r;
+  }
+  void report(const char* direction, const CopyLayout& l) {
+    if (!on_) return;
+    CMT_LOG(debug,
+            "{} {} KiB: {} pieces x {} units; ready {} us, first worker {} us, first DMA {} us, "
+            "last piece {} us, return {} us; issuer copied {} units; {} us in driver enqueue calls",
+            direction, l.bytes >> 10, l.pieces, l.units_per_piece, ready_us, first_worker_us_.load(),
+            first_dma_us, last_piece_us, now_us(), issuer_units_.load(), driver_us_);
+  }
+  std::int64_t ready_us = -1, first_dma_us = -1, last_piece_us = -1;
+
+ private:
+  const bool on_;
+  const Clock::time_point t0_;
+  std::atomic<std::int64_t> first_worker_us_{-1};
+  std::atomic<unsigned> issuer_units_{0};
+  std::int64_t driver_us_ = 0;
+};
+
 // Runs unit `u` of a copy: the slice of its piece that one worker copies. The worker that
 // finishes a piece's last unit stamps the slot with the piece's ticket, for the issuer.
 template <typename CopyFn>
@@ -191,9 +244,11 @@ void run_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::s
 
 class StageIn final : public PieceTask {  // H2D: user buffer -> slot
  public:
-  StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base)
-      : src_(src), layout_(l), ring_(ring), base_(base) {}
+  StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base,
+          CopyTrace& trace)
+      : src_(src), layout_(l), ring_(ring), base_(base), trace_(trace) {}
   void run_piece(std::size_t u) override {
+    trace_.unit_started();
     run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
       copy_memcpy(staging, src_ + off, n);
     });
@@ -204,13 +259,16 @@ class StageIn final : public PieceTask {  // H2D: user buffer -> slot
   CopyLayout layout_;
   StagingRing& ring_;
   std::uint64_t base_;
+  CopyTrace& trace_;
 };
 
 class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
  public:
-  DrainOut(char* dst, const CopyLayout& l, StagingRing& ring, std::uint64_t base, bool streaming)
-      : dst_(dst), layout_(l), ring_(ring), base_(base), streaming_(streaming) {}
+  DrainOut(char* dst, const CopyLayout& l, StagingRing& ring, std::uint64_t base, bool streaming,
+           CopyTrace& trace)
+      : dst_(dst), layout_(l), ring_(ring), base_(base), streaming_(streaming), trace_(trace) {}
   void run_piece(std::size_t u) override {
+    trace_.unit_started();
     run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
       if (streaming_)
         copy_streaming(dst_ + off, staging, n);
@@ -225,6 +283,7 @@ class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
   StagingRing& ring_;
   std::uint64_t base_;
   bool streaming_;
+  CopyTrace& trace_;
 };
 
 // Records the slot's event after its DMA was enqueued. If that fails, the slot's DMA state is
@@ -246,16 +305,18 @@ CUresult record_dma(const DriverApi& driver, StagingRing& ring, StagingSlot& slo
 CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   StagingRing& ring = *lane.ring;
   WorkerPool& pool = *lane.pool;
+  CopyTrace trace;
   if (req.synchronous) {
     // cudaMemcpy from pageable memory synchronizes the stream before it copies.
     CUresult r = driver_.stream_synchronize(req.stream);
     if (r != CUDA_SUCCESS) return {0, r};
   }
+  trace.mark(trace.ready_us);
   const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes());
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
 
-  StageIn task(static_cast<const char*>(req.host), layout, ring, base);
+  StageIn task(static_cast<const char*>(req.host), layout, ring, base, trace);
   pool.begin(&task);
   std::size_t published = 0, issued = 0;
   CUresult status = CUDA_SUCCESS;
@@ -284,13 +345,16 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
     if (issued < published) {
       StagingSlot& slot = ring.slot(issued);
       if (slot.ticket.load(std::memory_order_acquire) == base + issued) {
-        CUresult r = driver_.memcpy_htod_async(req.device + layout.piece_offset(issued), slot.data,
-                                               layout.piece_length(issued), req.stream);
+        CUresult r = trace.time_driver([&] {
+          return driver_.memcpy_htod_async(req.device + layout.piece_offset(issued), slot.data,
+                                           layout.piece_length(issued), req.stream);
+        });
         if (r != CUDA_SUCCESS) {
           status = r;
           goto stop;
         }
-        r = record_dma(driver_, ring, slot, req.stream);
+        r = trace.time_driver([&] { return record_dma(driver_, ring, slot, req.stream); });
+        trace.mark_once(trace.first_dma_us);
         ++issued;  // the DMA is enqueued either way; only its slot's bookkeeping failed
         if (r != CUDA_SUCCESS) {
           status = r;
@@ -305,7 +369,9 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
       backoff.pause();
   }
 stop:
+  trace.mark(trace.last_piece_us);
   pool.end();  // published pieces finish staging; nothing else touches the user's buffer after
+  trace.report("H2D", layout);
   return {std::min(issued * layout.piece, req.bytes), status};
 }
 
@@ -316,8 +382,10 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
   const bool streaming = config_.d2h_method != CopyMethod::Memcpy;
+  CopyTrace trace;
+  trace.mark(trace.ready_us);
 
-  DrainOut task(static_cast<char*>(req.host), layout, ring, base, streaming);
+  DrainOut task(static_cast<char*>(req.host), layout, ring, base, streaming, trace);
   pool.begin(&task);
   std::size_t issued = 0, landed = 0;
   CUresult status = CUDA_SUCCESS;
@@ -342,13 +410,16 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         goto stop;
       }
       stall.progress();
-      r = driver_.memcpy_dtoh_async(slot.data, req.device + layout.piece_offset(issued),
-                                    layout.piece_length(issued), req.stream);
+      r = trace.time_driver([&] {
+        return driver_.memcpy_dtoh_async(slot.data, req.device + layout.piece_offset(issued),
+                                         layout.piece_length(issued), req.stream);
+      });
       if (r != CUDA_SUCCESS) {
         status = r;
         goto stop;
       }
-      r = record_dma(driver_, ring, slot, req.stream);
+      r = trace.time_driver([&] { return record_dma(driver_, ring, slot, req.stream); });
+      trace.mark_once(trace.first_dma_us);
       if (r != CUDA_SUCCESS) {
         status = r;
         goto stop;
@@ -361,6 +432,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
       CUresult r = ring.poll_idle(ring.slot(landed));
       if (r == CUDA_SUCCESS) {
         pool.publish(++landed * layout.units_per_piece);
+        if (landed == layout.pieces) trace.mark(trace.last_piece_us);
         progress = true;
       } else if (r != CUDA_ERROR_NOT_READY) {
         ring.mark_broken();
@@ -375,6 +447,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   }
 stop:
   pool.end();  // every landed piece is in the user's buffer when this returns
+  trace.report("D2H", layout);
   return {std::min(landed * layout.piece, req.bytes), status};
 }
 

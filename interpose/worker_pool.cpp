@@ -68,6 +68,7 @@ WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
     for (unsigned i = 0; i < threads; ++i)
       threads_.emplace_back([this, cpus] {
         pin_current_thread(cpus);
+        t_worker_ = true;
         worker_main();
       });
   } catch (...) {

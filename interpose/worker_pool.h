@@ -47,6 +47,9 @@ class WorkerPool {
   // Waits until every published piece has run and no worker still holds the task.
   void end();
 
+  // True on a pool's worker thread (false on the issuer helping), for timing traces.
+  static bool on_worker_thread() { return t_worker_; }
+
  private:
   void worker_main();
   bool try_run_one();
@@ -64,6 +67,7 @@ class WorkerPool {
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};
+  static inline thread_local bool t_worker_ __attribute__((tls_model("initial-exec"))) = false;
 };
 
 // Waits politely: spins with a pause instruction, then yields, then sleeps in short naps, so a

@@ -212,8 +212,9 @@ class CopyTrace {
     CMT_LOG(debug,
             "{} {} KiB: {} pieces x {} units; ready {} us, first worker {} us, first DMA {} us, "
             "last piece {} us, return {} us; issuer copied {} units; {} us in driver enqueue calls",
-            direction, l.bytes >> 10, l.pieces, l.units_per_piece, ready_us, first_worker_us_.load(),
-            first_dma_us, last_piece_us, now_us(), issuer_units_.load(), driver_us_);
+            direction, l.bytes >> 10, l.pieces, l.units_per_piece, ready_us,
+            first_worker_us_.load(), first_dma_us, last_piece_us, now_us(), issuer_units_.load(),
+            driver_us_);
   }
   std::int64_t ready_us = -1, first_dma_us = -1, last_piece_us = -1;
 
@@ -245,12 +246,15 @@ void run_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::s
 class StageIn final : public PieceTask {  // H2D: user buffer -> slot
  public:
   StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base,
-          CopyTrace& trace)
-      : src_(src), layout_(l), ring_(ring), base_(base), trace_(trace) {}
+          bool streaming, CopyTrace& trace)
+      : src_(src), layout_(l), ring_(ring), base_(base), streaming_(streaming), trace_(trace) {}
   void run_piece(std::size_t u) override {
     trace_.unit_started();
     run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
-      copy_memcpy(staging, src_ + off, n);
+      if (streaming_)
+        copy_streaming(staging, src_ + off, n);
+      else
+        copy_memcpy(staging, src_ + off, n);
     });
   }
 
@@ -259,6 +263,7 @@ class StageIn final : public PieceTask {  // H2D: user buffer -> slot
   CopyLayout layout_;
   StagingRing& ring_;
   std::uint64_t base_;
+  bool streaming_;
   CopyTrace& trace_;
 };
 
@@ -316,7 +321,8 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
 
-  StageIn task(static_cast<const char*>(req.host), layout, ring, base, trace);
+  StageIn task(static_cast<const char*>(req.host), layout, ring, base,
+               config_.h2d_method == CopyMethod::Streaming, trace);
   pool.begin(&task);
   std::size_t published = 0, issued = 0;
   CUresult status = CUDA_SUCCESS;

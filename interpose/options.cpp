@@ -54,6 +54,27 @@ OptionSpec size_option(const char* name, const char* env, const char* def, const
           [field](const Config& c) { return format_bytes(c.*field); }};
 }
 
+OptionSpec method_option(const char* name, const char* env, const char* help,
+                         CopyMethod Config::*field) {
+  return {name,
+          env,
+          "auto",
+          help,
+          [field](Config& c, std::string_view v) -> std::string {
+            std::string s = lower(v);
+            if (s == "auto")
+              c.*field = CopyMethod::Auto;
+            else if (s == "memcpy")
+              c.*field = CopyMethod::Memcpy;
+            else if (s == "streaming")
+              c.*field = CopyMethod::Streaming;
+            else
+              return "one of auto, memcpy, streaming";
+            return {};
+          },
+          [field](const Config& c) { return std::string(copy_method_name(c.*field)); }};
+}
+
 OptionSpec count_option(const char* name, const char* env, const char* def, const char* help,
                         unsigned Config::*field, unsigned min, unsigned max) {
   return {name,
@@ -112,22 +133,14 @@ std::vector<OptionSpec> build_table() {
                            "Microseconds an idle copy thread spins before it sleeps: longer "
                            "answers the next copy sooner and costs CPU time.",
                            &Config::spin_us, 0, 1000000));
-  t.push_back({"d2h_method", "CMT_D2H_METHOD", "auto",
-               "How device-to-host copies write the user's buffer: auto, memcpy, or streaming "
-               "(non-temporal stores).",
-               [](Config& c, std::string_view v) -> std::string {
-                 std::string s = lower(v);
-                 if (s == "auto")
-                   c.d2h_method = CopyMethod::Auto;
-                 else if (s == "memcpy")
-                   c.d2h_method = CopyMethod::Memcpy;
-                 else if (s == "streaming")
-                   c.d2h_method = CopyMethod::Streaming;
-                 else
-                   return "one of auto, memcpy, streaming";
-                 return {};
-               },
-               [](const Config& c) { return std::string(copy_method_name(c.d2h_method)); }});
+  t.push_back(method_option("h2d_method", "CMT_H2D_METHOD",
+                            "How host-to-device copies write the pinned staging buffers: auto, "
+                            "memcpy, or streaming (non-temporal stores).",
+                            &Config::h2d_method));
+  t.push_back(method_option("d2h_method", "CMT_D2H_METHOD",
+                            "How device-to-host copies write the user's buffer: auto, memcpy, or "
+                            "streaming (non-temporal stores).",
+                            &Config::d2h_method));
   t.push_back({"log", "CMT_LOG", "warn", "Log level: off, error, warn, info, debug.",
                [](Config& c, std::string_view v) -> std::string {
                  std::string s = lower(v);

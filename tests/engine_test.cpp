@@ -297,14 +297,17 @@ TEST(HostCopy, EveryMethodIsByteExactAtOddSizesAndAlignments) {
   }
 }
 
-TEST(CopyEngine, EveryDrainMethodRoundTrips) {
+TEST(CopyEngine, EveryStagingAndDrainMethodRoundTrips) {
   fake::FakeDriver fake(5);
-  for (CopyMethod d2h : {CopyMethod::Memcpy, CopyMethod::Streaming}) {
-    Config c = small_config(3);
-    c.d2h_method = d2h;
-    CopyEngine engine(fake.api(), c);
-    round_trip(fake, engine, (3 << 20) + 17, 5, 3, CU_STREAM_LEGACY, false, 99);
-  }
+  for (CopyMethod h2d : {CopyMethod::Memcpy, CopyMethod::Streaming})
+    for (CopyMethod d2h : {CopyMethod::Memcpy, CopyMethod::Streaming}) {
+      Config c = small_config(3);
+      c.h2d_method = h2d;
+      c.d2h_method = d2h;
+      CopyEngine engine(fake.api(), c);
+      round_trip(fake, engine, (3 << 20) + 17, 5, 3, CU_STREAM_LEGACY, false, 99);
+      round_trip(fake, engine, (1 << 20) + 3, 0, 1, CU_STREAM_PER_THREAD, true, 7);
+    }
 }
 
 }  // namespace

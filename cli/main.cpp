@@ -10,15 +10,23 @@
 #include "profile_command.h"
 #include "run_command.h"
 #include "topology.h"
+#include "tune_command.h"
 
 namespace {
 
 // `cmt run [-v] [--] CMD ARGS...`: CMD starts after "--", or at the first word after "run" that
-// is not an option. Everything from there belongs to CMD, so CLI11 only sees what comes before.
+// is not an option. `cmt tune [...] -- CMD ARGS...`: CMD starts after "--". Everything from
+// there belongs to CMD, so CLI11 only sees what comes before.
 int command_start(int argc, char** argv) {
   int i = 1;
   while (i < argc && argv[i][0] == '-') ++i;  // cmt's own options before the subcommand
-  if (i >= argc || std::strcmp(argv[i], "run") != 0) return argc;
+  if (i >= argc) return argc;
+  if (std::strcmp(argv[i], "tune") == 0) {
+    for (++i; i < argc; ++i)
+      if (std::strcmp(argv[i], "--") == 0) return i;
+    return argc;
+  }
+  if (std::strcmp(argv[i], "run") != 0) return argc;
   for (++i; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) return i;
     if (argv[i][0] != '-') return i;
@@ -52,6 +60,28 @@ int main(int argc, char** argv) {
   CLI::App* show = profile->add_subcommand(
       "show", "Print the effective configuration and where each value comes from");
   show->add_option("--profile", show_profile, "A profile to apply under the environment");
+  std::string export_output;
+  CLI::App* export_cmd = profile->add_subcommand(
+      "export", "Print this machine's tuned profile, checked, to contribute it to configs/");
+  export_cmd->add_option("-o,--output", export_output, "Write it here instead of stdout");
+
+  cmt::cli::TuneOptions tune_options;
+  bool dry_run = false, no_confirm = false;
+  CLI::App* tune = app.add_subcommand(
+      "tune",
+      "Measure this machine and write its profile: cmt tune [--search instant|full|grid] "
+      "[-- CMD [ARGS...]]");
+  tune->add_option("--search", tune_options.search,
+                   "instant: a model from a few seconds of measurements; full: measured search "
+                   "from there (Ctrl-C keeps the best so far); grid: every point of a small space")
+      ->check(CLI::IsMember({"instant", "full", "grid"}));
+  tune->add_option("--device", tune_options.device, "The GPU to tune on (CUDA ordinal)")
+      ->check(CLI::NonNegativeNumber);
+  tune->add_option("-o,--output", tune_options.output,
+                   "Write the profile here instead of this user's profile for this machine");
+  tune->add_option("--largest", tune_options.largest, "The largest copy measured (default 1G)");
+  tune->add_flag("--dry-run", dry_run, "Measure and print the profile; write nothing");
+  tune->add_flag("--no-confirm", no_confirm, "With a command: do not run it again to compare");
 
   bool topo_json = false;
   CLI::App* topo = app.add_subcommand(
@@ -75,8 +105,15 @@ int main(int argc, char** argv) {
     }
     return cmt::cli::run_command(command, verbose);
   }
+  if (tune->parsed()) {
+    tune_options.write = !dry_run;
+    tune_options.confirm = !no_confirm;
+    tune_options.command = command;
+    return cmt::cli::tune_command(tune_options);
+  }
   if (validate->parsed()) return cmt::cli::validate_profile(validate_path);
   if (path->parsed()) return cmt::cli::show_machine_profile_path();
+  if (export_cmd->parsed()) return cmt::cli::export_profile(export_output);
   if (topo->parsed()) {
     cmt::HostTopology t = cmt::read_topology();
     std::fputs((topo_json ? cmt::topology_json(t) : cmt::format_topology(t)).c_str(), stdout);

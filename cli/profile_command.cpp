@@ -1,6 +1,8 @@
 #include "profile_command.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include "profile.h"
 
@@ -31,10 +33,51 @@ int show_configuration(const std::string& profile) {
   LoadedConfiguration loaded = load_configuration(profile, read_fingerprint());
   if (!loaded.machine_profile.empty())
     std::printf("# this machine's profile: %s\n", loaded.machine_profile.c_str());
+  if (!loaded.shared_profile.empty())
+    std::printf("# shared profile (%s): %s\n", loaded.shared_match.c_str(),
+                loaded.shared_profile.c_str());
   print_problems(loaded.profile.warnings, loaded.profile.errors, "");
   print_problems({}, loaded.env_errors, "");
   std::printf("%s", describe(loaded.config).c_str());
   return loaded.profile.ok() && loaded.env_errors.empty() ? 0 : 1;
+}
+
+int export_profile(const std::string& output) {
+  const MachineFingerprint here = read_fingerprint();
+  const std::string path = user_profile_path(here);
+  std::ifstream in(path);
+  if (path.empty() || !in) {
+    std::fprintf(stderr,
+                 "cmt profile export: no tuned profile for this machine%s%s; run `cmt tune` "
+                 "first\n",
+                 path.empty() ? "" : " at ", path.c_str());
+    return 1;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  Config config;
+  ProfileReport report = load_profile_text(text.str(), path, config, &here);
+  print_problems(report.warnings, report.errors, "cmt profile export: ");
+  if (!report.ok()) return 1;
+  if (text.str().find("[machine]") == std::string::npos) {
+    std::fprintf(stderr, "cmt profile export: %s has no [machine] table; re-run `cmt tune`\n",
+                 path.c_str());
+    return 1;
+  }
+  if (output.empty() || output == "-") {
+    std::fputs(text.str().c_str(), stdout);
+  } else {
+    std::ofstream out(output);
+    if (!(out << text.str()) || !out.flush()) {
+      std::fprintf(stderr, "cmt profile export: cannot write %s\n", output.c_str());
+      return 1;
+    }
+  }
+  std::fprintf(stderr,
+               "# to share it: save it as configs/%s.toml in cmt's repository and open a pull "
+               "request (configs/README.md)\n",
+               here.key().c_str());
+  return 0;
 }
 
 int show_machine_profile_path() {

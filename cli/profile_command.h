@@ -16,6 +16,10 @@ int validate_profile(const std::string& path, bool quiet = false, const char* pr
 // Prints the effective configuration; returns 1 if the profile or an environment value is bad.
 int show_configuration(const std::string& profile);
 
+// Writes this user's tuned profile for this machine, checked, to `output` ("" or "-": stdout), for
+// contributing to configs/; returns 1 if there is none or it is not valid.
+int export_profile(const std::string& output);
+
 // Prints where this user's tuned profile for this machine lives (and, on stderr, the machine).
 int show_machine_profile_path();
 

@@ -72,6 +72,9 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
     LoadedConfiguration loaded = load_configuration(profile ? profile : "", read_fingerprint());
     if (!loaded.machine_profile.empty())
       std::fprintf(stderr, "cmt run: this machine's profile: %s\n", loaded.machine_profile.c_str());
+    if (!loaded.shared_profile.empty())
+      std::fprintf(stderr, "cmt run: shared profile (%s): %s\n", loaded.shared_match.c_str(),
+                   loaded.shared_profile.c_str());
     for (const std::string& m : loaded.env_errors) std::fprintf(stderr, "cmt run: %s\n", m.c_str());
     std::fprintf(stderr, "cmt run: LD_PRELOAD=%s\ncmt run: effective configuration:\n%s",
                  preload.c_str(), describe(loaded.config).c_str());

@@ -72,6 +72,8 @@ Interposer::Interposer() {
   for (const std::string& e : loaded.profile.errors) CMT_LOG(warn, "{} (profile ignored)", e);
   for (const std::string& w : loaded.profile.warnings) CMT_LOG(warn, "{}", w);
   for (const std::string& e : loaded.env_errors) CMT_LOG(warn, "{}", e);
+  if (!loaded.shared_profile.empty())
+    CMT_LOG(info, "using the shared profile {} ({})", loaded.shared_profile, loaded.shared_match);
   stats_ = new Stats();
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);

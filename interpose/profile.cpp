@@ -1,9 +1,13 @@
 #include "profile.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
+#include <dirent.h>
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <toml++/toml.h>
@@ -195,10 +199,81 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
   if (!mine.empty() && access(mine.c_str(), R_OK) == 0) {
     out.machine_profile = mine;
     absorb(load_profile_file(mine, out.config, &here));
+  } else if (SharedProfile shared = find_shared_profile(shared_profiles_dir(getenv_fn), here);
+             !shared.path.empty()) {
+    // Matched on models: the CPU count may differ, and another driver or link is expected of a
+    // profile from someone else's machine, so only errors count.
+    MachineFingerprint models = here;
+    Config config = out.config;
+    if (shared.match != "exact machine") {
+      std::ifstream in(shared.path);
+      std::ostringstream text;
+      text << in.rdbuf();
+      toml::parse_result parsed = toml::parse(text.str(), shared.path);
+      if (parsed)
+        if (auto cpus = parsed.table()["machine"]["cpus"].value<int64_t>())
+          models.cpus = static_cast<int>(*cpus);
+    }
+    ProfileReport r = load_profile_file(shared.path, config, &models);
+    if (r.ok()) {
+      out.config = config;
+      out.shared_profile = shared.path;
+      out.shared_match = shared.match;
+    } else {
+      out.profile.warnings.push_back("shared profile " + shared.path +
+                                     " not used: " + r.errors.front());
+    }
   }
   if (!profile_path.empty()) absorb(load_profile_file(profile_path, out.config, &here));
   apply_environment(out.config, out.env_errors, getenv_fn);
   return out;
+}
+
+std::string shared_profiles_dir(const std::function<const char*(const char*)>& getenv_fn) {
+  const char* env = getenv_fn ? getenv_fn("CMT_CONFIGS_DIR") : std::getenv("CMT_CONFIGS_DIR");
+  if (env) return env;  // set but empty: no shared profiles
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&shared_profiles_dir), &self) || !self.dli_fname) return {};
+  std::string binary = self.dli_fname;
+  if (binary.find('/') == std::string::npos) return {};
+  const std::string dir = binary.substr(0, binary.rfind('/'));
+  for (const char* rel : {"/../configs", "/../share/cmt/configs"}) {
+    std::string candidate = dir + rel;
+    if (access((candidate + "/README.md").c_str(), R_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+SharedProfile find_shared_profile(const std::string& dir, const MachineFingerprint& here) {
+  if (dir.empty()) return {};
+  const std::string exact = dir + "/" + here.key() + ".toml";
+  if (access(exact.c_str(), R_OK) == 0) return {exact, "exact machine"};
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".toml") == 0) names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    const std::string path = dir + "/" + n;
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    toml::parse_result parsed = toml::parse(text.str(), path);
+    if (!parsed) continue;
+    const toml::node_view<const toml::node> m = std::as_const(parsed.table())["machine"];
+    auto cpu = m["cpu"].value<std::string>();
+    std::vector<std::string> gpus;
+    if (const toml::array* a = m["gpus"].as_array())
+      for (auto&& g : *a)
+        if (auto v = g.value<std::string>()) gpus.push_back(*v);
+    if (cpu && *cpu == here.cpu_model && gpus == here.gpus && !gpus.empty())
+      return {path, "same CPU and GPU models"};
+  }
+  return {};
 }
 
 ProfileReport load_profile_file(const std::string& path, Config& config,

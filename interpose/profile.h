@@ -32,17 +32,33 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                                 const MachineFingerprint* here = nullptr);
 
 // The configuration libcmt.so runs with, by precedence: each CMT_* variable > the profile named
-// by `profile_path` ("" for none) > this user's tuned profile for `here`, if there is one > the
+// by `profile_path` ("" for none) > this user's tuned profile for `here`, if there is one > a
+// shared profile from configs/ that matches this machine (when the user has none) > the
 // built-in defaults. Every problem found is kept; a bad profile is skipped as a whole.
 struct LoadedConfiguration {
   Config config;
   std::string machine_profile;  // the user's profile for this machine, if one was found
-  ProfileReport profile;        // problems of both profiles
+  std::string shared_profile;   // else the shared profile used, if any
+  std::string shared_match;     // how it matched: "exact machine" or "same CPU and GPU models"
+  ProfileReport profile;        // problems of the profiles applied
   std::vector<std::string> env_errors;
 };
 LoadedConfiguration load_configuration(
     const std::string& profile_path, const MachineFingerprint& here,
     const std::function<const char*(const char*)>& getenv_fn = nullptr);
+
+// Shared profiles (configs/ of the source tree, contributed by pull request): $CMT_CONFIGS_DIR,
+// else configs/ or share/cmt/configs/ beside the directory of the binary holding this code
+// (libcmt.so or cmt). "" if there is none.
+std::string shared_profiles_dir(const std::function<const char*(const char*)>& getenv_fn = nullptr);
+
+// The shared profile for `here` in `dir`: KEY.toml for this exact machine first, else the first
+// (by name) whose [machine] has this CPU model and these GPU models. Empty path if none.
+struct SharedProfile {
+  std::string path;
+  std::string match;
+};
+SharedProfile find_shared_profile(const std::string& dir, const MachineFingerprint& here);
 
 // The known name closest to `key` (edit distance), or "" if none is close.
 std::string nearest_option(const std::string& key);

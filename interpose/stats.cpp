@@ -1,11 +1,16 @@
 #include "stats.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace cmt {
 
 void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
   (entry == Entry::Runtime ? via_runtime_ : via_driver_).fetch_add(1, std::memory_order_relaxed);
+  const int dir = d == Direction::HostToDevice ? 0 : 1;
+  const int bucket = bytes ? std::min(kBuckets - 1, 63 - __builtin_clzll(bytes)) : 0;
+  size_calls_[dir][bucket].fetch_add(1, std::memory_order_relaxed);
+  size_bytes_[dir][bucket].fetch_add(bytes, std::memory_order_relaxed);
   PerDirection& p = d == Direction::HostToDevice ? h2d_ : d2h_;
   p.calls.fetch_add(1, std::memory_order_relaxed);
   p.bytes.fetch_add(bytes, std::memory_order_relaxed);
@@ -18,6 +23,25 @@ void Stats::forwarded(ForwardReason reason) {
 
 std::uint64_t Stats::taken_calls() const {
   return h2d_.calls.load(std::memory_order_relaxed) + d2h_.calls.load(std::memory_order_relaxed);
+}
+
+// "h2d": [[bucket_low_bytes, calls, bytes], ...], "d2h": [...], non-empty buckets only.
+std::string Stats::sizes_json() const {
+  std::string out;
+  for (int dir = 0; dir < 2; ++dir) {
+    out += std::string(dir ? ", " : "") + (dir ? "\"d2h\": [" : "\"h2d\": [");
+    bool first = true;
+    for (int b = 0; b < kBuckets; ++b) {
+      std::uint64_t calls = size_calls_[dir][b].load(std::memory_order_relaxed);
+      if (!calls) continue;
+      out += std::string(first ? "" : ", ") + "[" + std::to_string(1ull << b) + ", " +
+             std::to_string(calls) + ", " +
+             std::to_string(size_bytes_[dir][b].load(std::memory_order_relaxed)) + "]";
+      first = false;
+    }
+    out += "]";
+  }
+  return out;
 }
 
 std::string Stats::to_json() const {
@@ -34,8 +58,8 @@ std::string Stats::to_json() const {
   };
   std::string out = "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) +
                     "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
-                    ", \"driver\": " + std::to_string(via_driver_.load()) +
-                    "},\n  \"partial\": " + std::to_string(partial_.load()) +
+                    ", \"driver\": " + std::to_string(via_driver_.load()) + "},\n  \"sizes\": {" +
+                    sizes_json() + "},\n  \"partial\": " + std::to_string(partial_.load()) +
                     ",\n  \"forwarded\": {";
   bool first = true;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {

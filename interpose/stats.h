@@ -23,6 +23,7 @@ class Stats {
   // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
   std::string summary() const;
   std::uint64_t taken_calls() const;
+  std::string sizes_json() const;
 
  private:
   struct PerDirection {
@@ -30,6 +31,10 @@ class Stats {
   };
   PerDirection h2d_, d2h_;
   std::atomic<std::uint64_t> via_runtime_{0}, via_driver_{0};
+  // Taken copies by size (bucket b holds sizes in [2^b, 2^(b+1))) and direction: the mix that
+  // `cmt tune -- CMD` tunes for.
+  static constexpr int kBuckets = 48;
+  std::atomic<std::uint64_t> size_calls_[2][kBuckets] = {}, size_bytes_[2][kBuckets] = {};
   std::atomic<std::uint64_t> forwarded_[static_cast<int>(ForwardReason::Count)] = {};
   std::atomic<std::uint64_t> partial_{0};
 };

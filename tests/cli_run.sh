@@ -50,6 +50,21 @@ mkdir -p "$(dirname "$mine")" && printf 'schema = 1\n[cmt]\nslots = 33\nthreads 
 out=$(XDG_CONFIG_HOME="$tmp/xdg" "$cmt" profile show --profile "$tmp/good.toml" 2>/dev/null)
 case "$out" in *"CMT_THREADS=6  (profile $tmp/good.toml)"*"CMT_SLOTS=33  (profile $mine)"*) r=0;; *) r=1;; esac
 check "show layers this machine's profile under the explicit one" $r
+XDG_CONFIG_HOME="$tmp/xdg" "$cmt" profile export > "$tmp/export.toml" 2>/dev/null; rc=$?
+check "profile export refuses a profile without [machine] (rc=$rc)" $(( rc == 0 ))
+XDG_CONFIG_HOME="$tmp/none" "$cmt" profile export 2>"$tmp/err" >/dev/null; rc=$?
+check "profile export without a profile is an error (rc=$rc)" $(( rc == 0 ))
+grep -q "run \`cmt tune\` first" "$tmp/err"; check "and says to run cmt tune" $?
+# cmt tune: bad input fails before any measurement.
+"$cmt" tune --search bogus 2>"$tmp/err"; rc=$?
+check "tune --search bogus is an error (rc=$rc)" $(( rc == 0 ))
+grep -q "bogus not in {instant,full,grid}" "$tmp/err"; check "and names the choices" $?
+"$cmt" tune --largest 1K 2>"$tmp/err"; rc=$?
+check "tune --largest 1K is an error (rc=$rc)" $(( rc != 2 ))
+grep -q "'1K' is not valid: expected a size of at least 4M" "$tmp/err"; check "and says what is expected" $?
+"$cmt" tune -- sh -c 'exit 5' 2>"$tmp/err"; rc=$?
+check "tune with a failing command fails (rc=$rc)" $(( rc != 1 ))
+grep -q "the command failed (status 5); nothing was tuned" "$tmp/err"; check "and says so" $?
 rm -rf "$tmp"
 # cmt topo: a table, and JSON that parses, with or without a GPU.
 "$cmt" topo | grep -q "^layout"; check "cmt topo prints the layout" $?

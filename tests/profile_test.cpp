@@ -242,6 +242,62 @@ TEST(Profile, TheUsersProfileForThisMachineSitsUnderExplicitOnesAndTheEnvironmen
   std::system(("rm -rf '" + home + "'").c_str());
 }
 
+// configs/: with no profile of the user's own, the shared one for this exact machine is used,
+// else one for the same CPU and GPU models (another CPU count is fine there); never one for
+// other hardware, and never over the user's own.
+TEST(Profile, SharedProfilesFromConfigsWhenTheUserHasNone) {
+  std::string home = temp_dir(), shared = temp_dir();
+  const char* old = std::getenv("XDG_CONFIG_HOME");
+  std::string saved = old ? old : "";
+  setenv("XDG_CONFIG_HOME", home.c_str(), 1);
+  MachineFingerprint here;
+  here.cpu_model = "CPU A";
+  here.cpus = 8;
+  here.gpus = {"10de:2335"};
+  std::string dir = shared;
+  auto env = [&dir](const char* n) -> const char* {
+    return std::string(n) == "CMT_CONFIGS_DIR" ? dir.c_str() : nullptr;
+  };
+  write_file(shared + "/README.md", "shared profiles\n");
+  write_file(shared + "/a-other-gpu.toml",
+             "schema = 1\n[machine]\ncpu = \"CPU A\"\ncpus = 8\ngpus = [\"10de:2330\"]\n"
+             "[cmt]\nslots = 5\n");
+  write_file(shared + "/b-same-models.toml",
+             "schema = 1\n[machine]\ncpu = \"CPU A\"\ncpus = 64\ngpus = [\"10de:2335\"]\n"
+             "driver = \"999\"\n[cmt]\nslots = 6\n");
+  LoadedConfiguration loaded = load_configuration("", here, env);
+  EXPECT_EQ(loaded.shared_profile, shared + "/b-same-models.toml");
+  EXPECT_EQ(loaded.shared_match, "same CPU and GPU models");
+  EXPECT_EQ(loaded.config.slots, 6u);
+  EXPECT_TRUE(loaded.profile.warnings.empty());  // another driver is expected of a shared profile
+
+  write_file(shared + "/" + here.key() + ".toml",
+             "schema = 1\n[machine]\ncpu = \"CPU A\"\ncpus = 8\ngpus = [\"10de:2335\"]\n"
+             "[cmt]\nslots = 7\n");
+  loaded = load_configuration("", here, env);
+  EXPECT_EQ(loaded.shared_match, "exact machine");
+  EXPECT_EQ(loaded.config.slots, 7u);
+
+  write_file(user_profile_path(here), "schema = 1\n[cmt]\nslots = 8\n");
+  loaded = load_configuration("", here, env);
+  EXPECT_TRUE(loaded.shared_profile.empty());
+  EXPECT_EQ(loaded.config.slots, 8u);
+
+  // Other hardware only: nothing shared applies.
+  std::system(("rm -rf '" + home + "'/cmt '" + shared + "'/*.toml").c_str());
+  write_file(shared + "/a-other-gpu.toml",
+             "schema = 1\n[machine]\ncpu = \"CPU A\"\ncpus = 8\ngpus = [\"10de:2330\"]\n"
+             "[cmt]\nslots = 5\n");
+  loaded = load_configuration("", here, env);
+  EXPECT_TRUE(loaded.shared_profile.empty());
+  EXPECT_EQ(loaded.config.slots, Config().slots);
+  if (saved.empty())
+    unsetenv("XDG_CONFIG_HOME");
+  else
+    setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
+  std::system(("rm -rf '" + home + "' '" + shared + "'").c_str());
+}
+
 // A few thousand random and mutated profiles: the loader must answer each with a report, never a
 // crash, a hang or an exception.
 TEST(ProfileFuzz, RandomAndMutatedInputs) {

@@ -1,0 +1,29 @@
+#!/bin/sh
+# cmt tune on a GPU: the instant estimate and a short full search each write a profile that
+# validates and that `cmt profile show` then applies from this user's profile directory.
+# Exit 77 without a GPU.
+set -u
+cmt=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+export XDG_CONFIG_HOME="$tmp/xdg"
+"$cmt" tune --search instant --largest 64M > "$tmp/out" 2> "$tmp/err"; rc=$?
+cat "$tmp/out" "$tmp/err"
+if grep -q -e "no CUDA driver" -e "no usable NVIDIA GPU" "$tmp/err"; then exit 77; fi
+[ $rc -eq 0 ] || { echo "FAIL: cmt tune --search instant exited $rc"; exit 1; }
+profile=$("$cmt" profile path 2>/dev/null)
+[ -f "$profile" ] || { echo "FAIL: no profile at $profile"; exit 1; }
+"$cmt" profile validate "$profile" > /dev/null || { echo "FAIL: the written profile is not valid"; exit 1; }
+for key in threads chunk_bytes slots threshold h2d_method d2h_method; do
+  grep -q "^$key = " "$profile" || { echo "FAIL: no $key in the profile"; cat "$profile"; exit 1; }
+done
+grep -q '^\[\[measured.copies\]\]' "$profile" || { echo "FAIL: no measured copies"; exit 1; }
+"$cmt" profile show | grep -q "CMT_THREADS=.*(profile $profile)" ||
+  { echo "FAIL: the profile is not applied"; "$cmt" profile show; exit 1; }
+"$cmt" tune --search full --largest 16M -o "$tmp/full.toml" > "$tmp/out" 2>&1 ||
+  { cat "$tmp/out"; echo "FAIL: cmt tune --search full"; exit 1; }
+"$cmt" profile validate "$tmp/full.toml" > /dev/null || { echo "FAIL: full's profile is not valid"; exit 1; }
+grep -q 'search = "full"' "$tmp/full.toml" || { echo "FAIL: not a full search's profile"; exit 1; }
+"$cmt" profile export > "$tmp/export.toml" 2>/dev/null && cmp -s "$tmp/export.toml" "$profile" ||
+  { echo "FAIL: profile export"; exit 1; }
+echo "ok: instant and full searches wrote valid profiles"

@@ -1,0 +1,80 @@
+#include "profile_writer.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "profile.h"
+#include "tune.h"
+
+#include <toml++/toml.h>
+
+namespace cmt {
+
+std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
+                         const TuneRecord& record) {
+  toml::table root;
+  root.insert("schema", kProfileSchema);
+  root.insert("cmt_version", CMT_VERSION);
+
+  toml::array gpus;
+  for (const std::string& g : machine.gpus) gpus.push_back(g);
+  toml::table m;
+  m.insert("cpu", machine.cpu_model);
+  m.insert("cpus", machine.cpus);
+  m.insert("gpus", gpus);
+  if (!machine.pcie.empty()) m.insert("pcie", machine.pcie);
+  if (!machine.driver.empty()) m.insert("driver", machine.driver);
+  root.insert("machine", m);
+
+  // The chosen knobs, written as the option table prints them, so the loader reads them back
+  // through the same parsers as CMT_* variables.
+  toml::table knobs;
+  for (const OptionSpec& row : option_table()) {
+    const auto& keys = tuned_keys();
+    if (std::find(keys.begin(), keys.end(), row.name) == keys.end()) continue;
+    std::string value = row.show(tuned);
+    bool integer = !value.empty() && std::all_of(value.begin(), value.end(), ::isdigit);
+    if (integer && std::string(row.name) != "chunk_bytes" && std::string(row.name) != "threshold")
+      knobs.insert(row.name, static_cast<int64_t>(std::stoll(value)));
+    else
+      knobs.insert(row.name, value);
+  }
+  root.insert("cmt", knobs);
+
+  toml::table measured;
+  measured.insert("search", record.search);
+  measured.insert("date", record.date);
+  measured.insert("seconds", record.seconds);
+  measured.insert("gpu", record.gpu);
+  measured.insert("mix", record.mix);
+  measured.insert("mix_gbps", record.mix_gbps);
+  if (record.interrupted) measured.insert("interrupted", true);
+  toml::array notes;
+  for (const std::string& n : record.notes) notes.push_back(n);
+  measured.insert("notes", notes);
+  toml::array rows;
+  for (const MeasuredRow& r : record.rows) {
+    auto round1 = [](double x) {
+      return static_cast<double>(static_cast<long long>(x * 10 + 0.5)) / 10;
+    };
+    rows.push_back(toml::table{
+        {"bytes", size_text(r.bytes)},
+        {"direction", r.direction == Direction::HostToDevice ? "h2d" : "d2h"},
+        {"cuda_gbps", round1(r.cuda_gbps)},
+        {"builtin_gbps", round1(r.builtin_gbps)},
+        {"tuned_gbps", round1(r.tuned_gbps)},
+        {"pinned_gbps", round1(r.pinned_gbps)},
+    });
+  }
+  measured.insert("copies", rows);
+  root.insert("measured", measured);
+
+  std::ostringstream out;
+  out << "# cmt profile, written by `cmt tune --search " << record.search
+      << "`. Knobs under [cmt]\n"
+      << "# are the option table's (see `cmt profile show`); CMT_* variables override them.\n"
+      << root << "\n";
+  return out.str();
+}
+
+}  // namespace cmt

@@ -1,0 +1,487 @@
+#include "tune.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "memcpy_scaling.h"
+
+namespace cmt {
+namespace {
+
+constexpr std::size_t kKiB = 1024, kMiB = kKiB * 1024, kGiB = kMiB * 1024;
+
+char* map_touched(std::size_t bytes, unsigned seed) {
+  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  auto* c = static_cast<unsigned char*>(p);
+  for (std::size_t i = 0; i < bytes; ++i) c[i] = static_cast<unsigned char>(i * 131 + seed);
+  return static_cast<char*>(p);
+}
+
+Rate summarize(std::vector<double> gbps) {
+  if (gbps.empty()) return {};
+  std::sort(gbps.begin(), gbps.end());
+  return {gbps[gbps.size() / 2], gbps.front(), gbps.back()};
+}
+
+template <typename Copy>
+Rate time_copies(std::size_t bytes, int reps, Copy&& copy) {
+  std::vector<double> gbps;
+  for (int i = -1; i < reps; ++i) {  // one warm-up
+    auto t0 = std::chrono::steady_clock::now();
+    if (!copy()) return {};
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (i >= 0) gbps.push_back(static_cast<double>(bytes) / s / 1e9);
+  }
+  return summarize(gbps);
+}
+
+bool same_knobs(const Config& a, const Config& b) {
+  return a.threads == b.threads && a.chunk_bytes == b.chunk_bytes && a.slots == b.slots &&
+         a.h2d_method == b.h2d_method && a.d2h_method == b.d2h_method && a.spin_us == b.spin_us;
+}
+
+std::string knobs_text(const Config& c) {
+  return std::to_string(c.threads) + " threads, " + size_text(c.chunk_bytes) + " x " +
+         std::to_string(c.slots) + " slots, H2D " + copy_method_name(c.h2d_method) + ", D2H " +
+         copy_method_name(c.d2h_method);
+}
+
+// Slots for a ring of about `ring_bytes`, within the option table's range.
+unsigned slots_for(std::size_t ring_bytes, std::size_t chunk) {
+  return static_cast<unsigned>(std::clamp<std::size_t>(ring_bytes / chunk, 4, 128));
+}
+
+}  // namespace
+
+std::string size_text(std::size_t bytes) {
+  if (bytes && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "G";
+  if (bytes && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "M";
+  if (bytes && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + "K";
+  return std::to_string(bytes);
+}
+
+const std::vector<std::string>& tuned_keys() {
+  static const std::vector<std::string> keys = {"threads",    "chunk_bytes", "slots",
+                                                "h2d_method", "d2h_method",  "threshold"};
+  return keys;
+}
+
+// ---- mixes ---------------------------------------------------------------------------------
+
+CopyMix default_mix(std::size_t largest) {
+  CopyMix mix;
+  for (std::size_t bytes : {4 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB, kGiB})
+    if (bytes <= largest)
+      for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost})
+        mix.push_back({bytes, d, 1});
+  for (CopyCase& c : mix) c.weight = 1.0 / static_cast<double>(mix.size());
+  return mix;
+}
+
+CopyMix mix_from_stats(const std::string& path, std::size_t largest, std::string* error) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  // libcmt.so's own output, in a fixed shape:
+  //   "sizes": {"h2d": [[low, calls, bytes], ...], "d2h": [[...], ...]}
+  CopyMix mix;
+  double total = 0;
+  for (int dir = 0; dir < 2; ++dir) {
+    std::size_t at = json.find(dir ? "\"d2h\": [[" : "\"h2d\": [[", json.find("\"sizes\""));
+    if (at == std::string::npos) continue;
+    const char* p = json.c_str() + json.find("[[", at) + 1;
+    unsigned long long low, calls, bytes;
+    int used = 0;
+    while (std::sscanf(p, " [%llu, %llu, %llu]%n", &low, &calls, &bytes, &used) == 3) {
+      p += used;
+      if (calls && bytes / calls >= 64 * kKiB) {  // tiny copies: CUDA's path, whatever the knobs
+        std::size_t typical = std::min<std::size_t>(bytes / calls, largest);
+        typical = std::max<std::size_t>(typical / 4096 * 4096, 4096);
+        mix.push_back({typical, dir ? Direction::DeviceToHost : Direction::HostToDevice,
+                       static_cast<double>(bytes)});
+        total += static_cast<double>(bytes);
+      }
+      while (*p == ',' || *p == ' ') ++p;
+    }
+  }
+  if (mix.empty() || total <= 0) {
+    *error = path + ": the watched run made no pageable copy of 64 KiB or more";
+    return {};
+  }
+  // The eight cases that carry the most bytes.
+  std::sort(mix.begin(), mix.end(),
+            [](const CopyCase& a, const CopyCase& b) { return a.weight > b.weight; });
+  if (mix.size() > 8) mix.resize(8);
+  double kept = 0;
+  for (const CopyCase& c : mix) kept += c.weight;
+  for (CopyCase& c : mix) c.weight /= kept;
+  return mix;
+}
+
+std::string describe_mix(const CopyMix& mix) {
+  std::string out;
+  for (const CopyCase& c : mix) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "%s%s %s %.0f%%", out.empty() ? "" : ", ",
+                  size_text(c.bytes).c_str(),
+                  c.direction == Direction::HostToDevice ? "H2D" : "D2H", c.weight * 100);
+    out += buf;
+  }
+  return out;
+}
+
+// ---- measuring -------------------------------------------------------------------------------
+
+CopyBench::CopyBench(CudaSession& session, std::size_t largest)
+    : session_(session), largest_(largest) {
+  pageable_ = map_touched(largest, 7);
+  pageable_out_ = map_touched(largest, 0);
+  pinned_ = session.alloc_pinned(largest);
+  check_ = session.alloc_pinned(largest);
+  if (pinned_ && pageable_) std::memcpy(pinned_, pageable_, largest);
+}
+
+CopyBench::~CopyBench() {
+  engine_.reset();
+  if (pageable_) munmap(pageable_, largest_);
+  if (pageable_out_) munmap(pageable_out_, largest_);
+}
+
+Rate CopyBench::cuda_pageable(const CopyCase& c, int reps) {
+  if (!pageable_) return {};
+  return time_copies(c.bytes, reps, [&] {
+    return (c.direction == Direction::HostToDevice
+                ? session_.cuda_htod(session_.device_buffer(), pageable_, c.bytes)
+                : session_.cuda_dtoh(pageable_out_, session_.device_buffer(), c.bytes)) ==
+               CUDA_SUCCESS &&
+           session_.synchronize() == CUDA_SUCCESS;
+  });
+}
+
+Rate CopyBench::cuda_pinned(const CopyCase& c, int reps) {
+  if (!pinned_) return {};
+  return time_copies(c.bytes, reps, [&] {
+    return (c.direction == Direction::HostToDevice
+                ? session_.cuda_htod(session_.device_buffer(), pinned_, c.bytes)
+                : session_.cuda_dtoh(pinned_, session_.device_buffer(), c.bytes)) == CUDA_SUCCESS &&
+           session_.synchronize() == CUDA_SUCCESS;
+  });
+}
+
+CopyEngine& CopyBench::engine_for(const Config& config) {
+  if (!engine_ || !same_knobs(engine_config_, config)) {
+    engine_.reset();  // its staging memory and threads go before the next one's arrive
+    engine_config_ = config;
+    engine_ = std::make_unique<CopyEngine>(session_.driver(), config);
+  }
+  return *engine_;
+}
+
+Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps) {
+  if (!pageable_ || !pageable_out_ || !pinned_ || !check_) return {};
+  CopyEngine& engine = engine_for(config);
+  CopyRequest req;
+  req.direction = c.direction;
+  req.host = c.direction == Direction::HostToDevice ? pageable_ : pageable_out_;
+  req.device = session_.device_buffer();
+  req.bytes = c.bytes;
+  req.stream = CU_STREAM_LEGACY;
+  req.synchronous = true;
+  const CUdeviceptr dev = session_.device_buffer();
+  if (c.direction == Direction::DeviceToHost) {  // known contents to copy back
+    if (session_.cuda_htod(dev, pinned_, c.bytes) != CUDA_SUCCESS) return {};
+    std::memset(pageable_out_, 0, c.bytes);
+  }
+  Rate r = time_copies(c.bytes, reps, [&] {
+    return engine.copy(req).bytes_done == c.bytes && session_.synchronize() == CUDA_SUCCESS;
+  });
+  // Every byte that went through the engine is checked (H2D: read back through pinned memory).
+  if (c.direction == Direction::HostToDevice) {
+    if (session_.cuda_dtoh(check_, dev, c.bytes) != CUDA_SUCCESS ||
+        std::memcmp(check_, pageable_, c.bytes) != 0)
+      ++wrong_;
+  } else if (std::memcmp(pageable_out_, pageable_, c.bytes) != 0) {
+    ++wrong_;
+  }
+  return r;
+}
+
+double CopyBench::cmt_score(const Config& config, const CopyMix& mix, int reps) {
+  double seconds_per_byte = 0;
+  for (const CopyCase& c : mix) {
+    Rate r = cmt(config, c, reps);
+    if (r.median <= 0) return 0;
+    seconds_per_byte += c.weight / (r.median * 1e9);
+  }
+  return seconds_per_byte > 0 ? 1.0 / seconds_per_byte / 1e9 : 0;
+}
+
+// ---- instant ---------------------------------------------------------------------------------
+
+TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopology& topology) {
+  TuneResult out;
+  std::vector<int> cpus;
+  for (const GpuPlacement& g : topology.gpus) {
+    std::string a = g.pci_bus_id, b = session.pci_bus_id();
+    std::transform(a.begin(), a.end(), a.begin(), ::tolower);
+    std::transform(b.begin(), b.end(), b.begin(), ::tolower);
+    if (a == b) cpus = g.local_cpus;
+  }
+  const unsigned local =
+      cpus.empty() ? std::max(1, topology.processing_units) : static_cast<unsigned>(cpus.size());
+  // 1. The link: pinned DMA each way, and CUDA's own pageable path, at 64 MiB.
+  const CopyCase up{64 * kMiB, Direction::HostToDevice, 1},
+      down{64 * kMiB, Direction::DeviceToHost, 1};
+  const double link_up = bench.cuda_pinned(up, 3).median,
+               link_down = bench.cuda_pinned(down, 3).median;
+  const double cuda_up = bench.cuda_pageable(up, 2).median,
+               cuda_down = bench.cuda_pageable(down, 2).median;
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "link (pinned, 64 MiB): H2D %.1f GB/s, D2H %.1f GB/s; CUDA's pageable path: "
+                "H2D %.1f, D2H %.1f",
+                link_up, link_down, cuda_up, cuda_down);
+  out.notes.push_back(buf);
+  // 2. The CPU: stage-in and drain rates against threads on the GPU's local cores.
+  std::vector<unsigned> counts;
+  for (unsigned t : {1u, 2u, 4u, 6u, 8u, 12u, 16u, 24u, 32u})
+    if (t < local) counts.push_back(t);
+  if (counts.empty()) counts.push_back(1);
+  const std::size_t user = 256 * kMiB, ring = 32 * kMiB;
+  auto in_memcpy =
+      measure_memcpy_scaling(ScalingCase::StageIn, counts, cpus, user, ring, CopyMethod::Memcpy, 1);
+  auto in_stream = measure_memcpy_scaling(ScalingCase::StageIn, counts, cpus, user, ring,
+                                          CopyMethod::Streaming, 1);
+  auto out_stream = measure_memcpy_scaling(ScalingCase::DrainOut, counts, cpus, user, ring,
+                                           CopyMethod::Streaming, 1);
+  auto out_memcpy = measure_memcpy_scaling(ScalingCase::DrainOut, counts, cpus, user, ring,
+                                           CopyMethod::Memcpy, 1);
+  auto best_of = [](const std::vector<ScalingPoint>& v) {
+    double b = 0;
+    for (const ScalingPoint& p : v) b = std::max(b, p.gbps);
+    return b;
+  };
+  out.config.h2d_method =
+      best_of(in_stream) > 1.05 * best_of(in_memcpy) ? CopyMethod::Streaming : CopyMethod::Memcpy;
+  out.config.d2h_method =
+      best_of(out_memcpy) > 1.05 * best_of(out_stream) ? CopyMethod::Memcpy : CopyMethod::Streaming;
+  const auto& stage = out.config.h2d_method == CopyMethod::Streaming ? in_stream : in_memcpy;
+  const auto& drain = out.config.d2h_method == CopyMethod::Streaming ? out_stream : out_memcpy;
+  std::string line = "CPU copy rate on the GPU's " + std::to_string(local) + " local cores (GB/s):";
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    std::snprintf(buf, sizeof(buf), " %u threads: in %.0f, out %.0f;", counts[i],
+                  i < stage.size() ? stage[i].gbps : 0.0, i < drain.size() ? drain[i].gbps : 0.0);
+    line += buf;
+  }
+  out.notes.push_back(line);
+  // 3. The model. Threads: the fewest (the issuer helps as one more) whose copy rate covers the
+  // link by 15% in both directions, else the fastest measured. The CPU half must outrun the DMA,
+  // or every copy waits on the CPU.
+  unsigned threads = counts.back();
+  double best_rate = 0;
+  for (std::size_t i = 0; i < counts.size() && i < stage.size() && i < drain.size(); ++i) {
+    double rate = std::min(stage[i].gbps / link_up, drain[i].gbps / link_down);
+    if (rate > best_rate) {
+      best_rate = rate;
+      threads = counts[i];
+    }
+    if (stage[i].gbps >= 1.15 * link_up && drain[i].gbps >= 1.15 * link_down) {
+      threads = counts[i];
+      break;
+    }
+  }
+  out.config.threads = threads;
+  // Chunk: each DMA costs a few microseconds of set-up; pieces of ~80 us of link time keep that
+  // under 5%, while the first piece stays short enough to start the pipeline early.
+  const double link = std::max(link_up, link_down);
+  std::size_t chunk = 1 * kMiB;
+  while (chunk < 8 * kMiB && static_cast<double>(chunk) / (link * 1e3) < 80) chunk *= 2;
+  out.config.chunk_bytes = chunk;
+  // Slots: about 32 MiB of ring, enough to keep several DMAs queued behind the CPU.
+  out.config.slots = slots_for(32 * kMiB, chunk);
+  snprintf(buf, sizeof(buf),
+           "model: %u threads (CPU %.0f%% of the link), %s pieces (~%.0f us of link time each), "
+           "%u slots, H2D %s, D2H %s",
+           threads, best_rate * 100, size_text(chunk).c_str(),
+           static_cast<double>(chunk) / (link * 1e3), out.config.slots,
+           copy_method_name(out.config.h2d_method), copy_method_name(out.config.d2h_method));
+  out.notes.push_back(buf);
+  return out;
+}
+
+// ---- full: coordinate descent ------------------------------------------------------------------
+
+namespace {
+
+struct Axis {
+  const char* name;
+  std::vector<std::function<void(Config&)>> candidates;
+  std::vector<std::string> labels;
+};
+
+std::vector<Axis> search_axes(unsigned max_threads) {
+  std::vector<Axis> axes;
+  Axis threads{"threads", {}, {}};
+  for (unsigned t : {2u, 4u, 6u, 8u, 10u, 12u, 14u, 16u, 24u, 32u})
+    if (t <= max_threads) {
+      threads.candidates.push_back([t](Config& c) { c.threads = t; });
+      threads.labels.push_back(std::to_string(t) + " threads");
+    }
+  axes.push_back(threads);
+  Axis chunk{"chunk_bytes", {}, {}};
+  for (std::size_t b : {1 * kMiB, 2 * kMiB, 4 * kMiB, 8 * kMiB}) {
+    // The ring keeps its size in bytes when the chunk changes.
+    chunk.candidates.push_back([b](Config& c) {
+      std::size_t ring = c.chunk_bytes * c.slots;
+      c.chunk_bytes = b;
+      c.slots = slots_for(ring, b);
+    });
+    chunk.labels.push_back(size_text(b) + " chunks");
+  }
+  axes.push_back(chunk);
+  Axis ring{"slots", {}, {}};
+  for (std::size_t r : {16 * kMiB, 32 * kMiB, 64 * kMiB}) {
+    ring.candidates.push_back([r](Config& c) { c.slots = slots_for(r, c.chunk_bytes); });
+    ring.labels.push_back(size_text(r) + " ring");
+  }
+  axes.push_back(ring);
+  for (int dir = 0; dir < 2; ++dir) {
+    Axis method{dir ? "d2h_method" : "h2d_method", {}, {}};
+    for (CopyMethod m : {CopyMethod::Memcpy, CopyMethod::Streaming}) {
+      method.candidates.push_back([m, dir](Config& c) { (dir ? c.d2h_method : c.h2d_method) = m; });
+      method.labels.push_back(std::string(dir ? "D2H " : "H2D ") + copy_method_name(m));
+    }
+    axes.push_back(method);
+  }
+  return axes;
+}
+
+}  // namespace
+
+TuneResult tune_full(CopyBench& bench, const CopyMix& mix, const TuneResult& start,
+                     unsigned max_threads, const ProgressFn& progress,
+                     const std::atomic<bool>& stop) {
+  constexpr int kReps = 3;
+  constexpr int kPasses = 3;
+  constexpr double kBetter = 1.01;  // a change must win by 1%: measurements vary
+  TuneResult out = start;
+  out.notes.clear();
+  const std::vector<Axis> axes = search_axes(std::max(2u, max_threads));
+  int per_pass = 0;
+  for (const Axis& a : axes) per_pass += static_cast<int>(a.candidates.size());
+  TuneProgress p{0, 1 + per_pass * kPasses, 0, knobs_text(out.config)};
+  if (progress) progress(p);
+  out.score_gbps = bench.cmt_score(out.config, mix, kReps);
+  out.evaluated = 1;
+  p.done = 1;
+  p.best_gbps = out.score_gbps;
+  for (int pass = 0; pass < kPasses; ++pass) {
+    bool changed = false;
+    for (const Axis& axis : axes) {
+      for (std::size_t i = 0; i < axis.candidates.size(); ++i) {
+        if (stop.load()) {
+          out.interrupted = true;
+          return out;
+        }
+        Config trial = out.config;
+        axis.candidates[i](trial);
+        p.trying = knobs_text(trial);
+        if (progress) progress(p);
+        if (same_knobs(trial, out.config)) {
+          ++p.done;
+          continue;
+        }
+        double score = bench.cmt_score(trial, mix, kReps);
+        ++out.evaluated;
+        ++p.done;
+        if (score > out.score_gbps * kBetter) {
+          out.notes.push_back("pass " + std::to_string(pass + 1) + ": " + axis.labels[i] + " -> " +
+                              std::to_string(static_cast<int>(score * 10) / 10.0).substr(0, 5) +
+                              " GB/s");
+          out.config = trial;
+          out.score_gbps = score;
+          p.best_gbps = score;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) {
+      p.total = p.done;  // converged: no knob moved in a whole pass
+      break;
+    }
+  }
+  if (progress) progress(p);
+  return out;
+}
+
+TuneResult tune_grid(CopyBench& bench, const CopyMix& mix, const ProgressFn& progress,
+                     const std::atomic<bool>& stop) {
+  TuneResult out;
+  std::vector<Config> space;
+  for (unsigned t : {4u, 8u, 12u})
+    for (std::size_t chunk : {1 * kMiB, 2 * kMiB, 4 * kMiB})
+      for (std::size_t ring : {16 * kMiB, 32 * kMiB})
+        for (CopyMethod h2d : {CopyMethod::Memcpy, CopyMethod::Streaming}) {
+          Config c;
+          c.threads = t;
+          c.chunk_bytes = chunk;
+          c.slots = slots_for(ring, chunk);
+          c.h2d_method = h2d;
+          c.d2h_method = CopyMethod::Streaming;
+          space.push_back(c);
+        }
+  TuneProgress p{0, static_cast<int>(space.size()), 0, ""};
+  for (const Config& c : space) {
+    if (stop.load()) {
+      out.interrupted = true;
+      break;
+    }
+    p.trying = knobs_text(c);
+    if (progress) progress(p);
+    double score = bench.cmt_score(c, mix, 3);
+    ++out.evaluated;
+    ++p.done;
+    out.notes.push_back(knobs_text(c) + ": " + std::to_string(score).substr(0, 5) + " GB/s");
+    if (score > out.score_gbps) {
+      out.score_gbps = score;
+      out.config = c;
+      p.best_gbps = score;
+    }
+  }
+  if (progress) progress(p);
+  return out;
+}
+
+std::size_t pick_threshold(CopyBench& bench, const Config& config,
+                           std::vector<std::string>* notes) {
+  const std::size_t sizes[] = {256 * kKiB, 512 * kKiB, 1 * kMiB, 2 * kMiB, 4 * kMiB, 8 * kMiB};
+  std::size_t threshold = 16 * kMiB;  // if cmt never wins below this, it takes from 16 MiB on
+  std::string line = "threshold: cmt/CUDA at";
+  for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
+    bool wins = true;
+    for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
+      CopyCase c{*it, d, 1};
+      double ratio =
+          bench.cmt(config, c, 5).median / std::max(1e-9, bench.cuda_pageable(c, 5).median);
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), " %s %s %.2f;", size_text(*it).c_str(),
+                    d == Direction::HostToDevice ? "H2D" : "D2H", ratio);
+      line += buf;
+      wins = wins && ratio >= 1.05;
+    }
+    if (!wins) break;  // from the largest size down: stop at the first size where cmt loses
+    threshold = *it;
+  }
+  if (notes) notes->push_back(line + " -> " + size_text(threshold));
+  return threshold;
+}
+
+}  // namespace cmt

@@ -1,0 +1,106 @@
+// cmt's tuner: measures copies on one GPU and picks the engine's knobs (threads, chunk bytes,
+// staging slots, copy methods, threshold) for a mix of copy sizes.
+//
+//   instant: a few seconds. CPU copy rate against threads on the GPU's local cores, the pinned DMA
+//            rate each way and CUDA's own pageable rate feed a model of the pipeline.
+//   full:    coordinate descent over measured configurations, from the instant estimate; each
+//            knob in turn takes the candidate that gives the mix the most GB/s. Interruptible:
+//            the best so far is kept.
+//   grid:    every configuration of a small space, measured: the yardstick for `full`.
+//
+// Everything is measured through the same CopyEngine that libcmt.so runs.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "copy_engine.h"
+#include "cuda_session.h"
+#include "options.h"
+#include "topology.h"
+
+namespace cmt {
+
+struct CopyCase {
+  std::size_t bytes = 0;
+  Direction direction = Direction::HostToDevice;
+  double weight = 1;  // share of the mix's bytes
+};
+using CopyMix = std::vector<CopyCase>;
+
+// 4 MiB to 1 GiB, both directions, equal shares.
+CopyMix default_mix(std::size_t largest);
+// The mix a watched run saw: CMT_STATS's "sizes" histogram (taken copies by size and direction).
+// Empty, with `*error` set, if the file holds no copies.
+CopyMix mix_from_stats(const std::string& stats_json_path, std::size_t largest, std::string* error);
+std::string describe_mix(const CopyMix& mix);
+
+struct Rate {
+  double median = 0, lo = 0, hi = 0;  // GB/s
+};
+
+// Times copies of pageable memory on a CudaSession: CUDA's own path, pinned memory, and the copy
+// engine under any configuration (one engine kept per configuration in use).
+class CopyBench {
+ public:
+  CopyBench(CudaSession& session, std::size_t largest);
+  ~CopyBench();
+  Rate cuda_pageable(const CopyCase& c, int reps);
+  Rate cuda_pinned(const CopyCase& c, int reps);
+  // 0 GB/s if the engine could not complete a copy.
+  Rate cmt(const Config& config, const CopyCase& c, int reps);
+  // The mix's effective rate: total bytes over total time, weights as byte shares.
+  double cmt_score(const Config& config, const CopyMix& mix, int reps);
+  // False if any copy through the engine gave a wrong byte (each one is checked).
+  bool bytes_ok() const { return wrong_ == 0; }
+
+ private:
+  CopyEngine& engine_for(const Config& config);
+  CudaSession& session_;
+  std::size_t largest_;
+  char* pageable_ = nullptr;
+  char* pageable_out_ = nullptr;
+  void* pinned_ = nullptr;  // the same bytes as pageable_
+  void* check_ = nullptr;   // where results are read back to be checked
+  std::unique_ptr<CopyEngine> engine_;
+  Config engine_config_;
+  long wrong_ = 0;
+};
+
+struct TuneProgress {
+  int done = 0, total = 0;
+  double best_gbps = 0;
+  std::string trying;
+};
+using ProgressFn = std::function<void(const TuneProgress&)>;
+
+struct TuneResult {
+  Config config;                   // the knobs chosen (threads etc. set; others at defaults)
+  double score_gbps = 0;           // the mix's rate with them
+  int evaluated = 0;               // configurations measured
+  bool interrupted = false;        // stopped early: the best so far
+  std::vector<std::string> notes;  // what was measured and why the knobs are what they are
+};
+
+// The knobs a search may set, as profile keys, in the order they are tuned.
+const std::vector<std::string>& tuned_keys();
+
+TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopology& topology);
+TuneResult tune_full(CopyBench& bench, const CopyMix& mix, const TuneResult& start,
+                     unsigned max_threads, const ProgressFn& progress,
+                     const std::atomic<bool>& stop);
+TuneResult tune_grid(CopyBench& bench, const CopyMix& mix, const ProgressFn& progress,
+                     const std::atomic<bool>& stop);
+
+// The smallest copy size from which cmt beats CUDA's own path in both directions (by 5%), with
+// `config`'s other knobs; at least 256 KiB.
+std::size_t pick_threshold(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
+
+// "4M", "256K", "1G" where exact, else bytes.
+std::string size_text(std::size_t bytes);
+
+}  // namespace cmt

@@ -53,6 +53,10 @@ struct CopyLayout {
 // threads, at least 64 KiB.
 CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes);
 
+// Whether a host-to-device copy of `bytes` stages with non-temporal stores: as configured, or
+// for `auto`, below 32 MiB.
+bool stage_with_streaming_stores(CopyMethod method, std::size_t bytes);
+
 // Workers per lane when the configuration says 0: half the GPU's local cores, at most 8, leaving
 // room for the application and the issuing thread.
 unsigned auto_threads(std::size_t local_cpus);

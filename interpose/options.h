@@ -21,7 +21,8 @@ struct Config {
   unsigned slots = 12;                 // pinned staging buffers per lane, chunk_bytes each
   std::size_t threshold = 2u << 20;    // smaller copies are forwarded
   unsigned spin_us = 1000;             // how long idle copy threads spin before sleeping
-  CopyMethod h2d_method = CopyMethod::Auto;  // how workers write the staging buffers (auto: memcpy)
+  CopyMethod h2d_method =
+      CopyMethod::Auto;  // how workers write the staging buffers (auto: by size)
   CopyMethod d2h_method =
       CopyMethod::Auto;  // how workers write the user's buffer (auto: streaming)
   std::string log_level = "warn";

@@ -297,6 +297,13 @@ TEST(HostCopy, EveryMethodIsByteExactAtOddSizesAndAlignments) {
   }
 }
 
+TEST(CopyEngine, AutoStagingStreamsBelow32MiB) {
+  EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Auto, 4u << 20));
+  EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Auto, 32u << 20));
+  EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Streaming, 1u << 30));
+  EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Memcpy, 4u << 20));
+}
+
 TEST(CopyEngine, EveryStagingAndDrainMethodRoundTrips) {
   fake::FakeDriver fake(5);
   for (CopyMethod h2d : {CopyMethod::Memcpy, CopyMethod::Streaming})

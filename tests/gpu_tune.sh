@@ -17,7 +17,7 @@ profile=$("$cmt" profile path 2>/dev/null)
 for key in threads chunk_bytes slots threshold h2d_method d2h_method; do
   grep -q "^$key = " "$profile" || { echo "FAIL: no $key in the profile"; cat "$profile"; exit 1; }
 done
-grep -q '^\[\[measured.copies\]\]' "$profile" || { echo "FAIL: no measured copies"; exit 1; }
+grep -q '^ *\[\[measured.copies\]\]' "$profile" || { echo "FAIL: no measured copies"; exit 1; }
 "$cmt" profile show | grep -q "CMT_THREADS=.*(profile $profile)" ||
   { echo "FAIL: the profile is not applied"; "$cmt" profile show; exit 1; }
 "$cmt" tune --search full --largest 16M -o "$tmp/full.toml" > "$tmp/out" 2>&1 ||

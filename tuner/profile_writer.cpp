@@ -73,7 +73,9 @@ std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
   out << "# cmt profile, written by `cmt tune --search " << record.search
       << "`. Knobs under [cmt]\n"
       << "# are the option table's (see `cmt profile show`); CMT_* variables override them.\n"
-      << root << "\n";
+      << toml::toml_formatter(root, toml::toml_formatter::default_flags |
+                                        toml::format_flags::relaxed_float_precision)
+      << "\n";
   return out.str();
 }
 

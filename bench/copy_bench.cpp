@@ -125,6 +125,10 @@ void ensure_preloaded(char** argv) {
   usage("cannot re-execute with libcmt.so preloaded");
 }
 
+// libcmt.so's switch for this thread: CUDA's own cudaMemcpy reaches the driver through
+// cuMemcpy* entry points that cmt also hooks, so the default path is timed with it on.
+int (*g_forward_this_thread)(int) = nullptr;
+
 // CUDA's own cudaMemcpy, looked up in the libcudart that this program loaded, past any preload.
 MemcpyFn cuda_own_memcpy() {
   std::string cudart = object_of(reinterpret_cast<const void*>(&cudaGetDeviceCount));
@@ -183,7 +187,18 @@ int main(int argc, char** argv) {
   }
   if (opt.device < 0 || opt.device >= devices) usage("--device out of range");
   CHECK(cudaSetDevice(opt.device));
-  MemcpyFn cuda_memcpy = cuda_own_memcpy();
+  MemcpyFn cuda_own = cuda_own_memcpy();
+  g_forward_this_thread =
+      reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
+  if (!g_forward_this_thread) usage("libcmt.so has no cmt_forward_this_thread");
+  // CUDA's own path: cudart's cudaMemcpy with every cmt hook stepping aside on this thread.
+  static MemcpyFn cuda_own_static = cuda_own;
+  MemcpyFn cuda_memcpy = [](void* d, const void* s, size_t n, cudaMemcpyKind k) {
+    int was = g_forward_this_thread(1);
+    cudaError_t e = cuda_own_static(d, s, n, k);
+    g_forward_this_thread(was);
+    return e;
+  };
   MemcpyFn cmt_memcpy = &cudaMemcpy;
 
   cudaDeviceProp prop{};

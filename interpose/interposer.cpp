@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "classify.h"
+#include "hook_scope.h"
 #include "copy_engine.h"
 #include "log.h"
 #include "profile.h"
@@ -102,7 +103,7 @@ CopyEngine* Interposer::engine() {
 std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                  CUstream stream, bool synchronous, Entry entry) noexcept {
   try {
-    if (config_.disable) {
+    if (config_.disable || ThreadOptOut::active()) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }

@@ -79,6 +79,13 @@ cudaError_t async_copy(RuntimeEntry& e, void* dst, const void* src, size_t count
 
 extern "C" {
 
+// Every copy this thread makes from now on goes to CUDA untouched (nonzero), or is offered to cmt
+// again (zero); returns the previous setting. For benchmarks that time CUDA's own path and cmt's
+// in one process, and for programs that want CUDA's behaviour on one thread.
+__attribute__((visibility("default"))) int cmt_forward_this_thread(int forward) {
+  return cmt::ThreadOptOut::set(forward != 0) ? 1 : 0;
+}
+
 __attribute__((visibility("default"))) cudaError_t cudaMemcpy(void* dst, const void* src,
                                                               size_t count, cudaMemcpyKind kind) {
   return sync_copy(g_memcpy, dst, src, count, kind);

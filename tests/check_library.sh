@@ -5,12 +5,12 @@ set -eu
 lib=$1
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
 # The runtime hooks, the 64-bit driver copy hooks (never the legacy 32-bit cuMemcpyHtoD),
-# cuGetProcAddress and dlsym.
+# cuGetProcAddress and dlsym; and cmt's one function of its own.
 expected=$(printf '%s\n' cudaMemcpy cudaMemcpyAsync cudaMemcpyAsync_ptsz cudaMemcpy_ptds \
   cuMemcpyHtoD_v2 cuMemcpyHtoD_v2_ptds cuMemcpyDtoH_v2 cuMemcpyDtoH_v2_ptds \
   cuMemcpyHtoDAsync_v2 cuMemcpyHtoDAsync_v2_ptsz cuMemcpyDtoHAsync_v2 cuMemcpyDtoHAsync_v2_ptsz \
   cuMemcpy cuMemcpy_ptds cuMemcpyAsync cuMemcpyAsync_ptsz cuGetProcAddress cuGetProcAddress_v2 \
-  dlsym | sort | tr '\n' ' ')
+  dlsym cmt_forward_this_thread | sort | tr '\n' ' ')
 if [ "$exported" != "$expected" ]; then
   echo "FAIL: libcmt.so exports [$exported], expected [$expected]"; exit 1
 fi

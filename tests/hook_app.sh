@@ -20,6 +20,12 @@ assert sum(f.values()) == 2, f   # the large one: no driver (engine_unavailable)
 print("forwarded:", {k: v for k, v in f.items() if v})
 PY
 grep -q "\[cmt\] \[info\] at exit: copies taken: H2D 0" "$tmp/err.txt" || { echo "FAIL: no summary"; cat "$tmp/err.txt"; exit 1; }
+# A thread that opted out (cmt_forward_this_thread): every call forwarded, counted as disabled.
+LD_PRELOAD=$lib CMT_STATS=$tmp/optout.json "$app" optout > "$tmp/optout.txt" 2>&1
+cmp -s "$tmp/plain.txt" "$tmp/optout.txt" || { echo "FAIL: output differs when opted out"; exit 1; }
+python3 -c "
+import json; f = json.load(open('$tmp/optout.json'))['forwarded']
+assert f['disabled'] == 2 and sum(f.values()) == 2, f" || { echo "FAIL: opt-out not honoured"; exit 1; }
 # A bad profile or variable inside the program: one warning each, naming the file and line or the
 # variable, then defaults; the program's output is unchanged.
 printf 'schema = 1\n[cmt]\nslots = "many"\n' > "$tmp/bad.toml"

@@ -5,8 +5,15 @@
 // Rounds alternate the three (in rotating order) so drift hits all alike; each copy is timed to
 // completion (call + device synchronize), and the bytes are checked after every copy. If libcmt.so
 // is not preloaded, the program re-executes itself with it (found beside this executable).
+//
+// Cases (--cases): "plain" reuses buffers whose pages are mapped; "fresh" copies device to host
+// into memory mapped just before (every page faults, as tensor.cpu() does); "mmap" copies host to
+// device from a file mapped just before, with the file in the page cache (as safetensors loads).
+// In the last two, "pinned" is the plain pinned copy: the ceiling.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -37,13 +44,16 @@ struct Options {
                                64u << 20,  256u << 20, 1u << 30};
   int reps = 10;
   int device = 0;
-  std::string json;
+  std::string json, csv, plot;
+  std::vector<std::string> cases = {"plain"};
+  std::string file_dir = "/tmp";  // where the "mmap" case writes its file
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr,
                "cmt-bench-copy: %s\nusage: cmt-bench-copy [--sizes 1M,64M,1G] [--reps N] "
-               "[--device N] [--json FILE]\n",
+               "[--device N] [--cases plain,fresh,mmap] [--file-dir DIR] [--json FILE] "
+               "[--csv FILE] [--plot FILE.svg]\n",
                why);
   std::exit(2);
 }
@@ -91,6 +101,25 @@ Options parse(int argc, char** argv) {
       o.device = std::atoi(value().c_str());
     } else if (a == "--json") {
       o.json = value();
+    } else if (a == "--csv") {
+      o.csv = value();
+    } else if (a == "--plot") {
+      o.plot = value();
+    } else if (a == "--file-dir") {
+      o.file_dir = value();
+    } else if (a == "--cases") {
+      o.cases.clear();
+      std::string list = value() + ",", item;
+      for (char c : list) {
+        if (c != ',') {
+          item += c;
+          continue;
+        }
+        if (item != "plain" && item != "fresh" && item != "mmap")
+          usage(("unknown case '" + item + "' (expected plain, fresh or mmap)").c_str());
+        o.cases.push_back(item);
+        item.clear();
+      }
     } else {
       usage(("unknown argument '" + a + "'").c_str());
     }
@@ -102,6 +131,14 @@ std::string object_of(const void* addr) {
   Dl_info info{};
   if (dladdr(addr, &info) && info.dli_fname) return info.dli_fname;
   return "?";
+}
+
+std::string self_dir() {
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return ".";
+  std::string dir(self, static_cast<size_t>(n));
+  return dir.substr(0, dir.find_last_of('/'));
 }
 
 // Re-executes with libcmt.so preloaded unless it already is.
@@ -234,58 +271,86 @@ int main(int argc, char** argv) {
   std::memcpy(pinned, pageable, max_bytes);
   std::memset(pageable_out, 0, max_bytes);
 
+  // The "mmap" case's file: written once, so it sits in the page cache.
+  std::string file_path;
+  int file_fd = -1;
+  if (std::find(opt.cases.begin(), opt.cases.end(), "mmap") != opt.cases.end()) {
+    file_path = opt.file_dir + "/cmt-bench-copy-" + std::to_string(getpid()) + ".bin";
+    file_fd = open(file_path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0600);
+    if (file_fd < 0 || write(file_fd, pageable, max_bytes) != static_cast<ssize_t>(max_bytes))
+      usage(("cannot write " + file_path + " for the mmap case (see --file-dir)").c_str());
+    unlink(file_path.c_str());  // gone when the process ends; the descriptor keeps it
+  }
+
   struct Row {
+    std::string kind;
     size_t bytes;
     const char* dir;
     Sample s[3];
   };
   std::vector<Row> rows;
   long wrong = 0;
-  for (size_t bytes : opt.sizes) {
-    for (int d = 0; d < 2; ++d) {
-      const bool h2d = d == 0;
-      Row row{bytes, h2d ? "h2d" : "d2h", {}};
-      for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
-        for (int k = 0; k < 3; ++k) {
-          const int mode = (k + rep + 3) % 3;  // rotate which mode goes first
-          unsigned char* hostbuf = mode == 2 ? pinned : (h2d ? pageable : pageable_out);
-          MemcpyFn fn = mode == 1 ? cmt_memcpy : cuda_memcpy;
-          if (!h2d) {
-            CHECK(cuda_memcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));  // known contents
+  for (const std::string& kind : opt.cases) {
+    for (size_t bytes : opt.sizes) {
+      for (int d = 0; d < 2; ++d) {
+        const bool h2d = d == 0;
+        if ((kind == "fresh" && h2d) || (kind == "mmap" && !h2d)) continue;
+        Row row{kind, bytes, h2d ? "h2d" : "d2h", {}};
+        for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
+          for (int k = 0; k < 3; ++k) {
+            const int mode = (k + rep + 3) % 3;  // rotate which mode goes first
+            unsigned char* hostbuf = mode == 2 ? pinned : (h2d ? pageable : pageable_out);
+            MemcpyFn fn = mode == 1 ? cmt_memcpy : cuda_memcpy;
+            void* mapped = nullptr;  // this round's fresh mapping, if any (counted in the time)
+            if (!h2d) {
+              CHECK(cuda_memcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));  // known contents
+              CHECK(cudaDeviceSynchronize());
+              if (mode != 2) std::memset(hostbuf, 0, bytes);  // (its pages stay mapped)
+            } else {
+              CHECK(cudaMemset(dev, 0, bytes));
+              CHECK(cudaDeviceSynchronize());
+            }
+            auto t0 = std::chrono::steady_clock::now();
+            if (mode != 2 && kind == "fresh") {
+              mapped =
+                  mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+              if (mapped == MAP_FAILED) usage("out of memory for a fresh buffer");
+              hostbuf = static_cast<unsigned char*>(mapped);
+            } else if (mode != 2 && kind == "mmap") {
+              mapped = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, file_fd, 0);
+              if (mapped == MAP_FAILED) usage("cannot map the file");
+              hostbuf = static_cast<unsigned char*>(mapped);
+            }
+            if (h2d)
+              CHECK(fn(dev, hostbuf, bytes, cudaMemcpyHostToDevice));
+            else
+              CHECK(fn(hostbuf, dev, bytes, cudaMemcpyDeviceToHost));
             CHECK(cudaDeviceSynchronize());
-            if (mode != 2) std::memset(hostbuf, 0, bytes);  // (its pages stay mapped)
-          } else {
-            CHECK(cudaMemset(dev, 0, bytes));
-            CHECK(cudaDeviceSynchronize());
-          }
-          auto t0 = std::chrono::steady_clock::now();
-          if (h2d)
-            CHECK(fn(dev, hostbuf, bytes, cudaMemcpyHostToDevice));
-          else
-            CHECK(fn(hostbuf, dev, bytes, cudaMemcpyDeviceToHost));
-          CHECK(cudaDeviceSynchronize());
-          double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-          if (rep >= 0) row.s[mode].gbps.push_back(bytes / s / 1e9);
-          // Every copy's bytes are checked.
-          if (h2d) {
-            CHECK(cuda_memcpy(check, dev, bytes, cudaMemcpyDeviceToHost));
-            if (std::memcmp(check, pageable, bytes) != 0) ++wrong;
-          } else if (std::memcmp(hostbuf, pinned, bytes) != 0) {
-            ++wrong;
+            double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (rep >= 0) row.s[mode].gbps.push_back(bytes / s / 1e9);
+            // Every copy's bytes are checked.
+            if (h2d) {
+              CHECK(cuda_memcpy(check, dev, bytes, cudaMemcpyDeviceToHost));
+              if (std::memcmp(check, pageable, bytes) != 0) ++wrong;
+            } else if (std::memcmp(hostbuf, pinned, bytes) != 0) {
+              ++wrong;
+            }
+            if (mapped) munmap(mapped, bytes);
           }
         }
+        rows.push_back(row);
+        const Row& r = rows.back();
+        std::printf(
+            "%5s %10zu %s  default %6.2f [%6.2f-%6.2f]  cmt %6.2f [%6.2f-%6.2f]  pinned %6.2f "
+            "[%6.2f-%6.2f] GB/s  cmt/default %5.2fx  cmt/pinned %4.2f\n",
+            r.kind.c_str(), bytes, r.dir, r.s[0].median(), r.s[0].lo(), r.s[0].hi(),
+            r.s[1].median(), r.s[1].lo(), r.s[1].hi(), r.s[2].median(), r.s[2].lo(), r.s[2].hi(),
+            r.s[1].median() / r.s[0].median(), r.s[1].median() / r.s[2].median());
+        std::fflush(stdout);
       }
-      rows.push_back(row);
-      const Row& r = rows.back();
-      std::printf(
-          "%10zu %s  default %6.2f [%6.2f-%6.2f]  cmt %6.2f [%6.2f-%6.2f]  pinned %6.2f "
-          "[%6.2f-%6.2f] GB/s  cmt/default %5.2fx  cmt/pinned %4.2f\n",
-          bytes, r.dir, r.s[0].median(), r.s[0].lo(), r.s[0].hi(), r.s[1].median(), r.s[1].lo(),
-          r.s[1].hi(), r.s[2].median(), r.s[2].lo(), r.s[2].hi(), r.s[1].median() / r.s[0].median(),
-          r.s[1].median() / r.s[2].median());
-      std::fflush(stdout);
     }
   }
+  if (file_fd >= 0) close(file_fd);
   if (wrong) std::printf("WRONG BYTES in %ld copies\n", wrong);
 
   if (!opt.json.empty()) {
@@ -313,7 +378,8 @@ int main(int argc, char** argv) {
     std::fprintf(f, "},\n  \"results\": [\n");
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
-      std::fprintf(f, "    {\"bytes\": %zu, \"direction\": \"%s\"", r.bytes, r.dir);
+      std::fprintf(f, "    {\"case\": \"%s\", \"bytes\": %zu, \"direction\": \"%s\"",
+                   r.kind.c_str(), r.bytes, r.dir);
       for (int m = 0; m < 3; ++m) {
         std::fprintf(f, ", \"%s\": {\"median_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f}",
                      kModes[m], r.s[m].median(), r.s[m].lo(), r.s[m].hi());
@@ -325,5 +391,35 @@ int main(int argc, char** argv) {
     std::fprintf(f, "  ]\n}\n");
     std::fclose(f);
   }
-  return wrong ? 1 : 0;
+  if (!opt.csv.empty()) {
+    std::FILE* f = std::fopen(opt.csv.c_str(), "w");
+    if (!f) usage(("cannot write " + opt.csv).c_str());
+    std::fprintf(f, "case,bytes,direction");
+    for (const char* m : kModes)
+      std::fprintf(f, ",%s_median_gbps,%s_min_gbps,%s_max_gbps", m, m, m);
+    std::fprintf(f, ",cmt_over_default,cmt_over_pinned\n");
+    for (const Row& r : rows) {
+      std::fprintf(f, "%s,%zu,%s", r.kind.c_str(), r.bytes, r.dir);
+      for (int m = 0; m < 3; ++m)
+        std::fprintf(f, ",%.3f,%.3f,%.3f", r.s[m].median(), r.s[m].lo(), r.s[m].hi());
+      std::fprintf(f, ",%.3f,%.3f\n", r.s[1].median() / r.s[0].median(),
+                   r.s[1].median() / r.s[2].median());
+    }
+    std::fclose(f);
+  }
+  if (!opt.plot.empty()) {
+    // bench/plot.py draws the SVG from the JSON (beside this program's source tree, or installed
+    // with it); no plotting library needed.
+    if (opt.json.empty()) usage("--plot needs --json (the plot is drawn from it)");
+    std::string dir = self_dir();
+    std::string script;
+    for (const char* rel : {"/../bench/plot.py", "/../share/cmt/plot.py"})
+      if (access((dir + rel).c_str(), R_OK) == 0) script = dir + rel;
+    if (script.empty()) usage("bench/plot.py not found for --plot");
+    std::string cmd = "python3 '" + script + "' '" + opt.json + "' '" + opt.plot + "'";
+    if (std::system(cmd.c_str()) != 0) usage(("drawing the plot failed: " + cmd).c_str());
+    std::printf("plot: %s\n", opt.plot.c_str());
+  }
+  if (wrong) return 1;
+  return 0;
 }

@@ -23,7 +23,8 @@ def size_label(n):
 
 
 def panel(results, direction, x0, ymax):
-    rows = sorted((r for r in results if r["direction"] == direction), key=lambda r: r["bytes"])
+    rows = sorted((r for r in results if r["direction"] == direction and r.get("case", "plain") == "plain"),
+                  key=lambda r: r["bytes"])
     if not rows:
         return ""
     lo, hi = math.log2(rows[0]["bytes"]), math.log2(rows[-1]["bytes"])

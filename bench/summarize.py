@@ -20,11 +20,13 @@ def main():
     print(f"{m['gpu']}, {m['cpu']} ({m['cores']} cores), {r['date']}, {r['reps']} reps, "
           f"median [min-max] GB/s, wrong copies: {r['wrong_copies']}")
     print()
+    cases = {"plain": "", "fresh": " (fresh pages)", "mmap": " (mmap'd file)"}
     print("| size | dir | default | cmt | pinned | cmt / default | cmt / pinned |")
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: |")
     for x in r["results"]:
         cell = lambda k: (f"{x[k]['median_gbps']:.1f} [{x[k]['min_gbps']:.1f}-{x[k]['max_gbps']:.1f}]")
-        print(f"| {size(x['bytes'])} | {x['direction']} | {cell('default')} | {cell('cmt')} | "
+        what = x["direction"] + cases.get(x.get("case", "plain"), "")
+        print(f"| {size(x['bytes'])} | {what} | {cell('default')} | {cell('cmt')} | "
               f"{cell('pinned')} | {x['cmt_over_default']:.2f}x | {x['cmt_over_pinned']:.2f} |")
 
 

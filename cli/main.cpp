@@ -83,6 +83,29 @@ int main(int argc, char** argv) {
   tune->add_flag("--dry-run", dry_run, "Measure and print the profile; write nothing");
   tune->add_flag("--no-confirm", no_confirm, "With a command: do not run it again to compare");
 
+  // `cmt bench copy`: the copy benchmark (cmt-bench-copy, installed beside cmt), with the sizes
+  // users ask about by default.
+  std::string bench_sizes = "4K,16K,64K,256K,1M,4M,16M,64M,256M,1G,4G", bench_cases = "plain";
+  std::string bench_json, bench_csv, bench_plot, bench_file_dir;
+  int bench_reps = 5, bench_device = 0;
+  CLI::App* bench = app.add_subcommand("bench", "Measure copies");
+  bench->require_subcommand(1);
+  CLI::App* bench_copy = bench->add_subcommand(
+      "copy",
+      "Pageable host <-> GPU copies: CUDA's default path vs cmt vs pinned, one process, bytes "
+      "checked");
+  bench_copy->add_option("--sizes", bench_sizes, "Copy sizes (default 4K..4G)");
+  bench_copy->add_option("--reps", bench_reps, "Timed copies per size, mode and direction")
+      ->check(CLI::Range(1, 1000));
+  bench_copy->add_option("--device", bench_device, "The GPU (CUDA ordinal)")
+      ->check(CLI::NonNegativeNumber);
+  bench_copy->add_option("--cases", bench_cases,
+                         "plain, fresh (D2H into new pages), mmap (H2D from a mapped file)");
+  bench_copy->add_option("--file-dir", bench_file_dir, "Where the mmap case writes its file");
+  bench_copy->add_option("--json", bench_json, "Write the results as JSON");
+  bench_copy->add_option("--csv", bench_csv, "Write the results as CSV");
+  bench_copy->add_option("--plot", bench_plot, "Draw GB/s against size as SVG (needs --json)");
+
   bool topo_json = false;
   CLI::App* topo = app.add_subcommand(
       "topo", "Show the host's NUMA nodes, cores, core kinds and where each NVIDIA GPU sits");
@@ -110,6 +133,18 @@ int main(int argc, char** argv) {
     tune_options.confirm = !no_confirm;
     tune_options.command = command;
     return cmt::cli::tune_command(tune_options);
+  }
+  if (bench_copy->parsed()) {
+    std::vector<std::string> args = {"--sizes",  bench_sizes,
+                                     "--reps",   std::to_string(bench_reps),
+                                     "--device", std::to_string(bench_device),
+                                     "--cases",  bench_cases};
+    for (auto [flag, value] : {std::pair<const char*, std::string*>{"--json", &bench_json},
+                               {"--csv", &bench_csv},
+                               {"--plot", &bench_plot},
+                               {"--file-dir", &bench_file_dir}})
+      if (!value->empty()) args.insert(args.end(), {flag, *value});
+    return cmt::cli::run_tool("cmt-bench-copy", args);
   }
   if (validate->parsed()) return cmt::cli::validate_profile(validate_path);
   if (path->parsed()) return cmt::cli::show_machine_profile_path();

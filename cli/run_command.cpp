@@ -37,6 +37,29 @@ std::string find_library() {
   return {};
 }
 
+int run_tool(const std::string& name, const std::vector<std::string>& args) {
+  const std::string dir = executable_dir();
+  std::string path;
+  for (const char* rel : {"/", "/../lib/cmt/"})
+    if (access((dir + rel + name).c_str(), X_OK) == 0) {
+      path = dir + rel + name;
+      break;
+    }
+  if (path.empty()) {
+    std::fprintf(stderr, "cmt: %s not found beside %s or in ../lib/cmt\n", name.c_str(),
+                 dir.c_str());
+    return 127;
+  }
+  std::vector<std::string> all = {path};
+  all.insert(all.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  execv(path.c_str(), argv.data());
+  std::fprintf(stderr, "cmt: cannot run %s: %s\n", path.c_str(), std::strerror(errno));
+  return 126;
+}
+
 std::string preload_value(const std::string& library, const char* existing) {
   std::string out = library;
   if (!existing) return out;

@@ -14,6 +14,9 @@ std::string find_library();
 // LD_PRELOAD for the child: libcmt.so first, any value already set kept after it (once).
 std::string preload_value(const std::string& library, const char* existing);
 
+// Execs one of cmt's own programs (found like libcmt.so) with `args`; returns only on failure.
+int run_tool(const std::string& name, const std::vector<std::string>& args);
+
 // Execs `command`; returns only on failure, with the exit code to use (126/127) after printing
 // why.
 int run_command(const std::vector<std::string>& command, bool verbose);

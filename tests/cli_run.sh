@@ -65,6 +65,12 @@ grep -q "'1K' is not valid: expected a size of at least 4M" "$tmp/err"; check "a
 "$cmt" tune -- sh -c 'exit 5' 2>"$tmp/err"; rc=$?
 check "tune with a failing command fails (rc=$rc)" $(( rc != 1 ))
 grep -q "the command failed (status 5); nothing was tuned" "$tmp/err"; check "and says so" $?
+# cmt bench copy: bad input fails with a message.
+"$cmt" bench copy --reps 0 2>"$tmp/err"; rc=$?
+check "bench copy --reps 0 is an error (rc=$rc)" $(( rc == 0 ))
+grep -q "Value 0 not in range 1 to 1000" "$tmp/err"; check "and says the range" $?
+"$cmt" bench bogus 2>/dev/null; rc=$?
+check "an unknown bench is an error (rc=$rc)" $(( rc == 0 ))
 rm -rf "$tmp"
 # cmt topo: a table, and JSON that parses, with or without a GPU.
 "$cmt" topo | grep -q "^layout"; check "cmt topo prints the layout" $?

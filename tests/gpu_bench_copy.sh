@@ -1,0 +1,26 @@
+#!/bin/sh
+# `cmt bench copy` end to end on a GPU, small: every case, bytes checked (exit 0), and its JSON,
+# CSV and SVG plot written and consistent. Exit 77 without a GPU.
+set -u
+cmt=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$cmt" bench copy --sizes 4M,8M --reps 2 --cases plain,fresh,mmap --file-dir "$tmp" \
+  --json "$tmp/r.json" --csv "$tmp/r.csv" --plot "$tmp/r.svg" > "$tmp/out" 2>&1; rc=$?
+cat "$tmp/out"
+grep -q "no CUDA GPU found" "$tmp/out" && exit 77
+[ $rc -eq 0 ] || { echo "FAIL: cmt bench copy exited $rc"; exit 1; }
+python3 - "$tmp" <<'PY' || exit 1
+import csv, json, sys
+d = sys.argv[1]
+r = json.load(open(d + "/r.json"))
+assert r["wrong_copies"] == 0, r["wrong_copies"]
+kinds = sorted({(x["case"], x["direction"]) for x in r["results"]})
+assert kinds == [("fresh", "d2h"), ("mmap", "h2d"), ("plain", "d2h"), ("plain", "h2d")], kinds
+rows = list(csv.DictReader(open(d + "/r.csv")))
+assert len(rows) == len(r["results"]) == 8, len(rows)
+assert all(float(x["cmt_median_gbps"]) > 0 for x in rows)
+svg = open(d + "/r.svg").read()
+assert svg.count('class="curve"') == 6, svg.count('class="curve"')
+print("ok: JSON, CSV and plot agree;", len(rows), "rows")
+PY

@@ -68,7 +68,7 @@ grep -q "the command failed (status 5); nothing was tuned" "$tmp/err"; check "an
 # cmt bench copy: bad input fails with a message.
 "$cmt" bench copy --reps 0 2>"$tmp/err"; rc=$?
 check "bench copy --reps 0 is an error (rc=$rc)" $(( rc == 0 ))
-grep -q "Value 0 not in range 1 to 1000" "$tmp/err"; check "and says the range" $?
+grep -q -e "--reps" "$tmp/err" && grep -q "1000" "$tmp/err"; check "and names the option and its range" $?
 "$cmt" bench bogus 2>/dev/null; rc=$?
 check "an unknown bench is an error (rc=$rc)" $(( rc == 0 ))
 rm -rf "$tmp"

@@ -355,7 +355,7 @@ std::vector<Axis> search_axes(unsigned max_threads) {
   axes.push_back(ring);
   for (int dir = 0; dir < 2; ++dir) {
     Axis method{dir ? "d2h_method" : "h2d_method", {}, {}};
-    for (CopyMethod m : {CopyMethod::Memcpy, CopyMethod::Streaming}) {
+    for (CopyMethod m : {CopyMethod::Auto, CopyMethod::Memcpy, CopyMethod::Streaming}) {
       method.candidates.push_back([m, dir](Config& c) { (dir ? c.d2h_method : c.h2d_method) = m; });
       method.labels.push_back(std::string(dir ? "D2H " : "H2D ") + copy_method_name(m));
     }
@@ -429,7 +429,7 @@ TuneResult tune_grid(CopyBench& bench, const CopyMix& mix, const ProgressFn& pro
   for (unsigned t : {4u, 8u, 12u})
     for (std::size_t chunk : {1 * kMiB, 2 * kMiB, 4 * kMiB})
       for (std::size_t ring : {16 * kMiB, 32 * kMiB})
-        for (CopyMethod h2d : {CopyMethod::Memcpy, CopyMethod::Streaming}) {
+        for (CopyMethod h2d : {CopyMethod::Auto, CopyMethod::Memcpy, CopyMethod::Streaming}) {
           Config c;
           c.threads = t;
           c.chunk_bytes = chunk;

@@ -55,12 +55,11 @@ def panel(results, direction, x0, ymax):
     return "\n".join(out)
 
 
-def main():
-    if len(sys.argv) != 3:
-        sys.exit(__doc__)
-    r = json.load(open(sys.argv[1]))
+def svg_for(r):
+    """The SVG text for one cmt-bench-copy result (its "plain" rows)."""
     results = r["results"]
-    ymax = max(x[m]["median_gbps"] for x in results for m, _, _ in MODES)
+    ymax = max(x[m]["median_gbps"] for x in results for m, _, _ in MODES
+               if x.get("case", "plain") == "plain")
     ymax = math.ceil(ymax / 10) * 10
     m = r["machine"]
     title = f'{m["gpu"]}, {m["cpu"]} ({m["cores"]} cores), {r["date"][:10]}'
@@ -73,7 +72,13 @@ def main():
            f'{panel(results, "h2d", 0, ymax)}\n{panel(results, "d2h", W, ymax)}\n{legend}\n'
            f'<text x="{W}" y="{H + 42}" text-anchor="middle" font-size="11" fill="#555">'
            f'{title}</text>\n</svg>\n')
-    open(sys.argv[2], "w").write(svg)
+    return svg
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    open(sys.argv[2], "w").write(svg_for(json.load(open(sys.argv[1]))))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,6 @@
 # cleanly elsewhere).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-"$root/scripts/setup.sh"
+CMT_SETUP_TESTS=1 "$root/scripts/setup.sh"
 build=${CMT_BUILD_DIR:-$root/build}
 ctest --test-dir "$build" --output-on-failure -j"$(nproc)"

@@ -10,7 +10,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
-#include <toml++/toml.h>
+#include "tomlpp.h"
 
 namespace cmt {
 namespace {

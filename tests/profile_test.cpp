@@ -362,5 +362,14 @@ TEST(ProfileFuzz, RandomAndMutatedInputs) {
   EXPECT_GT(applied, 0);  // some mutations stay valid
 }
 
+// Inputs that once tripped toml++'s internal assertions (an abort in debug builds).
+TEST(ProfileFuzz, KnownParserTraps) {
+  for (const char* text : {"[#cmt]\n", "schema = 1\n[#cmt]\nthreads = 6\n", "[ #x]", "[[#]]"}) {
+    Config c;
+    ProfileReport r = load_profile_text(text, "trap.toml", c);
+    EXPECT_FALSE(r.ok()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace cmt

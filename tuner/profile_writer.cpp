@@ -6,7 +6,7 @@
 #include "profile.h"
 #include "tune.h"
 
-#include <toml++/toml.h>
+#include "tomlpp.h"
 
 namespace cmt {
 

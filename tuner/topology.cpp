@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include <toml++/toml.h>
+#include "tomlpp.h"
 
 namespace cmt {
 namespace {

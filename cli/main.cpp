@@ -82,6 +82,9 @@ int main(int argc, char** argv) {
   tune->add_option("--largest", tune_options.largest, "The largest copy measured (default 1G)");
   tune->add_flag("--dry-run", dry_run, "Measure and print the profile; write nothing");
   tune->add_flag("--no-confirm", no_confirm, "With a command: do not run it again to compare");
+  tune->add_flag("--per-gpu", tune_options.per_gpu,
+                 "Write this GPU's knobs under [gpu.\"BUS\"], merged into the profile: tune each "
+                 "GPU of a machine in turn");
 
   // `cmt bench copy`: the copy benchmark (cmt-bench-copy, installed beside cmt), with the sizes
   // users ask about by default.

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <sstream>
 
 #include "fingerprint.h"
 #include "profile.h"
@@ -255,8 +256,16 @@ int tune_command(const TuneOptions& o) {
   }
 
   // 4. The profile.
-  const std::string text = profile_toml(machine, result.config, record);
   std::string path = o.output.empty() ? user_profile_path(machine) : o.output;
+  std::string existing;
+  if (o.per_gpu && !path.empty()) {
+    std::ifstream in(path);
+    std::ostringstream old;
+    old << in.rdbuf();
+    existing = old.str();
+  }
+  const std::string text = profile_toml(machine, result.config, record,
+                                        o.per_gpu ? session->pci_bus_id() : "", existing);
   if (!o.write) {
     std::printf("\n(--dry-run: no profile written)\n%s", text.c_str());
   } else {

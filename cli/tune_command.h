@@ -16,6 +16,7 @@ struct TuneOptions {
   std::string largest = "1G";  // the largest copy measured
   bool write = true;           // --dry-run: measure and report only
   bool confirm = true;         // with a command: run it again to compare
+  bool per_gpu = false;        // write the lane knobs for this GPU only ([gpu."BUS"])
   std::vector<std::string> command;
 };
 

@@ -73,6 +73,7 @@ unsigned auto_threads(std::size_t local_cpus) {
 struct CopyEngine::Lane {
   CUcontext ctx = nullptr;
   Direction direction = Direction::HostToDevice;
+  Config config;    // the engine's, with the knobs of this lane's GPU applied (set by prepare)
   std::mutex busy;  // one copy at a time per context and direction; guards all below
   std::unique_ptr<StagingRing> ring;
   std::unique_ptr<WorkerPool> pool;
@@ -109,21 +110,23 @@ CUresult CopyEngine::prepare(Lane& lane) {
       driver_.device_get_pci_bus_id(bus_id, sizeof(bus_id), device) == CUDA_SUCCESS)
     pci = bus_id;
   GpuLocality where = gpu_locality(pci);
+  lane.config = config_for_gpu(config_, pci);
+  const Config& c = lane.config;
   CUresult r = CUDA_SUCCESS;
-  lane.ring = StagingRing::create(driver_, config_.slots, config_.chunk_bytes, where.numa_node, &r);
+  lane.ring = StagingRing::create(driver_, c.slots, c.chunk_bytes, where.numa_node, &r);
   if (!lane.ring) {
     lane.unavailable = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
     CMT_WARN_ONCE(
         "cannot allocate {} x {} bytes of pinned staging memory (CUDA error {}); "
         "cmt forwards these copies to CUDA",
-        config_.slots, config_.chunk_bytes, static_cast<int>(r));
+        c.slots, c.chunk_bytes, static_cast<int>(r));
     return lane.unavailable;
   }
   if (!lane.pool) {
-    unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
+    unsigned threads = c.threads ? c.threads : auto_threads(where.cpus.size());
     try {
-      lane.pool = std::make_unique<WorkerPool>(threads, where.cpus,
-                                               std::chrono::microseconds(config_.spin_us));
+      lane.pool =
+          std::make_unique<WorkerPool>(threads, where.cpus, std::chrono::microseconds(c.spin_us));
     } catch (...) {
       lane.unavailable = CUDA_ERROR_OUT_OF_MEMORY;
       lane.ring.reset();
@@ -131,10 +134,22 @@ CUresult CopyEngine::prepare(Lane& lane) {
       return lane.unavailable;
     }
     CMT_LOG(info, "lane ready: device {} ({}), NUMA node {}, {} threads, {} x {} KiB staging",
-            static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, threads,
-            config_.slots, config_.chunk_bytes >> 10);
+            static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, threads, c.slots,
+            c.chunk_bytes >> 10);
   }
   return CUDA_SUCCESS;
+}
+
+std::vector<LaneInfo> CopyEngine::lanes() {
+  std::vector<LaneInfo> out;
+  std::lock_guard<std::mutex> lk(lanes_mu_);
+  for (auto& lane : lanes_) {
+    std::unique_lock<std::mutex> hold(lane->busy, std::try_to_lock);
+    if (!hold || !lane->ring || !lane->pool) continue;
+    out.push_back({lane->ctx, lane->direction, lane->pool->size(), lane->ring->size(),
+                   lane->ring->slot_bytes()});
+  }
+  return out;
 }
 
 CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
@@ -332,7 +347,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   lane.next_ticket += layout.pieces;
 
   StageIn task(static_cast<const char*>(req.host), layout, ring, base,
-               stage_with_streaming_stores(config_.h2d_method, req.bytes), trace);
+               stage_with_streaming_stores(lane.config.h2d_method, req.bytes), trace);
   pool.begin(&task);
   std::size_t published = 0, issued = 0;
   CUresult status = CUDA_SUCCESS;
@@ -397,7 +412,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes());
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
-  const bool streaming = config_.d2h_method != CopyMethod::Memcpy;
+  const bool streaming = lane.config.d2h_method != CopyMethod::Memcpy;
   CopyTrace trace;
   trace.mark(trace.ready_us);
 

@@ -61,6 +61,14 @@ bool stage_with_streaming_stores(CopyMethod method, std::size_t bytes);
 // room for the application and the issuing thread.
 unsigned auto_threads(std::size_t local_cpus);
 
+// What a built lane runs with, for logs and tests.
+struct LaneInfo {
+  CUcontext ctx;
+  Direction direction;
+  unsigned threads;
+  std::size_t slots, slot_bytes;
+};
+
 class CopyEngine {
  public:
   CopyEngine(const DriverApi& driver, const Config& config);
@@ -72,6 +80,8 @@ class CopyEngine {
   CopyOutcome copy(const CopyRequest& request) noexcept;
 
   const Config& config() const { return config_; }
+  // The lanes built so far (those not busy copying right now).
+  std::vector<LaneInfo> lanes();
 
   struct Lane;
 

@@ -8,8 +8,8 @@
 #include <mutex>
 
 #include "classify.h"
-#include "hook_scope.h"
 #include "copy_engine.h"
+#include "hook_scope.h"
 #include "log.h"
 #include "profile.h"
 #include "stats.h"

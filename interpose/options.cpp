@@ -236,6 +236,33 @@ std::string describe(const Config& config) {
     out += std::string(row.env) + "=" + row.show(config) + "  (" +
            (from == config.origin.end() ? std::string("default") : from->second) + ")\n";
   }
+  for (const auto& [gpu, knobs] : config.per_gpu) {
+    out += "GPU " + gpu + ":";
+    for (const auto& [name, value] : knobs) out += " " + name + "=" + value;
+    auto from = config.origin.find("gpu " + gpu);
+    out += "  (" + (from == config.origin.end() ? std::string("?") : from->second) + ")\n";
+  }
+  return out;
+}
+
+bool is_per_gpu_knob(const std::string& name) {
+  for (const char* k : {"threads", "chunk_bytes", "slots", "spin_us", "h2d_method", "d2h_method"})
+    if (name == k) return true;
+  return false;
+}
+
+Config config_for_gpu(const Config& config, const std::string& pci_bus_id) {
+  std::string bus = pci_bus_id;
+  for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto it = config.per_gpu.find(bus);
+  if (it == config.per_gpu.end()) return config;
+  Config out = config;
+  for (const auto& [name, value] : it->second) {
+    auto from = config.origin.find(name);
+    if (from != config.origin.end() && from->second.rfind("env", 0) == 0) continue;  // CMT_* wins
+    for (const OptionSpec& row : option_table())
+      if (name == row.name) (void)row.apply(out, value);  // checked when the profile was read
+  }
   return out;
 }
 

@@ -29,7 +29,16 @@ struct Config {
   std::string stats_file;  // JSON summary written when the process ends ("": none)
   // Where each knob that is not at its default came from: "env CMT_X" or "profile FILE".
   std::map<std::string, std::string> origin;
+  // Per-GPU knobs from a profile's [gpu."0000:1b:00.0"] tables: PCI bus id (lower case) -> knob
+  // name -> value text, already checked. They override the knobs above for that GPU's lanes.
+  std::map<std::string, std::map<std::string, std::string>> per_gpu;
 };
+
+// The knobs a profile may set per GPU: those of a GPU's copy lanes.
+bool is_per_gpu_knob(const std::string& name);
+
+// `config` as one GPU's lanes see it: its per-GPU knobs applied (bus id in any case).
+Config config_for_gpu(const Config& config, const std::string& pci_bus_id);
 
 struct OptionSpec {
   const char* name;  // key, e.g. "chunk_bytes"

@@ -1,6 +1,7 @@
 #include "profile.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -52,7 +53,18 @@ bool as_option_text(const toml::node& node, std::string* text) {
   return true;
 }
 
-const char* const kTopLevel[] = {"schema", "cmt_version", "machine", "cmt", "measured"};
+const char* const kTopLevel[] = {"schema", "cmt_version", "machine", "cmt", "gpu", "measured"};
+
+// "0000:1b:00.0": domain, bus, device, function, in hex, as CUDA and sysfs write them.
+bool is_pci_bus_id(const std::string& s) {
+  auto hex = [&](std::size_t from, std::size_t n) {
+    for (std::size_t i = from; i < from + n; ++i)
+      if (i >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+    return true;
+  };
+  return s.size() == 12 && hex(0, 4) && s[4] == ':' && hex(5, 2) && s[7] == ':' && hex(8, 2) &&
+         s[10] == '.' && s[11] >= '0' && s[11] <= '7';
+}
 
 // Compares a profile's [machine] with this machine: another CPU or GPU model is an error (its
 // knobs were tuned for different hardware), another driver or link a warning.
@@ -176,6 +188,56 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
           continue;
         }
         updated.origin[row->name] = "profile " + name;
+      }
+    }
+    if (const toml::node* section = root.get("gpu")) {
+      const toml::table* gpus = section->as_table();
+      if (!gpus) {
+        report.errors.push_back(where(name, section->source()) +
+                                ": 'gpu' must be a table of tables, e.g. [gpu.\"0000:1b:00.0\"]");
+        return report;
+      }
+      for (auto&& [bus_key, gpu_node] : *gpus) {
+        std::string bus(bus_key.str());
+        const toml::table* knobs = gpu_node.as_table();
+        if (!is_pci_bus_id(bus) || !knobs) {
+          report.errors.push_back(where(name, gpu_node.source()) + ": 'gpu." + bus +
+                                  "' must be a table named by a PCI bus id such as "
+                                  "\"0000:1b:00.0\" (nvidia-smi, cmt topo)");
+          continue;
+        }
+        for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (auto&& [key, node] : *knobs) {
+          std::string k(key.str());
+          const std::string full = "gpu." + bus + "." + k;
+          if (!is_per_gpu_knob(k)) {
+            std::string hint = nearest_option(k);
+            report.warnings.push_back(where(name, node.source()) + ": '" + full +
+                                      "' is ignored: per GPU, only threads, chunk_bytes, slots, "
+                                      "spin_us, h2d_method and d2h_method can be set" +
+                                      (hint.empty() || !is_per_gpu_knob(hint)
+                                           ? std::string()
+                                           : " (did you mean '" + hint + "'?)"));
+            continue;
+          }
+          std::string value;
+          if (!as_option_text(node, &value)) {
+            report.errors.push_back(where(name, node.source()) + ": key '" + full +
+                                    "' must be a string, integer or boolean");
+            continue;
+          }
+          auto row = std::find_if(option_table().begin(), option_table().end(),
+                                  [&](const OptionSpec& r) { return k == r.name; });
+          Config scratch;
+          std::string expected = row->apply(scratch, value);
+          if (!expected.empty()) {
+            report.errors.push_back(where(name, node.source()) + ": key '" + full + "' = '" +
+                                    value + "' is not valid: expected " + expected);
+            continue;
+          }
+          updated.per_gpu[bus][k] = value;
+          updated.origin["gpu " + bus] = "profile " + name;
+        }
       }
     }
     if (report.errors.empty()) config = updated;

@@ -297,6 +297,33 @@ TEST(HostCopy, EveryMethodIsByteExactAtOddSizesAndAlignments) {
   }
 }
 
+// A profile's [gpu."BUS"] knobs shape that GPU's lanes only; CMT_* variables still win.
+TEST(CopyEngine, PerGpuKnobsShapeThatGpusLanes) {
+  fake::FakeDriver fake(5);
+  fake.pci_bus_id = "0000:1B:00.0";
+  Config c = small_config(2);
+  c.per_gpu["0000:1b:00.0"] = {{"threads", "3"}, {"slots", "5"}};
+  c.per_gpu["0000:99:00.0"] = {{"threads", "7"}};
+  {
+    CopyEngine engine(fake.api(), c);
+    round_trip(fake, engine, (1 << 20) + 5, 1, 0, CU_STREAM_LEGACY, true, 3);
+    auto lanes = engine.lanes();
+    ASSERT_EQ(lanes.size(), 2u);
+    for (const LaneInfo& l : lanes) {
+      EXPECT_EQ(l.threads, 3u);
+      EXPECT_EQ(l.slots, 5u);
+      EXPECT_EQ(l.slot_bytes, c.chunk_bytes);
+    }
+  }
+  c.origin["threads"] = "env CMT_THREADS";
+  CopyEngine engine(fake.api(), c);
+  round_trip(fake, engine, 4096 * 3, 0, 0, CU_STREAM_LEGACY, true, 4);
+  for (const LaneInfo& l : engine.lanes()) {
+    EXPECT_EQ(l.threads, 2u);  // the variable's value, not the profile's per-GPU one
+    EXPECT_EQ(l.slots, 5u);
+  }
+}
+
 TEST(CopyEngine, AutoStagingStreamsBelow32MiB) {
   EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Auto, 4u << 20));
   EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Auto, 32u << 20));

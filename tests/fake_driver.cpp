@@ -199,8 +199,11 @@ CUresult event_destroy(CUevent e) {
   delete reinterpret_cast<FakeEvent*>(e);
   return CUDA_SUCCESS;
 }
-CUresult device_get_pci_bus_id(char*, int, CUdevice) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+CUresult device_get_pci_bus_id(char* out, int len, CUdevice) {
+  const std::string& id = g_fake->pci_bus_id;
+  if (id.empty() || len <= static_cast<int>(id.size())) return CUDA_ERROR_NOT_SUPPORTED;
+  std::memcpy(out, id.c_str(), id.size() + 1);
+  return CUDA_SUCCESS;
 }
 
 const DriverApi kApi = {

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,7 @@ class FakeDriver {
   void synchronize_all();
 
   Faults faults;
+  std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported
   std::atomic<long> dma_count{0}, query_count{0}, record_count{0};
   std::atomic<long> dmas_run{0};
   int max_delay_us;

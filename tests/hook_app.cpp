@@ -12,7 +12,8 @@
 
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "optout") == 0)
-    if (auto forward = reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread")))
+    if (auto forward =
+            reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread")))
       forward(1);
   std::vector<char> a(8 << 20, 1), b(8 << 20, 0);
   cudaError_t small = cudaMemcpy(b.data(), a.data(), 1024, cudaMemcpyHostToHost);

@@ -242,6 +242,44 @@ TEST(Profile, TheUsersProfileForThisMachineSitsUnderExplicitOnesAndTheEnvironmen
   std::system(("rm -rf '" + home + "'").c_str());
 }
 
+// [gpu."BUS"] tables: lane knobs per GPU, checked like the rest, with file:line:column.
+TEST(Profile, PerGpuKnobs) {
+  Config c;
+  ProfileReport r = load_profile_text(
+      "schema = 1\n[cmt]\nthreads = 8\n[gpu.\"0000:1B:00.0\"]\nthreads = 12\nchunk_bytes = \"4M\"\n"
+      "[gpu.\"0000:3d:00.0\"]\nslots = 6\nthreshold = \"1M\"\n",
+      "gpus.toml", c);
+  ASSERT_TRUE(r.ok()) << r.errors[0];
+  EXPECT_EQ(c.threads, 8u);
+  EXPECT_EQ(c.per_gpu["0000:1b:00.0"]["threads"], "12");
+  EXPECT_EQ(c.per_gpu["0000:1b:00.0"]["chunk_bytes"], "4M");
+  EXPECT_EQ(c.per_gpu["0000:3d:00.0"]["slots"], "6");
+  EXPECT_TRUE(mentions(r.warnings,
+                       "gpus.toml:9:13: 'gpu.0000:3d:00.0.threshold' is ignored: per GPU, only"))
+      << r.warnings[0];
+  Config one = config_for_gpu(c, "0000:1B:00.0");
+  EXPECT_EQ(one.threads, 12u);
+  EXPECT_EQ(one.chunk_bytes, 4u << 20);
+  EXPECT_EQ(config_for_gpu(c, "0000:99:00.0").threads, 8u);
+  EXPECT_NE(describe(c).find("GPU 0000:1b:00.0: chunk_bytes=4M threads=12  (profile gpus.toml)"),
+            std::string::npos)
+      << describe(c);
+
+  Config bad;
+  r = load_profile_text("schema = 1\n[gpu.\"0000:1b:00.0\"]\nslots = 1\n", "bad.toml", bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(mentions(r.errors, "bad.toml:3:9: key 'gpu.0000:1b:00.0.slots' = '1' is not valid"))
+      << r.errors[0];
+  r = load_profile_text("schema = 1\n[gpu.first]\nslots = 4\n", "bad.toml", bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(mentions(r.errors, "'gpu.first' must be a table named by a PCI bus id"))
+      << r.errors[0];
+  r = load_profile_text("schema = 1\ngpu = 3\n", "bad.toml", bad);
+  ASSERT_FALSE(r.ok());
+  EXPECT_TRUE(mentions(r.errors, "bad.toml:2:7: 'gpu' must be a table of tables")) << r.errors[0];
+  EXPECT_TRUE(bad.per_gpu.empty());
+}
+
 // configs/: with no profile of the user's own, the shared one for this exact machine is used,
 // else one for the same CPU and GPU models (another CPU count is fine there); never one for
 // other hardware, and never over the user's own.

@@ -53,6 +53,34 @@ TEST(ProfileWriter, WhatTuneWritesTheLoaderReadsBack) {
   EXPECT_FALSE(load_profile_text(text, "tuned.toml", untouched, &other).ok());
 }
 
+// `cmt tune --per-gpu`: each GPU's lane knobs under [gpu."BUS"], merged into one profile.
+TEST(ProfileWriter, PerGpuTablesMergeIntoOneProfile) {
+  MachineFingerprint here;
+  here.cpu_model = "CPU";
+  here.cpus = 32;
+  here.gpus = {"10de:2335", "10de:2335"};
+  TuneRecord record;
+  record.search = "instant";
+  Config first;
+  first.threads = 6;
+  first.threshold = 1u << 20;
+  Config second;
+  second.threads = 9;
+  second.slots = 20;
+  second.threshold = 512u << 10;
+  std::string text = profile_toml(here, first, record, "0000:1B:00.0");
+  text = profile_toml(here, second, record, "0000:3d:00.0", text);
+  Config loaded;
+  ProfileReport report = load_profile_text(text, "gpus.toml", loaded, &here);
+  ASSERT_TRUE(report.ok()) << report.errors[0] << "\n" << text;
+  EXPECT_EQ(loaded.per_gpu["0000:1b:00.0"]["threads"], "6");
+  EXPECT_EQ(loaded.per_gpu["0000:3d:00.0"]["threads"], "9");
+  EXPECT_EQ(loaded.per_gpu["0000:3d:00.0"]["slots"], "20");
+  EXPECT_EQ(loaded.threads, Config().threads);          // lane knobs are per GPU only
+  EXPECT_EQ(loaded.threshold, std::size_t{512} << 10);  // the last run's threshold
+  EXPECT_EQ(config_for_gpu(loaded, "0000:1b:00.0").threads, 6u);
+}
+
 TEST(ProfileWriter, SizesAreWrittenTheWayPeopleWriteThem) {
   EXPECT_EQ(size_text(4u << 20), "4M");
   EXPECT_EQ(size_text(256u << 10), "256K");

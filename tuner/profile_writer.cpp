@@ -1,6 +1,7 @@
 #include "profile_writer.h"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 #include "profile.h"
@@ -11,10 +12,15 @@
 namespace cmt {
 
 std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
-                         const TuneRecord& record) {
+                         const TuneRecord& record, const std::string& gpu_bus_id,
+                         const std::string& existing) {
   toml::table root;
-  root.insert("schema", kProfileSchema);
-  root.insert("cmt_version", CMT_VERSION);
+  if (!gpu_bus_id.empty() && !existing.empty()) {
+    toml::parse_result old = toml::parse(existing);
+    if (old) root = std::move(old).table();
+  }
+  root.insert_or_assign("schema", kProfileSchema);
+  root.insert_or_assign("cmt_version", CMT_VERSION);
 
   toml::array gpus;
   for (const std::string& g : machine.gpus) gpus.push_back(g);
@@ -24,22 +30,32 @@ std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
   m.insert("gpus", gpus);
   if (!machine.pcie.empty()) m.insert("pcie", machine.pcie);
   if (!machine.driver.empty()) m.insert("driver", machine.driver);
-  root.insert("machine", m);
+  root.insert_or_assign("machine", m);
 
   // The chosen knobs, written as the option table prints them, so the loader reads them back
   // through the same parsers as CMT_* variables.
-  toml::table knobs;
+  toml::table knobs, lane_knobs;
+  if (const toml::table* old = root["cmt"].as_table()) knobs = *old;
   for (const OptionSpec& row : option_table()) {
     const auto& keys = tuned_keys();
     if (std::find(keys.begin(), keys.end(), row.name) == keys.end()) continue;
     std::string value = row.show(tuned);
+    toml::table& into = !gpu_bus_id.empty() && is_per_gpu_knob(row.name) ? lane_knobs : knobs;
     bool integer = !value.empty() && std::all_of(value.begin(), value.end(), ::isdigit);
     if (integer && std::string(row.name) != "chunk_bytes" && std::string(row.name) != "threshold")
-      knobs.insert(row.name, static_cast<int64_t>(std::stoll(value)));
+      into.insert_or_assign(row.name, static_cast<int64_t>(std::stoll(value)));
     else
-      knobs.insert(row.name, value);
+      into.insert_or_assign(row.name, value);
   }
-  root.insert("cmt", knobs);
+  root.insert_or_assign("cmt", knobs);
+  if (!gpu_bus_id.empty()) {
+    std::string bus = gpu_bus_id;
+    for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    toml::table gpus;
+    if (const toml::table* old = root["gpu"].as_table()) gpus = *old;
+    gpus.insert_or_assign(bus, lane_knobs);
+    root.insert_or_assign("gpu", gpus);
+  }
 
   toml::table measured;
   measured.insert("search", record.search);
@@ -67,7 +83,7 @@ std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
     });
   }
   measured.insert("copies", rows);
-  root.insert("measured", measured);
+  root.insert_or_assign("measured", measured);
 
   std::ostringstream out;
   out << "# cmt profile, written by `cmt tune --search " << record.search

@@ -31,8 +31,11 @@ struct TuneRecord {
   std::vector<std::string> notes;
 };
 
-// The profile's text; `tuned` supplies the knobs named by tuned_keys().
+// The profile's text; `tuned` supplies the knobs named by tuned_keys(). With `gpu_bus_id`, the
+// lane knobs go under [gpu."BUS"] (the threshold stays under [cmt]), merged into `existing` (the
+// profile's current text, if any), so tuning each GPU in turn builds one profile.
 std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
-                         const TuneRecord& record);
+                         const TuneRecord& record, const std::string& gpu_bus_id = "",
+                         const std::string& existing = "");
 
 }  // namespace cmt

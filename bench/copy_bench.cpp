@@ -26,6 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "fingerprint.h"
+#include "profile.h"
+
 namespace {
 
 using MemcpyFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
@@ -198,6 +201,18 @@ std::string json_escape(const std::string& s) {
   return o;
 }
 
+// The configuration as one line: "CMT_THREADS=0 CMT_CHUNK_BYTES=2M ...".
+std::string describe_line(const cmt::Config& config) {
+  std::string text = cmt::describe(config), out;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t end = text.find('\n', at);
+    std::string line = text.substr(at, end - at);
+    out += (out.empty() ? "" : " ") + line.substr(0, line.find("  ("));
+    at = end == std::string::npos ? text.size() : end + 1;
+  }
+  return out;
+}
+
 struct Sample {
   std::vector<double> gbps;
   double median() const {
@@ -358,8 +373,21 @@ int main(int argc, char** argv) {
     if (!f) usage(("cannot write " + opt.json).c_str());
     std::string cmdline;
     for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
+    // The machine's fingerprint and the configuration libcmt.so runs with here (the same loader).
+    const cmt::MachineFingerprint machine = cmt::read_fingerprint();
+    const char* profile_env = std::getenv("CMT_PROFILE");
+    const cmt::LoadedConfiguration loaded =
+        cmt::load_configuration(profile_env ? profile_env : "", machine);
+    const std::string profile_used = profile_env                      ? profile_env
+                                     : !loaded.machine_profile.empty() ? loaded.machine_profile
+                                                                       : loaded.shared_profile;
     std::fprintf(f,
-                 "{\n  \"benchmark\": \"cmt-bench-copy\",\n  \"date\": \"%s\",\n  \"command\": "
+                 "{\n  \"benchmark\": \"cmt-bench-copy\",\n  \"cmt_version\": \"%s\",\n  "
+                 "\"fingerprint\": \"%s\",\n  \"profile\": \"%s\",\n  \"cmt_config\": \"%s\",\n",
+                 CMT_VERSION, json_escape(machine.key()).c_str(), json_escape(profile_used).c_str(),
+                 json_escape(describe_line(loaded.config)).c_str());
+    std::fprintf(f,
+                 "  \"date\": \"%s\",\n  \"command\": "
                  "\"%s\",\n  \"machine\": {\"host\": \"%s\", \"cpu\": \"%s\", \"cores\": %ld, "
                  "\"gpu\": \"%s\", \"pci_bus\": \"%04x:%02x:%02x\", \"driver\": %d},\n  "
                  "\"reps\": %d,\n  \"wrong_copies\": %ld,\n  \"env\": {",

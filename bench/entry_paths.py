@@ -9,10 +9,8 @@ launcher is the same. Bytes are checked in every copy.
 
 usage: entry_paths.py BUILD_DIR [--json FILE] [--rounds N]
 """
-import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -20,6 +18,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import machine_meta  # noqa: E402
 
 
 def run_program(cmt, argv, with_cmt):
@@ -106,10 +106,7 @@ def main():
               f"{c['h2d_gbps'] / d['h2d_gbps']:.2f}x | {d['d2h_gbps']:.1f} -> {c['d2h_gbps']:.1f} | "
               f"{c['d2h_gbps'] / d['d2h_gbps']:.2f}x |")
     if "--json" in sys.argv:
-        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
-        doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "host": platform.node(), "gpu": gpu, "command": " ".join(sys.argv), "rows": rows}
+        doc = dict(machine_meta.meta(cmt, sys.argv), rows=rows)
         json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
 
 

@@ -15,11 +15,9 @@ launcher) and with cmt alternate. The table gives median seconds, the ratio, and
 
 usage: run_all.py CMT_EXECUTABLE [--rounds N] [--only a,b] [--json FILE]
 """
-import datetime
 import hashlib
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -27,6 +25,8 @@ import tempfile
 import time
 
 GiB = 1 << 30
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine_meta  # noqa: E402  (bench/machine_meta.py)
 
 
 def digest(tensors):
@@ -235,11 +235,7 @@ def main():
         print(f"| {name} | {r['default_s']:.2f} | {r['cmt_s']:.2f} | {r['ratio']:.2f}x | "
               f"{r['taken_by_cmt']} | {r['check']} |")
     if "--json" in sys.argv:
-        gpu = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True).stdout.strip()
-        doc = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "host": platform.node(), "gpu": gpu, "command": " ".join(sys.argv), "rounds": rounds,
-               "rows": rows}
+        doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, rows=rows)
         json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
     bad = [n for n, r in rows.items() if "error" in r or ("check" in r and r["check"] != "ok")]
     if bad:

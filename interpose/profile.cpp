@@ -53,6 +53,25 @@ bool as_option_text(const toml::node& node, std::string* text) {
   return true;
 }
 
+// Applies one knob's TOML value through the option table's parser; false, with an error naming
+// the file, line, column and key and what was expected, if the value is not valid.
+bool apply_knob(const OptionSpec& row, const toml::node& node, const std::string& key,
+                const std::string& name, Config& config, ProfileReport& report) {
+  std::string value;
+  if (!as_option_text(node, &value)) {
+    report.errors.push_back(where(name, node.source()) + ": key '" + key +
+                            "' must be a string, integer or boolean");
+    return false;
+  }
+  std::string expected = row.apply(config, value);
+  if (!expected.empty()) {
+    report.errors.push_back(where(name, node.source()) + ": key '" + key + "' = '" + value +
+                            "' is not valid: expected " + expected);
+    return false;
+  }
+  return true;
+}
+
 const char* const kTopLevel[] = {"schema", "cmt_version", "machine", "cmt", "gpu", "measured"};
 
 // "0000:1b:00.0": domain, bus, device, function, in hex, as CUDA and sysfs write them.
@@ -175,19 +194,8 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                                     (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
           continue;
         }
-        std::string value;
-        if (!as_option_text(node, &value)) {
-          report.errors.push_back(where(name, node.source()) + ": key 'cmt." + k +
-                                  "' must be a string, integer or boolean");
-          continue;
-        }
-        std::string expected = row->apply(updated, value);
-        if (!expected.empty()) {
-          report.errors.push_back(where(name, node.source()) + ": key 'cmt." + k + "' = '" + value +
-                                  "' is not valid: expected " + expected);
-          continue;
-        }
-        updated.origin[row->name] = "profile " + name;
+        if (apply_knob(*row, node, "cmt." + k, name, updated, report))
+          updated.origin[row->name] = "profile " + name;
       }
     }
     if (const toml::node* section = root.get("gpu")) {
@@ -220,23 +228,13 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                                            : " (did you mean '" + hint + "'?)"));
             continue;
           }
-          std::string value;
-          if (!as_option_text(node, &value)) {
-            report.errors.push_back(where(name, node.source()) + ": key '" + full +
-                                    "' must be a string, integer or boolean");
-            continue;
-          }
           auto row = std::find_if(option_table().begin(), option_table().end(),
                                   [&](const OptionSpec& r) { return k == r.name; });
-          Config scratch;
-          std::string expected = row->apply(scratch, value);
-          if (!expected.empty()) {
-            report.errors.push_back(where(name, node.source()) + ": key '" + full + "' = '" +
-                                    value + "' is not valid: expected " + expected);
-            continue;
+          Config scratch;  // checked now, applied to the GPU's lanes when they are built
+          if (apply_knob(*row, node, full, name, scratch, report)) {
+            as_option_text(node, &updated.per_gpu[bus][k]);
+            updated.origin["gpu " + bus] = "profile " + name;
           }
-          updated.per_gpu[bus][k] = value;
-          updated.origin["gpu " + bus] = "profile " + name;
         }
       }
     }

@@ -147,6 +147,27 @@ void write_file(const std::string& path, const std::string& text) {
   std::fclose(f);
 }
 
+// Points XDG_CONFIG_HOME (where this user's profiles live) at `dir` for the test's duration.
+class ScopedConfigHome {
+ public:
+  explicit ScopedConfigHome(const std::string& dir) {
+    const char* old = std::getenv("XDG_CONFIG_HOME");
+    had_ = old != nullptr;
+    if (old) saved_ = old;
+    setenv("XDG_CONFIG_HOME", dir.c_str(), 1);
+  }
+  ~ScopedConfigHome() {
+    if (had_)
+      setenv("XDG_CONFIG_HOME", saved_.c_str(), 1);
+    else
+      unsetenv("XDG_CONFIG_HOME");
+  }
+
+ private:
+  bool had_ = false;
+  std::string saved_;
+};
+
 std::string temp_dir() {
   char dir[] = "/tmp/cmt_fp_testXXXXXX";
   return mkdtemp(dir);
@@ -213,9 +234,7 @@ TEST(Profile, AProfileFromAnotherMachineIsRefusedAndNamesTheDifference) {
 
 TEST(Profile, TheUsersProfileForThisMachineSitsUnderExplicitOnesAndTheEnvironment) {
   std::string home = temp_dir();
-  const char* old = std::getenv("XDG_CONFIG_HOME");
-  std::string saved = old ? old : "";
-  setenv("XDG_CONFIG_HOME", home.c_str(), 1);
+  ScopedConfigHome config_home(home);
   MachineFingerprint here;
   here.cpu_model = "CPU A";
   here.cpus = 8;
@@ -235,10 +254,6 @@ TEST(Profile, TheUsersProfileForThisMachineSitsUnderExplicitOnesAndTheEnvironmen
   EXPECT_EQ(loaded.config.origin["slots"], "profile " + mine);
   EXPECT_EQ(loaded.config.threads, 5u);          // the explicit profile wins over it
   EXPECT_EQ(loaded.config.threshold, 1u << 20);  // the environment wins over both
-  if (saved.empty())
-    unsetenv("XDG_CONFIG_HOME");
-  else
-    setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
   std::system(("rm -rf '" + home + "'").c_str());
 }
 
@@ -285,9 +300,7 @@ TEST(Profile, PerGpuKnobs) {
 // other hardware, and never over the user's own.
 TEST(Profile, SharedProfilesFromConfigsWhenTheUserHasNone) {
   std::string home = temp_dir(), shared = temp_dir();
-  const char* old = std::getenv("XDG_CONFIG_HOME");
-  std::string saved = old ? old : "";
-  setenv("XDG_CONFIG_HOME", home.c_str(), 1);
+  ScopedConfigHome config_home(home);
   MachineFingerprint here;
   here.cpu_model = "CPU A";
   here.cpus = 8;
@@ -329,10 +342,6 @@ TEST(Profile, SharedProfilesFromConfigsWhenTheUserHasNone) {
   loaded = load_configuration("", here, env);
   EXPECT_TRUE(loaded.shared_profile.empty());
   EXPECT_EQ(loaded.config.slots, Config().slots);
-  if (saved.empty())
-    unsetenv("XDG_CONFIG_HOME");
-  else
-    setenv("XDG_CONFIG_HOME", saved.c_str(), 1);
   std::system(("rm -rf '" + home + "' '" + shared + "'").c_str());
 }
 

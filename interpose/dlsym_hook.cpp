@@ -35,12 +35,24 @@ __attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const c
     return 1;
   }
   // RTLD_NEXT depends on the caller, which only the real dlsym sees; a nested lookup is cmt's own.
-  if (handle == RTLD_NEXT || t_deciding || !cmt::is_hooked_driver_symbol(name)) return 0;
+  if (handle == RTLD_NEXT || t_deciding) return 0;
+  const bool driver = cmt::is_hooked_driver_symbol(name);
+  if (!driver && !cmt::is_hooked_runtime_symbol(name)) return 0;
   t_deciding = true;
   void* found = cmt::real_dlsym(handle, name);
-  void* hook = found ? cmt::driver_hook_for_symbol(name, found) : nullptr;
+  void* hook = nullptr;
+  bool answered = false;
+  if (found && cmt::is_libcmt_address(found)) {
+    // A global lookup found libcmt.so's own export. Without cmt it would have found the next
+    // definition, or none: a program probing for CUDA must still see "none" (and dlerror()
+    // then names the symbol, from this failed lookup).
+    if (!cmt::real_dlsym(RTLD_NEXT, name)) answered = true;
+  } else if (found && driver) {
+    hook = cmt::driver_hook_for_symbol(name, found);
+    answered = hook != found;
+  }
   t_deciding = false;
-  if (!hook || hook == found) return 0;
+  if (!answered) return 0;
   *answer = hook;
   return 1;
 }

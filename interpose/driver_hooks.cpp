@@ -266,6 +266,17 @@ int find_hook(const char* name) {
 }
 }  // namespace
 
+bool is_libcmt_address(const void* address) {
+  return is_ours(address);
+}
+
+bool is_hooked_runtime_symbol(const char* name) {
+  if (!name || std::strncmp(name, "cudaMemcpy", 10) != 0) return false;
+  for (const char* n : {"cudaMemcpy", "cudaMemcpy_ptds", "cudaMemcpyAsync", "cudaMemcpyAsync_ptsz"})
+    if (std::strcmp(name, n) == 0) return true;
+  return false;
+}
+
 bool is_hooked_driver_symbol(const char* name) {
   return name && name[0] == 'c' && name[1] == 'u' && (name[2] == 'M' || name[2] == 'G') &&
          find_hook(name) >= 0;

@@ -13,4 +13,10 @@ void* driver_hook_for_symbol(const char* name, void* found);
 // True if `name` is one of the driver entry points cmt hooks (cheap; for dlsym's fast path).
 bool is_hooked_driver_symbol(const char* name);
 
+// True if `name` is a symbol libcmt.so exports in the CUDA runtime's name (cudaMemcpy, ...).
+bool is_hooked_runtime_symbol(const char* name);
+
+// True if `address` lies in libcmt.so itself.
+bool is_libcmt_address(const void* address);
+
 }  // namespace cmt

@@ -43,6 +43,15 @@ int main(int argc, char** argv) {
               error ? "set" : "unset");
   missing = dlsym(RTLD_NEXT, "cuMemcpyHtoD_v2_no_such_variant");
   std::printf("missing driver-like symbol: %s\n", missing ? "found" : "null");
+  // A program probing for CUDA before any CUDA library is loaded: cmt's own exports of these
+  // names must not make it look present.
+  for (const char* probe : {"cuMemcpyHtoD_v2", "cuGetProcAddress", "cudaMemcpy"}) {
+    dlerror();
+    void* found = dlsym(RTLD_DEFAULT, probe);
+    const char* err = dlerror();
+    std::printf("probe %s before loading CUDA: %s, dlerror %s\n", probe, found ? "found" : "null",
+                err ? "set" : "unset");
+  }
   std::printf("getpid: %s\n", dlsym(RTLD_DEFAULT, "getpid") == reinterpret_cast<void*>(&getpid)
                                   ? "libc's"
                                   : "other");

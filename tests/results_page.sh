@@ -35,5 +35,7 @@ for mode in ("default", "cmt", "pinned"):
 profiles = glob.glob(os.path.join(root, "configs/*.toml"))
 for p in profiles:
     assert "Profile " + os.path.basename(p) in dom, p
-print(f"ok: rendered; {len(curves)} curves with points, {len(profiles)} profiles")
+external = re.findall(r'(?:src|href)\s*=\s*"(?:https?:)?//[^"]*"', dom)
+assert not external, f"the page must read offline, but loads {external[:3]}"
+print(f"ok: rendered; {len(curves)} curves with points, {len(profiles)} profiles; nothing loaded from outside")
 PY

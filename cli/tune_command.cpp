@@ -166,6 +166,8 @@ int tune_command(const TuneOptions& o) {
   HostTopology topology = read_topology();
   TuneResult result = tune_instant(bench, *session, topology);
   std::vector<std::string> notes = result.notes;
+  // Each configuration a search tries: the mix, three timed copies of each case.
+  const ScoreFn measured = [&](const Config& c) { return bench.cmt_score(c, mix, 3); };
   signal(SIGINT, on_interrupt);
   if (o.search == "full") {
     unsigned local = 0;
@@ -173,16 +175,16 @@ int tune_command(const TuneOptions& o) {
       if (strcasecmp(g.pci_bus_id.c_str(), session->pci_bus_id().c_str()) == 0)
         local = static_cast<unsigned>(g.local_cpus.size());
     if (!local) local = static_cast<unsigned>(std::max(1, topology.processing_units));
-    result = tune_full(bench, mix, result, local > 1 ? local - 1 : 1, draw_progress, g_stop);
+    result = tune_full(measured, result, local > 1 ? local - 1 : 1, draw_progress, g_stop);
     notes.insert(notes.end(), result.notes.begin(), result.notes.end());
   } else if (o.search == "grid") {
     // The yardstick for the full search: every point of a small space, then the full search from
     // the instant estimate, then both winners measured again, alternately, for a fair ratio.
     TuneResult instant = result;
-    result = tune_grid(bench, mix, draw_progress, g_stop);
+    result = tune_grid(measured, draw_progress, g_stop);
     notes.insert(notes.end(), result.notes.begin(), result.notes.end());
     if (!result.interrupted) {
-      TuneResult full = tune_full(bench, mix, instant, 15, draw_progress, g_stop);
+      TuneResult full = tune_full(measured, instant, 15, draw_progress, g_stop);
       std::vector<double> g, f;
       for (int round = 0; round < 5 && !g_stop.load(); ++round) {
         g.push_back(bench.cmt_score(result.config, mix, 3));

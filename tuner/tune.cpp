@@ -366,10 +366,8 @@ std::vector<Axis> search_axes(unsigned max_threads) {
 
 }  // namespace
 
-TuneResult tune_full(CopyBench& bench, const CopyMix& mix, const TuneResult& start,
-                     unsigned max_threads, const ProgressFn& progress,
-                     const std::atomic<bool>& stop) {
-  constexpr int kReps = 3;
+TuneResult tune_full(const ScoreFn& score_of, const TuneResult& start, unsigned max_threads,
+                     const ProgressFn& progress, const std::atomic<bool>& stop) {
   constexpr int kPasses = 3;
   constexpr double kBetter = 1.01;  // a change must win by 1%: measurements vary
   TuneResult out = start;
@@ -379,7 +377,7 @@ TuneResult tune_full(CopyBench& bench, const CopyMix& mix, const TuneResult& sta
   for (const Axis& a : axes) per_pass += static_cast<int>(a.candidates.size());
   TuneProgress p{0, 1 + per_pass * kPasses, 0, knobs_text(out.config)};
   if (progress) progress(p);
-  out.score_gbps = bench.cmt_score(out.config, mix, kReps);
+  out.score_gbps = score_of(out.config);
   out.evaluated = 1;
   p.done = 1;
   p.best_gbps = out.score_gbps;
@@ -399,7 +397,7 @@ TuneResult tune_full(CopyBench& bench, const CopyMix& mix, const TuneResult& sta
           ++p.done;
           continue;
         }
-        double score = bench.cmt_score(trial, mix, kReps);
+        double score = score_of(trial);
         ++out.evaluated;
         ++p.done;
         if (score > out.score_gbps * kBetter) {
@@ -422,7 +420,7 @@ TuneResult tune_full(CopyBench& bench, const CopyMix& mix, const TuneResult& sta
   return out;
 }
 
-TuneResult tune_grid(CopyBench& bench, const CopyMix& mix, const ProgressFn& progress,
+TuneResult tune_grid(const ScoreFn& score_of, const ProgressFn& progress,
                      const std::atomic<bool>& stop) {
   TuneResult out;
   std::vector<Config> space;
@@ -446,7 +444,7 @@ TuneResult tune_grid(CopyBench& bench, const CopyMix& mix, const ProgressFn& pro
     }
     p.trying = knobs_text(c);
     if (progress) progress(p);
-    double score = bench.cmt_score(c, mix, 3);
+    double score = score_of(c);
     ++out.evaluated;
     ++p.done;
     out.notes.push_back(knobs_text(c) + ": " + std::to_string(score).substr(0, 5) + " GB/s");

@@ -89,11 +89,16 @@ struct TuneResult {
 // The knobs a search may set, as profile keys, in the order they are tuned.
 const std::vector<std::string>& tuned_keys();
 
+// How a search rates a configuration: GB/s for the mix (higher is better, 0 if it failed). The
+// CLI measures (CopyBench::cmt_score); tests hand in a synthetic landscape.
+using ScoreFn = std::function<double(const Config&)>;
+
 TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopology& topology);
-TuneResult tune_full(CopyBench& bench, const CopyMix& mix, const TuneResult& start,
-                     unsigned max_threads, const ProgressFn& progress,
-                     const std::atomic<bool>& stop);
-TuneResult tune_grid(CopyBench& bench, const CopyMix& mix, const ProgressFn& progress,
+// `stop` is checked before each measurement: once set (Ctrl-C), the best so far is returned,
+// marked interrupted.
+TuneResult tune_full(const ScoreFn& score, const TuneResult& start, unsigned max_threads,
+                     const ProgressFn& progress, const std::atomic<bool>& stop);
+TuneResult tune_grid(const ScoreFn& score, const ProgressFn& progress,
                      const std::atomic<bool>& stop);
 
 // The smallest copy size from which cmt beats CUDA's own path in both directions (by 5%), with

@@ -1,0 +1,30 @@
+// A stand-in CUDA runtime for CI: its cudaMemcpy reaches "the driver" the way the real cudart
+// does, by opening libcuda (the fake one named by $CMT_FAKE_LIBCUDA) and asking cuGetProcAddress
+// for cuMemcpyHtoD. Under libcmt.so the program's cudaMemcpy is cmt's runtime hook, and the
+// driver function this runtime gets is cmt's driver hook: taken_once.sh checks that one copy is
+// offered to cmt once, not twice.
+#include <dlfcn.h>
+
+#include <cstddef>
+#include <cstdlib>
+
+extern "C" {
+
+__attribute__((visibility("default"))) int cudaMemcpy(void* dst, const void* src, size_t n,
+                                                      int kind) {
+  using HtoD = int (*)(unsigned long long, const void*, size_t);
+  using Get = int (*)(const char*, void**, int, unsigned long long, int*);
+  static HtoD htod = [] {
+    const char* path = std::getenv("CMT_FAKE_LIBCUDA");
+    void* lib = path ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : nullptr;
+    auto get = lib ? reinterpret_cast<Get>(dlsym(lib, "cuGetProcAddress_v2")) : nullptr;
+    void* fn = nullptr;
+    int status = 0;
+    if (get) get("cuMemcpyHtoD", &fn, 12000, 0, &status);
+    return reinterpret_cast<HtoD>(fn);
+  }();
+  if (kind != 1 || !htod) return 1;  // cudaErrorInvalidValue: this fake does host-to-device only
+  return htod(reinterpret_cast<unsigned long long>(dst), src, n);
+}
+
+}  // extern "C"

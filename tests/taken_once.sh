@@ -1,0 +1,18 @@
+#!/bin/sh
+# A copy seen by both a runtime hook and the driver hook that the runtime calls underneath is
+# offered to cmt once: with a fake runtime and a fake driver (no GPU), one cudaMemcpy under
+# libcmt.so reaches the driver once and appears once in cmt's statistics.
+set -u
+lib=$1
+app=$2
+fake_driver=$3
+stats=$(mktemp)
+trap 'rm -f "$stats"' EXIT
+export CMT_FAKE_LIBCUDA=$fake_driver
+"$app" || { echo "FAIL: the program fails without cmt"; exit 1; }
+LD_PRELOAD=$lib CMT_STATS=$stats "$app" || { echo "FAIL: under cmt"; exit 1; }
+python3 -c "
+import json; s = json.load(open('$stats'))
+offered = s['taken']['h2d']['calls'] + s['taken']['d2h']['calls'] + sum(s['forwarded'].values())
+assert offered == 1, 'offered %d times: %s' % (offered, s)
+print('ok: offered to cmt once (forwarded: %s)' % {k: v for k, v in s['forwarded'].items() if v})" || exit 1

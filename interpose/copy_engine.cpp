@@ -28,23 +28,12 @@ constexpr std::size_t kStreamingStageBelow = 32u << 20;
 constexpr std::size_t kMinPiece = 256 << 10;
 constexpr std::size_t kMinUnit = 64 << 10;
 
-// How long a copy waits for another thread's copy on the same lane before leaving it to CUDA.
+// How long a copy waits for a free lane (every one busy with another thread's copy) before
+// leaving it to CUDA.
 constexpr auto kLaneWaitLimit = std::chrono::milliseconds(200);
 
 std::size_t round_up(std::size_t n, std::size_t to) {
   return (n + to - 1) / to * to;
-}
-
-// try_lock with patience (a polling loop rather than std::timed_mutex, which sanitizers cannot
-// follow).
-bool lock_within(std::unique_lock<std::mutex>& lock, std::chrono::milliseconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  Backoff backoff;
-  while (!lock.try_lock()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    backoff.pause();
-  }
-  return true;
 }
 
 }  // namespace
@@ -86,14 +75,38 @@ CopyEngine::CopyEngine(const DriverApi& driver, const Config& config)
 
 CopyEngine::~CopyEngine() = default;
 
-CopyEngine::Lane* CopyEngine::lane_for(CUcontext ctx, Direction direction) {
-  std::lock_guard<std::mutex> lk(lanes_mu_);
-  for (auto& lane : lanes_)
-    if (lane->ctx == ctx && lane->direction == direction) return lane.get();
-  lanes_.push_back(std::make_unique<Lane>());
-  lanes_.back()->ctx = ctx;
-  lanes_.back()->direction = direction;
-  return lanes_.back().get();
+CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction,
+                                           std::unique_lock<std::mutex>& hold) {
+  const auto deadline = std::chrono::steady_clock::now() + kLaneWaitLimit;
+  const unsigned most = std::max(1u, config_.lanes);
+  Backoff backoff;
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(lanes_mu_);
+      unsigned existing = 0;
+      for (auto& lane : lanes_) {
+        if (lane->ctx != ctx || lane->direction != direction) continue;
+        ++existing;
+        std::unique_lock<std::mutex> mine(lane->busy, std::try_to_lock);
+        if (mine) {
+          hold = std::move(mine);
+          return lane.get();
+        }
+      }
+      if (existing < most) {  // every lane is busy: another thread gets one of its own
+        lanes_.push_back(std::make_unique<Lane>());
+        Lane* lane = lanes_.back().get();
+        lane->ctx = ctx;
+        lane->direction = direction;
+        hold = std::unique_lock<std::mutex>(lane->busy);
+        return lane;
+      }
+    }
+    // The link is the limit either way, so wait for a lane, but not forever: CUDA then takes
+    // the copy.
+    if (std::chrono::steady_clock::now() > deadline) return nullptr;
+    backoff.pause();
+  }
 }
 
 CUresult CopyEngine::prepare(Lane& lane) {
@@ -158,11 +171,10 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     CUcontext ctx = nullptr;
     CUresult r = driver_.ctx_get_current(&ctx);
     if (r != CUDA_SUCCESS || !ctx) return {0, r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_CONTEXT : r};
-    Lane& lane = *lane_for(ctx, request.direction);
-    // Another thread is copying the same way on this context. The link is the limit either way,
-    // so wait for it, but not forever: CUDA then takes the copy.
-    std::unique_lock<std::mutex> hold(lane.busy, std::defer_lock);
-    if (!lock_within(hold, kLaneWaitLimit)) return {0, CUDA_SUCCESS};
+    std::unique_lock<std::mutex> hold;
+    Lane* acquired = acquire_lane(ctx, request.direction, hold);
+    if (!acquired) return {0, CUDA_SUCCESS};
+    Lane& lane = *acquired;
     r = prepare(lane);
     if (r != CUDA_SUCCESS) return {0, r};
     lane.pool->wake();  // let the workers come up while the issuer does its own preparations

@@ -86,7 +86,9 @@ class CopyEngine {
   struct Lane;
 
  private:
-  Lane* lane_for(CUcontext ctx, Direction direction);
+  // Locks a lane for (ctx, direction) into `hold`: a free one, else a new one while there are
+  // fewer than config.lanes, else the first to come free within 200 ms; nullptr if none did.
+  Lane* acquire_lane(CUcontext ctx, Direction direction, std::unique_lock<std::mutex>& hold);
   CUresult prepare(Lane& lane);  // builds the lane's ring and workers; called holding lane.busy
   CopyOutcome host_to_device(Lane& lane, const CopyRequest& request);
   CopyOutcome device_to_host(Lane& lane, const CopyRequest& request);

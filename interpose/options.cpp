@@ -126,6 +126,11 @@ std::vector<OptionSpec> build_table() {
   t.push_back(count_option("slots", "CMT_SLOTS", "12",
                            "Pinned staging buffers per GPU and direction.", &Config::slots, 2,
                            1024));
+  t.push_back(count_option("lanes", "CMT_LANES", "1",
+                           "Copy lanes per GPU and direction: copies made at the same time by "
+                           "different threads each get a lane (its own threads and staging "
+                           "buffers), up to this many; the rest wait for one.",
+                           &Config::lanes, 1, 16));
   t.push_back(size_option("threshold", "CMT_THRESHOLD", "2M",
                           "Copies smaller than this are forwarded to CUDA.", &Config::threshold, 0,
                           std::numeric_limits<std::size_t>::max() / 2));

@@ -19,6 +19,7 @@ struct Config {
   unsigned threads = 0;                // CPU copy workers per lane; 0 = pick from the GPU's cores
   std::size_t chunk_bytes = 2u << 20;  // largest chunk one worker stages at a time
   unsigned slots = 12;                 // pinned staging buffers per lane, chunk_bytes each
+  unsigned lanes = 1;                  // lanes per GPU and direction: concurrent copies
   std::size_t threshold = 2u << 20;    // smaller copies are forwarded
   unsigned spin_us = 1000;             // how long idle copy threads spin before sleeping
   CopyMethod h2d_method =

@@ -118,34 +118,54 @@ TEST(CopyEngine, DefaultStreamsAreHonoured) {
   round_trip(fake, engine, 3 << 20, 1, 1, CU_STREAM_PER_THREAD, false, 4);
 }
 
+// Ten threads on four streams at once, byte-exact, with one lane per direction (the default:
+// they take turns) and with three (concurrent copies get lanes of their own, up to three).
 TEST(CopyEngine, ManyThreadsManyStreams) {
-  fake::FakeDriver fake(10);
-  CopyEngine engine(fake.api(), small_config(2, 128 << 10, 4));
-  std::vector<CUstream> streams;
-  for (int i = 0; i < 4; ++i) streams.push_back(fake.create_stream());
-  std::vector<std::thread> threads;
-  std::atomic<int> failures{0};
-  for (int t = 0; t < 10; ++t) {
-    threads.emplace_back([&, t] {
-      for (int rep = 0; rep < 3; ++rep) {
-        std::size_t bytes = (1u << 20) + static_cast<std::size_t>(t) * 4099 + rep;
-        CUstream s = t % 5 == 4 ? CU_STREAM_PER_THREAD : streams[t % 4];
-        auto src = pattern(bytes, t * 10 + rep);
-        CUdeviceptr dev = fake.alloc_device(bytes);
-        CopyOutcome a = engine.copy({Direction::HostToDevice, src.data(), dev, bytes, s, false});
-        std::vector<unsigned char> back(bytes);
-        std::size_t done = a.bytes_done;
-        if (done == bytes) {
-          CopyOutcome b = engine.copy({Direction::DeviceToHost, back.data(), dev, bytes, s, false});
-          done = b.bytes_done;
+  for (unsigned lanes : {1u, 3u}) {
+    SCOPED_TRACE(testing::Message() << "lanes=" << lanes);
+    fake::FakeDriver fake(10);
+    Config config = small_config(2, 128 << 10, 4);
+    config.lanes = lanes;
+    CopyEngine engine(fake.api(), config);
+    std::vector<CUstream> streams;
+    for (int i = 0; i < 4; ++i) streams.push_back(fake.create_stream());
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0}, finished{0};
+    for (int t = 0; t < 10; ++t) {
+      threads.emplace_back([&, t] {
+        for (int rep = 0; rep < 3; ++rep) {
+          std::size_t bytes = (1u << 20) + static_cast<std::size_t>(t) * 4099 + rep;
+          CUstream s = t % 5 == 4 ? CU_STREAM_PER_THREAD : streams[t % 4];
+          auto src = pattern(bytes, t * 10 + rep);
+          CUdeviceptr dev = fake.alloc_device(bytes);
+          CopyOutcome a = engine.copy({Direction::HostToDevice, src.data(), dev, bytes, s, false});
+          std::vector<unsigned char> back(bytes);
+          std::size_t done = a.bytes_done;
+          if (done == bytes) {
+            CopyOutcome b =
+                engine.copy({Direction::DeviceToHost, back.data(), dev, bytes, s, false});
+            done = b.bytes_done;
+          }
+          // The engine may decline (no lane came free); then nothing may have been touched.
+          if (done == bytes && std::memcmp(back.data(), src.data(), bytes) != 0) ++failures;
+          if (done == bytes) ++finished;
         }
-        // The engine may decline (busy lane); then nothing may have been touched.
-        if (done == bytes && std::memcmp(back.data(), src.data(), bytes) != 0) ++failures;
-      }
-    });
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0);
+    EXPECT_GT(finished.load(), 0);
+    auto built = engine.lanes();
+    for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
+      std::size_t n = std::count_if(built.begin(), built.end(),
+                                    [d](const LaneInfo& l) { return l.direction == d; });
+      EXPECT_GE(n, 1u);
+      EXPECT_LE(n, lanes);
+    }
+    if (lanes > 1) {
+      EXPECT_GT(built.size(), 2u) << "concurrent copies should have had lanes of their own";
+    }
   }
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(failures.load(), 0);
 }
 
 TEST(CopyEngine, AsyncCopiesOnOneStreamStayOrdered) {

@@ -1,7 +1,9 @@
 // libcmt.so's dlsym. Programs that never link cudart dynamically (nvcc's static cudart, XLA)
 // open libcuda.so.1 themselves and look up cuGetProcAddress or cuMemcpy* with dlsym(handle, ...),
 // which a preloaded definition of those names cannot intercept. This hook answers exactly those
-// names with cmt's hooks (driver_hooks.h) and hands every other lookup to the C library's dlsym.
+// names with cmt's hooks (driver_hooks.h), answers "not found" where a global lookup would find
+// only libcmt.so's own export (as it would without cmt), and hands every other lookup to the C
+// library's dlsym.
 //
 // It hands them over with a jump, not a call: glibc resolves RTLD_NEXT against its caller's
 // return address, so the real dlsym must see the application's return address, not libcmt's.
@@ -58,6 +60,16 @@ __attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const c
 }
 
 }  // extern "C"
+
+namespace {
+
+// Found when the library loads, so threads racing through their first dlsym only read it (the
+// lazy lookup above covers calls made before this constructor runs).
+__attribute__((constructor)) void find_libc_dlsym_early() {
+  if (!cmt_libc_dlsym) cmt_libc_dlsym = cmt::libc_dlsym_address();
+}
+
+}  // namespace
 
 // dlsym(handle, name): keeps the stack 16-byte aligned around the call, passes a slot for the
 // answer, and on "not mine" restores the arguments and jumps, so the C library's dlsym returns

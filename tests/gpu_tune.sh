@@ -26,4 +26,20 @@ grep -q '^ *\[\[measured.copies\]\]' "$profile" || { echo "FAIL: no measured cop
 grep -q "^search = .full.$" "$tmp/full.toml" || { echo "FAIL: not a full search's profile"; exit 1; }
 "$cmt" profile export > "$tmp/export.toml" 2>/dev/null && cmp -s "$tmp/export.toml" "$profile" ||
   { echo "FAIL: profile export"; exit 1; }
-echo "ok: instant and full searches wrote valid profiles"
+# Per GPU: the knobs go under [gpu."BUS"], and `cmt profile show` lists them for that GPU.
+"$cmt" tune --search instant --largest 16M --per-gpu -o "$tmp/gpus.toml" > "$tmp/out" 2>&1 ||
+  { cat "$tmp/out"; echo "FAIL: cmt tune --per-gpu"; exit 1; }
+grep -q '^\[gpu\.' "$tmp/gpus.toml" || { cat "$tmp/gpus.toml"; echo "FAIL: no [gpu.BUS] table"; exit 1; }
+"$cmt" profile show --profile "$tmp/gpus.toml" | grep -q "^GPU [0-9a-f]*:.*threads=" ||
+  { echo "FAIL: show does not list the GPU's knobs"; exit 1; }
+# Ctrl-C during a full search keeps the best so far: the profile is still written, marked.
+"$cmt" tune --search full -o "$tmp/stopped.toml" > "$tmp/out" 2>&1 &
+pid=$!
+sleep 12
+kill -INT $pid
+wait $pid; rc=$?
+[ $rc -eq 0 ] || { cat "$tmp/out"; echo "FAIL: an interrupted search exited $rc"; exit 1; }
+grep -q "interrupted: keeping the best so far" "$tmp/out" || { echo "FAIL: no interruption notice"; exit 1; }
+grep -q "^interrupted = true" "$tmp/stopped.toml" || { echo "FAIL: the profile is not marked"; exit 1; }
+"$cmt" profile validate "$tmp/stopped.toml" > /dev/null || { echo "FAIL: not valid"; exit 1; }
+echo "ok: instant, full, per-GPU and interrupted searches wrote valid profiles"

@@ -35,7 +35,11 @@ grep -q '^\[gpu\.' "$tmp/gpus.toml" || { cat "$tmp/gpus.toml"; echo "FAIL: no [g
 # Ctrl-C during a full search keeps the best so far: the profile is still written, marked.
 "$cmt" tune --search full -o "$tmp/stopped.toml" > "$tmp/out" 2>&1 &
 pid=$!
-sleep 12
+for i in $(seq 120); do  # until the search's progress line shows, then a moment into it
+  grep -q '^\[[#.]*\] ' "$tmp/out" && break
+  sleep 0.5
+done
+sleep 2
 kill -INT $pid
 wait $pid; rc=$?
 [ $rc -eq 0 ] || { cat "$tmp/out"; echo "FAIL: an interrupted search exited $rc"; exit 1; }

@@ -11,7 +11,6 @@ usage: entry_paths.py BUILD_DIR [--json FILE] [--rounds N]
 """
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,9 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
 import machine_meta  # noqa: E402
+from gpu_framework_test import summarize  # noqa: E402  (the same summary as the framework rows)
 
 
 def run_program(cmt, argv, with_cmt):
@@ -41,21 +42,8 @@ def cpp_row(cmt, program, rounds):
     for _ in range(rounds):
         for mode in ("default", "cmt"):
             runs[mode].append(run_program(cmt, [program], mode == "cmt"))
-    row = {}
-    for mode, results in runs.items():
-        size = results[0]["bytes"]
-        h2d = [x for r in results for x in r["h2d_s"]]
-        d2h = [x for r in results for x in r["d2h_s"]]
-        row[mode] = {
-            "h2d_gbps": size / statistics.median(h2d) / 1e9,
-            "d2h_gbps": size / statistics.median(d2h) / 1e9,
-            "h2d_spread_gbps": [size / max(h2d) / 1e9, size / min(h2d) / 1e9],
-            "d2h_spread_gbps": [size / max(d2h) / 1e9, size / min(d2h) / 1e9],
-            "taken_calls": sum(r["stats"]["taken"]["h2d"]["calls"] + r["stats"]["taken"]["d2h"]["calls"]
-                               for r in results),
-            "taken_via": {k: sum(r["stats"]["taken_via"][k] for r in results) for k in ("runtime", "driver")},
-        }
-    row["bytes"] = results[0]["bytes"]
+    row = {mode: summarize(results, results[0]["bytes"]) for mode, results in runs.items()}
+    row["bytes"] = runs["cmt"][0]["bytes"]
     return row
 
 

@@ -216,7 +216,6 @@ class CopyTrace {
  public:
   using Clock = std::chrono::steady_clock;
   CopyTrace() : on_(log().should_log(spdlog::level::debug)), t0_(Clock::now()) {}
-  bool on() const { return on_; }
   std::int64_t now_us() const {
     return std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0_).count();
   }

@@ -82,6 +82,23 @@ def child(name):
     print(json.dumps({"h2d_s": times_h2d, "d2h_s": times_d2h}))
 
 
+def summarize(results, size):
+    """One mode's runs (each with its h2d_s/d2h_s times and cmt's statistics) as GB/s (median and
+    spread) and what cmt took or forwarded. Also used by bench/entry_paths.py."""
+    h2d = [x for r in results for x in r["h2d_s"]]
+    d2h = [x for r in results for x in r["d2h_s"]]
+    stats = [r["stats"] for r in results]
+    return {
+        "h2d_gbps": size / statistics.median(h2d) / 1e9,
+        "d2h_gbps": size / statistics.median(d2h) / 1e9,
+        "h2d_spread_gbps": [size / max(h2d) / 1e9, size / min(h2d) / 1e9],
+        "d2h_spread_gbps": [size / max(d2h) / 1e9, size / min(d2h) / 1e9],
+        "taken_calls": sum(s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"] for s in stats),
+        "taken_via": {k: sum(s["taken_via"][k] for s in stats) for k in ("runtime", "driver")},
+        "forwarded": {k: sum(s["forwarded"][k] for s in stats) for k in stats[0]["forwarded"]},
+    }
+
+
 def run(cmt, name, with_cmt):
     stats = tempfile.NamedTemporaryFile(suffix=".json", delete=False).name
     # JAX would otherwise reserve most of the GPU's memory at start.
@@ -119,20 +136,8 @@ def main():
     for _ in range(2):
         runs["default"].append(run(cmt, name, False))
         runs["cmt"].append(run(cmt, name, True))
-    for name, results in runs.items():
-        h2d = [x for r in results for x in r["h2d_s"]]
-        d2h = [x for r in results for x in r["d2h_s"]]
-        rows[name] = {
-            "h2d_gbps": SIZE / statistics.median(h2d) / 1e9,
-            "d2h_gbps": SIZE / statistics.median(d2h) / 1e9,
-            "h2d_spread_gbps": [SIZE / max(h2d) / 1e9, SIZE / min(h2d) / 1e9],
-            "d2h_spread_gbps": [SIZE / max(d2h) / 1e9, SIZE / min(d2h) / 1e9],
-            "taken_calls": sum(r["stats"]["taken"]["h2d"]["calls"] + r["stats"]["taken"]["d2h"]["calls"]
-                               for r in results),
-            "taken_via": {k: sum(r["stats"]["taken_via"][k] for r in results) for k in ("runtime", "driver")},
-            "forwarded": {k: sum(r["stats"]["forwarded"][k] for r in results)
-                          for k in results[0]["stats"]["forwarded"]},
-        }
+    for mode, results in runs.items():
+        rows[mode] = summarize(results, SIZE)
     for run_name in ("default", "cmt"):
         r = rows[run_name]
         print(f"{name} {run_name:8s} to GPU {r['h2d_gbps']:6.1f} GB/s  to host {r['d2h_gbps']:6.1f} GB/s"

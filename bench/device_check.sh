@@ -1,20 +1,38 @@
 #!/bin/sh
-# One device run that re-measures what the open issues still need, within 10 minutes on the
-# 1-GPU H200 machine: GPU tests, the copy sweep with built-in defaults (result files now carry
-# cmt's version and the fingerprint), the workloads in two rounds, and DCP with CMT_LANES=2.
-# usage: bench/device_check.sh BUILD_DIR OUT_DIR
+# The measurements a GPU machine owes the README, in stages that each fit one 10-minute device
+# call on the 1-GPU H200 machine:
+#   tests      the GPU tests (ctest), about 4 minutes
+#   sweep      `cmt bench copy` 4 KiB..4 GiB with built-in defaults, plus the page-fault cases
+#   workloads  bench/workloads/run_all.py in two rounds, then DCP again with CMT_LANES=2
+# usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
 set -u
 build=$1
 out=$2
+shift 2
 mkdir -p "$out"
-ctest --test-dir "$build" -R "gpu_|getproc|taken_once|dlsym" --output-on-failure > "$out/ctest.log" 2>&1
-grep -E "tests passed|\(Failed\)" "$out/ctest.log"
-CMT_CONFIGS_DIR= timeout 150 "$build/cmt" bench copy --reps 5 --json "$out/sweep.json" \
-  --plot "$out/sweep.svg" > "$out/sweep.txt" 2>&1
-tail -8 "$out/sweep.txt"
-timeout 300 python3 "$(dirname "$0")/workloads/run_all.py" "$build/cmt" --rounds 2 \
-  --json "$out/workloads.json" > "$out/workloads.txt" 2>&1
-tail -8 "$out/workloads.txt"
-CMT_LANES=2 timeout 60 python3 "$(dirname "$0")/workloads/run_all.py" "$build/cmt" --rounds 1 \
-  --only dcp_save > "$out/dcp-lanes2.txt" 2>&1
-tail -3 "$out/dcp-lanes2.txt"
+here=$(dirname "$0")
+for stage in "$@"; do
+  case $stage in
+    tests)
+      ctest --test-dir "$build" -R "gpu_|getproc|taken_once|dlsym" --output-on-failure \
+        > "$out/ctest.log" 2>&1
+      grep -E "tests passed|\(Failed\)|Total Test time" "$out/ctest.log" ;;
+    sweep)
+      CMT_CONFIGS_DIR= timeout 240 "$build/cmt" bench copy --reps 5 --json "$out/sweep.json" \
+        --csv "$out/sweep.csv" --plot "$out/sweep.svg" > "$out/sweep.txt" 2>&1
+      tail -24 "$out/sweep.txt"
+      CMT_CONFIGS_DIR= timeout 120 "$build/cmt" bench copy --sizes 64M,1G --reps 5 \
+        --cases fresh,mmap --json "$out/page-fault-cases.json" > "$out/page-fault-cases.txt" 2>&1
+      tail -6 "$out/page-fault-cases.txt" ;;
+    workloads)
+      timeout 450 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 2 \
+        --json "$out/workloads.json" > "$out/workloads.txt" 2>&1
+      tail -9 "$out/workloads.txt"
+      CMT_LANES=2 timeout 100 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 1 \
+        --only dcp_save > "$out/dcp-lanes2.txt" 2>&1
+      tail -3 "$out/dcp-lanes2.txt" ;;
+    *)
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep or workloads)" >&2
+      exit 2 ;;
+  esac
+done

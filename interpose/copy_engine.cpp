@@ -27,6 +27,10 @@ constexpr std::size_t kPiecesPerCopy = 8;
 constexpr std::size_t kStreamingStageBelow = 32u << 20;
 constexpr std::size_t kMinPiece = 256 << 10;
 constexpr std::size_t kMinUnit = 64 << 10;
+// Ramp pieces: the first and last pieces of a copy halve down to this (and their units to 16 KiB).
+constexpr std::size_t kRampFloor = 256 << 10;
+constexpr std::size_t kMaxRamp = 4;
+constexpr std::size_t kMinRampUnit = 16 << 10;
 
 // How long a copy waits for a free lane (every one busy with another thread's copy) before
 // leaving it to CUDA.
@@ -43,16 +47,41 @@ bool stage_with_streaming_stores(CopyMethod method, std::size_t bytes) {
   return method == CopyMethod::Streaming;
 }
 
-CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes) {
+CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp) {
   CopyLayout l;
   l.bytes = bytes;
   l.piece = std::clamp(round_up(std::max<std::size_t>(bytes / kPiecesPerCopy, 1), 4096),
                        std::min(kMinPiece, slot_bytes), slot_bytes);
-  l.pieces = (bytes + l.piece - 1) / l.piece;
+  // Each ramp step halves the first and last pieces while they stay whole pages of at least
+  // kRampFloor and the copy keeps a steady piece between the two ramps.
+  while (ramp && l.ramp < kMaxRamp) {
+    const std::size_t next = l.ramp + 1, smallest = l.piece >> next;
+    if (smallest < kRampFloor || l.piece % (std::size_t{4096} << next) != 0 ||
+        bytes < 2 * (l.piece - smallest) + l.piece)
+      break;
+    l.ramp = next;
+  }
+  const std::size_t ends = 2 * (l.piece - (l.piece >> l.ramp));
+  l.pieces = 2 * l.ramp + (bytes - ends + l.piece - 1) / l.piece;
   std::size_t share = (l.piece + std::max(1u, threads) - 1) / std::max(1u, threads);
-  l.unit = std::clamp(round_up(share, 4096), std::min(kMinUnit, l.piece), l.piece);
-  l.units_per_piece = (l.piece + l.unit - 1) / l.unit;
+  std::size_t unit = std::clamp(round_up(share, 4096), std::min(kMinUnit, l.piece), l.piece);
+  l.units_per_piece = (l.piece + unit - 1) / unit;
   return l;
+}
+
+std::size_t CopyLayout::piece_offset(std::size_t i) const {
+  const std::size_t first = piece >> ramp;  // the smallest piece, at each end
+  if (i <= ramp) return first * ((std::size_t{1} << i) - 1);
+  const std::size_t head = piece - first, steady_end = bytes - head;
+  const std::size_t steady = (steady_end - head + piece - 1) / piece;
+  if (i <= ramp + steady) return std::min(head + (i - ramp) * piece, steady_end);
+  const std::size_t j = std::min(i - ramp - steady, ramp);  // ramp pieces down: piece/2, /4, ...
+  return steady_end + piece - (piece >> j);
+}
+
+std::size_t CopyLayout::unit_length(std::size_t i) const {
+  const std::size_t length = piece_length(i);
+  return std::max(round_up((length + units_per_piece - 1) / units_per_piece, 4096), kMinRampUnit);
 }
 
 unsigned auto_threads(std::size_t local_cpus) {
@@ -246,9 +275,10 @@ class CopyTrace {
   void report(const char* direction, const CopyLayout& l) {
     if (!on_) return;
     CMT_LOG(debug,
-            "{} {} KiB: {} pieces x {} units; ready {} us, first worker {} us, first DMA {} us, "
+            "{} {} KiB: {} pieces ({} ramp) x {} units; ready {} us, first worker {} us, first DMA "
+            "{} us, "
             "last piece {} us, return {} us; issuer copied {} units; {} us in driver enqueue calls",
-            direction, l.bytes >> 10, l.pieces, l.units_per_piece, ready_us,
+            direction, l.bytes >> 10, l.pieces, l.ramp, l.units_per_piece, ready_us,
             first_worker_us_.load(), first_dma_us, last_piece_us, now_us(), issuer_units_.load(),
             driver_us_);
   }
@@ -268,11 +298,12 @@ template <typename CopyFn>
 void run_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::size_t u,
               CopyFn&& copy_slice) {
   const std::size_t p = u / l.units_per_piece;
-  const std::size_t begin = (u % l.units_per_piece) * l.unit;
+  const std::size_t unit = l.unit_length(p);
+  const std::size_t begin = (u % l.units_per_piece) * unit;
   const std::size_t length = l.piece_length(p);
   StagingSlot& slot = ring.slot(p);
   if (begin < length)
-    copy_slice(slot.data + begin, l.piece_offset(p) + begin, std::min(l.unit, length - begin));
+    copy_slice(slot.data + begin, l.piece_offset(p) + begin, std::min(unit, length - begin));
   if (slot.units_done.fetch_add(1, std::memory_order_acq_rel) + 1 == l.units_per_piece) {
     slot.units_done.store(0, std::memory_order_relaxed);
     slot.ticket.store(base + p, std::memory_order_release);
@@ -353,7 +384,8 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
     if (r != CUDA_SUCCESS) return {0, r};
   }
   trace.mark(trace.ready_us);
-  const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes());
+  const CopyLayout layout =
+      plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes(), lane.config.ramp);
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
 
@@ -414,13 +446,14 @@ stop:
   trace.mark(trace.last_piece_us);
   pool.end();  // published pieces finish staging; nothing else touches the user's buffer after
   trace.report("H2D", layout);
-  return {std::min(issued * layout.piece, req.bytes), status};
+  return {layout.piece_offset(issued), status};
 }
 
 CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   StagingRing& ring = *lane.ring;
   WorkerPool& pool = *lane.pool;
-  const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes());
+  const CopyLayout layout =
+      plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes(), lane.config.ramp);
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
   const bool streaming = lane.config.d2h_method != CopyMethod::Memcpy;
@@ -490,7 +523,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
 stop:
   pool.end();  // every landed piece is in the user's buffer when this returns
   trace.report("D2H", layout);
-  return {std::min(landed * layout.piece, req.bytes), status};
+  return {layout.piece_offset(landed), status};
 }
 
 }  // namespace cmt

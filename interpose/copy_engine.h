@@ -38,20 +38,28 @@ struct CopyOutcome {
 
 // How one copy is cut: pieces (one staging slot and one DMA each) and units (the part of a piece
 // that one worker copies). All workers fill a piece together, so the first DMA starts after a
-// fraction of a piece's copy time, while DMAs stay large.
+// fraction of a piece's copy time, while DMAs stay large. With a ramp, the first pieces grow by
+// doubling up to the steady size and the last ones shrink the same way: the first DMA starts
+// (D2H: the first drain) after a small piece instead of a whole one, and the copy ends on a small
+// DMA (D2H: a small drain) instead of a whole piece's.
 struct CopyLayout {
   std::size_t bytes = 0;
-  std::size_t piece = 0, pieces = 0;
-  std::size_t unit = 0, units_per_piece = 0;
-  std::size_t piece_offset(std::size_t i) const { return i * piece; }
-  std::size_t piece_length(std::size_t i) const {
-    return bytes - i * piece < piece ? bytes - i * piece : piece;
-  }
+  std::size_t piece = 0;   // the steady piece size, at most a staging slot
+  std::size_t ramp = 0;    // pieces at each end below the steady size: piece >> ramp, ..., >> 1
+  std::size_t pieces = 0;  // in all
+  std::size_t units_per_piece = 0;
+
+  // Where piece i starts; piece_offset(pieces) == bytes.
+  std::size_t piece_offset(std::size_t i) const;
+  std::size_t piece_length(std::size_t i) const { return piece_offset(i + 1) - piece_offset(i); }
+  // The length of each unit of piece i (its last units may be short or empty).
+  std::size_t unit_length(std::size_t i) const;
 };
 
-// Pieces: about 8 per copy, from 256 KiB up to a staging slot. Units: a piece split across the
-// threads, at least 64 KiB.
-CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes);
+// Steady pieces: about 8 per copy, from 256 KiB up to a staging slot. Ramp pieces: down to
+// 256 KiB (when the copy is large enough for both ends). Units: a piece split across the
+// threads, at least 16 KiB.
+CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp = true);
 
 // Whether a host-to-device copy of `bytes` stages with non-temporal stores: as configured, or
 // for `auto`, below 32 MiB.

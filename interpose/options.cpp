@@ -138,6 +138,10 @@ std::vector<OptionSpec> build_table() {
                            "Microseconds an idle copy thread spins before it sleeps: longer "
                            "answers the next copy sooner and costs CPU time.",
                            &Config::spin_us, 0, 1000000));
+  t.push_back(bool_option("ramp", "CMT_RAMP", "1",
+                          "Start and end each copy with smaller pieces, so the first DMA starts "
+                          "and the last one ends sooner; 0 cuts every piece at full size.",
+                          &Config::ramp));
   t.push_back(method_option("h2d_method", "CMT_H2D_METHOD",
                             "How host-to-device copies write the pinned staging buffers: auto, "
                             "memcpy, or streaming (non-temporal stores).",
@@ -251,7 +255,8 @@ std::string describe(const Config& config) {
 }
 
 bool is_per_gpu_knob(const std::string& name) {
-  for (const char* k : {"threads", "chunk_bytes", "slots", "spin_us", "h2d_method", "d2h_method"})
+  for (const char* k :
+       {"threads", "chunk_bytes", "slots", "spin_us", "ramp", "h2d_method", "d2h_method"})
     if (name == k) return true;
   return false;
 }

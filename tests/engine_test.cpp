@@ -69,26 +69,72 @@ TEST(CopyLayout, PiecesForTheLinkUnitsForTheWorkers) {
   CopyLayout l = plan_copy(1, 8, 2 << 20);
   EXPECT_EQ(l.pieces, 1u);
   EXPECT_EQ(l.piece_length(0), 1u);
-  l = plan_copy(16 << 20, 8, 2 << 20);
+  l = plan_copy(16 << 20, 8, 2 << 20, false);
   EXPECT_EQ(l.piece, 2u << 20);
   EXPECT_EQ(l.pieces, 8u);
-  EXPECT_EQ(l.unit, 256u << 10);
+  EXPECT_EQ(l.unit_length(0), 256u << 10);
   EXPECT_EQ(l.units_per_piece, 8u);
-  l = plan_copy(4 << 20, 8, 2 << 20);
+  l = plan_copy(4 << 20, 8, 2 << 20, false);
   EXPECT_EQ(l.piece, 512u << 10);
-  EXPECT_EQ(l.unit, 64u << 10);
-  l = plan_copy((1ull << 30) + 5, 9, 2 << 20);
+  EXPECT_EQ(l.unit_length(0), 64u << 10);
+  l = plan_copy((1ull << 30) + 5, 9, 2 << 20, false);
   EXPECT_EQ(l.piece, 2u << 20);
   EXPECT_EQ(l.pieces, 513u);
   EXPECT_EQ(l.piece_length(512), 5u);
-  EXPECT_EQ(l.unit, 233472u);  // 2 MiB / 9, rounded up to 4 KiB
+  EXPECT_EQ(l.unit_length(0), 233472u);  // 2 MiB / 9, rounded up to 4 KiB
   EXPECT_EQ(l.units_per_piece, 9u);
   l = plan_copy(1ull << 30, 8, 4096);
   EXPECT_EQ(l.piece, 4096u);
+  EXPECT_EQ(l.ramp, 0u);
   EXPECT_EQ(l.units_per_piece, 1u);
   EXPECT_EQ(auto_threads(16), 8u);
   EXPECT_EQ(auto_threads(2), 1u);
   EXPECT_EQ(auto_threads(64), 8u);
+}
+
+TEST(CopyLayout, RampsHalveDownTo256KiBAtBothEnds) {
+  // 16 MiB through 2 MiB slots: 256K, 512K, 1M, six steady 2M pieces and a 512K one, 1M, 512K,
+  // 256K.
+  CopyLayout l = plan_copy(16 << 20, 8, 2 << 20);
+  EXPECT_EQ(l.ramp, 3u);
+  ASSERT_EQ(l.pieces, 13u);
+  const std::size_t K = 1024;
+  const std::size_t want[] = {256 * K,  512 * K,  1024 * K, 2048 * K, 2048 * K, 2048 * K, 2048 * K,
+                              2048 * K, 2048 * K, 512 * K,  1024 * K, 512 * K,  256 * K};
+  for (std::size_t i = 0; i < l.pieces; ++i) EXPECT_EQ(l.piece_length(i), want[i]) << i;
+  EXPECT_EQ(l.unit_length(0), 32u * K);  // 256K over 8 workers
+  // Too small for a steady piece between two ramps: shorter ramps, then none.
+  EXPECT_EQ(plan_copy(4 << 20, 8, 2 << 20).ramp, 1u);  // 512K pieces: 256K at each end
+  EXPECT_EQ(plan_copy(2 << 20, 8, 2 << 20).ramp, 0u);
+  EXPECT_EQ(plan_copy(16 << 20, 8, 4 << 20).ramp, 3u);  // still 2M pieces: 8 per copy
+  EXPECT_EQ(plan_copy(64 << 20, 8, 4 << 20).ramp, 4u);  // 4M down to 256K
+}
+
+// Whatever the sizes, the pieces tile the copy exactly, none is empty or larger than a slot, and
+// the units of each piece cover it.
+TEST(CopyLayout, PiecesTileTheCopyExactly) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 3000; ++trial) {
+    const std::size_t bytes = 1 + rng() % (trial % 3 == 0 ? (1ull << 33) : (64ull << 20));
+    const unsigned threads = 1 + rng() % 16;
+    const std::size_t slot = std::size_t{4096} << (rng() % 11);
+    for (bool ramp : {false, true}) {
+      CopyLayout l = plan_copy(bytes, threads, slot, ramp);
+      SCOPED_TRACE(testing::Message() << "bytes=" << bytes << " threads=" << threads
+                                      << " slot=" << slot << " ramp=" << ramp);
+      ASSERT_EQ(l.piece_offset(0), 0u);
+      ASSERT_EQ(l.piece_offset(l.pieces), bytes);
+      // Every piece at both ends; of a long steady run between them, only its ends.
+      const std::size_t edge = 2 * l.ramp + 2;
+      for (std::size_t i = 0; i < l.pieces;
+           i = i + 1 == edge && l.pieces > 2 * edge ? l.pieces - edge : i + 1) {
+        const std::size_t n = l.piece_length(i);
+        ASSERT_GT(n, 0u) << i;
+        ASSERT_LE(n, slot) << i;
+        ASSERT_GE(l.unit_length(i) * l.units_per_piece, n) << i;
+      }
+    }
+  }
 }
 
 TEST(CopyEngine, ByteExactAcrossSizesAndOffsets) {
@@ -103,6 +149,16 @@ TEST(CopyEngine, ByteExactAcrossSizesAndOffsets) {
       round_trip(fake, engine, bytes, off, (off * 5) % 64, stream, seed % 2 == 0, seed);
       ++seed;
     }
+}
+
+TEST(CopyEngine, RampedCopiesAreByteExact) {
+  fake::FakeDriver fake(10);
+  CopyEngine engine(fake.api(), small_config(3, 2 << 20, 4));
+  unsigned seed = 100;
+  for (std::size_t bytes : {(16u << 20) + 3, (5u << 20) - 1, (4u << 20) + 4097, 6u << 20}) {
+    round_trip(fake, engine, bytes, 5, 3, CU_STREAM_LEGACY, seed % 2 == 0, seed);
+    ++seed;
+  }
 }
 
 TEST(CopyEngine, LargeCopyThroughSmallRing) {
@@ -213,35 +269,46 @@ TEST(CopyEngineFaults, EventCreationFailureDeclinesTheCopy) {
   EXPECT_NE(out.status, CUDA_SUCCESS);
 }
 
+// With full-size pieces and with a ramp (whose first pieces are smaller), the outcome names the
+// prefix of pieces that were handled, and nothing past it was written.
 TEST(CopyEngineFaults, DmaFailureMidCopyReportsTheDonePrefix) {
-  for (Direction dir : {Direction::HostToDevice, Direction::DeviceToHost}) {
-    fake::FakeDriver fake(10);
-    fake.faults.dma_fail_at = 5;
-    CopyEngine engine(fake.api(), small_config(3, 64 << 10, 4));
-    const std::size_t bytes = (2 << 20) + 11;
-    auto host = pattern(bytes, 7);
-    auto original = host;
-    CUdeviceptr dev = fake.alloc_device(bytes);
-    auto devbytes = pattern(bytes, 8);
-    std::memcpy(reinterpret_cast<void*>(dev), devbytes.data(), bytes);
-    CopyOutcome out = engine.copy({dir, host.data(), dev, bytes, CU_STREAM_LEGACY, false});
-    EXPECT_EQ(out.status, CUDA_ERROR_ILLEGAL_ADDRESS);
-    const std::size_t piece = plan_copy(bytes, 4, 64 << 10).piece;
-    if (dir == Direction::HostToDevice)
-      EXPECT_EQ(out.bytes_done, 5 * piece);  // five DMAs were enqueued before the sixth failed
-    else
-      EXPECT_LE(out.bytes_done, 5 * piece);  // those of the five that had landed
-    EXPECT_EQ(out.bytes_done % piece, 0u);
-    fake.synchronize_all();
-    if (dir == Direction::HostToDevice) {
-      // The done prefix arrived; nothing past the pieces that were enqueued was written.
-      EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(dev), original.data(), out.bytes_done));
-      EXPECT_EQ(0, std::memcmp(reinterpret_cast<char*>(dev) + out.bytes_done,
-                               devbytes.data() + out.bytes_done, bytes - out.bytes_done));
-    } else {
-      EXPECT_EQ(0, std::memcmp(host.data(), devbytes.data(), out.bytes_done));
+  struct Case {
+    std::size_t chunk, bytes;
+  };
+  for (Case c : {Case{64 << 10, (2 << 20) + 11}, Case{2 << 20, (16 << 20) + 11}})
+    for (Direction dir : {Direction::HostToDevice, Direction::DeviceToHost}) {
+      SCOPED_TRACE(testing::Message()
+                   << "chunk=" << c.chunk << " h2d=" << (dir == Direction::HostToDevice));
+      fake::FakeDriver fake(10);
+      fake.faults.dma_fail_at = 5;
+      CopyEngine engine(fake.api(), small_config(3, c.chunk, 4));
+      const std::size_t bytes = c.bytes;
+      auto host = pattern(bytes, 7);
+      auto original = host;
+      CUdeviceptr dev = fake.alloc_device(bytes);
+      auto devbytes = pattern(bytes, 8);
+      std::memcpy(reinterpret_cast<void*>(dev), devbytes.data(), bytes);
+      CopyOutcome out = engine.copy({dir, host.data(), dev, bytes, CU_STREAM_LEGACY, false});
+      EXPECT_EQ(out.status, CUDA_ERROR_ILLEGAL_ADDRESS);
+      const CopyLayout l = plan_copy(bytes, 4, c.chunk);
+      EXPECT_EQ(l.ramp > 0, c.chunk == (2u << 20));
+      if (dir == Direction::HostToDevice) {
+        EXPECT_EQ(out.bytes_done, l.piece_offset(5));  // five DMAs enqueued before the sixth
+      } else {                                         // failed; D2H: those of the five that
+        bool boundary = false;                         // had landed
+        for (std::size_t i = 0; i <= 5; ++i) boundary |= out.bytes_done == l.piece_offset(i);
+        EXPECT_TRUE(boundary) << out.bytes_done;
+      }
+      fake.synchronize_all();
+      if (dir == Direction::HostToDevice) {
+        // The done prefix arrived; nothing past the pieces that were enqueued was written.
+        EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(dev), original.data(), out.bytes_done));
+        EXPECT_EQ(0, std::memcmp(reinterpret_cast<char*>(dev) + out.bytes_done,
+                                 devbytes.data() + out.bytes_done, bytes - out.bytes_done));
+      } else {
+        EXPECT_EQ(0, std::memcmp(host.data(), devbytes.data(), out.bytes_done));
+      }
     }
-  }
 }
 
 TEST(CopyEngineFaults, EventQueryFailureStopsWithoutHangOrWrongBytes) {
@@ -276,8 +343,8 @@ TEST(CopyEngineFaults, EventRecordFailureStopsCleanly) {
   CopyOutcome out =
       engine.copy({Direction::HostToDevice, host.data(), dev, bytes, CU_STREAM_LEGACY, false});
   EXPECT_EQ(out.status, CUDA_ERROR_INVALID_HANDLE);
-  const std::size_t piece = plan_copy(bytes, 3, 64 << 10).piece;
-  EXPECT_EQ(out.bytes_done, 3 * piece);  // the third DMA was enqueued before its record failed
+  EXPECT_EQ(out.bytes_done, plan_copy(bytes, 3, 64 << 10).piece_offset(3));  // the third DMA
+  // was enqueued before its record failed
   fake.synchronize_all();
   EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(dev), host.data(), out.bytes_done));
 }

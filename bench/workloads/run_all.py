@@ -224,6 +224,9 @@ def main():
                           "taken_by_cmt": sum(r["taken"] for r in runs["cmt"]),
                           "taken_when_disabled": sum(r["taken"] for r in runs["default"])}
         print(name, json.dumps(rows[name])[:300], flush=True)
+        if "--json" in sys.argv:  # after each workload, so a run cut short keeps what it has
+            doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, rows=rows)
+            json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
     subprocess.run(["rm", "-rf", tmp])
     print()
     print("| workload | without cmt (s) | with cmt (s) | speed-up | copies taken | check |")
@@ -234,9 +237,6 @@ def main():
             continue
         print(f"| {name} | {r['default_s']:.2f} | {r['cmt_s']:.2f} | {r['ratio']:.2f}x | "
               f"{r['taken_by_cmt']} | {r['check']} |")
-    if "--json" in sys.argv:
-        doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, rows=rows)
-        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
     bad = [n for n, r in rows.items() if "error" in r or ("check" in r and r["check"] != "ok")]
     if bad:
         print("FAILED:", ", ".join(bad))

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Compares engine settings on this machine: runs cmt-bench-copy once per variant per round, the
+variants in rotating order so drift hits all alike, and prints, per size and direction, each
+variant's cmt/pinned ratio (median over rounds, with its range) and cmt's GB/s.
+
+A variant is NAME or NAME:VAR=VALUE,VAR=VALUE (CMT_* variables); a bare NAME runs with the
+environment as it is. Example, the ramp against full-size pieces at two sizes:
+
+  bench/compare.py build/cmt-bench-copy --sizes 16M,64M --reps 5 --rounds 3 \\
+      ramp on:CMT_RAMP=1 off:CMT_RAMP=0 --json out.json
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+
+def parse_variant(text):
+    name, _, assignments = text.partition(":")
+    env = {}
+    for item in filter(None, assignments.split(",")):
+        key, eq, value = item.partition("=")
+        if not eq or not key.startswith("CMT_"):
+            sys.exit(f"compare.py: bad setting '{item}' in variant '{text}' (expected CMT_VAR=VALUE)")
+        env[key] = value
+    if not name:
+        sys.exit(f"compare.py: variant '{text}' has no name")
+    return name, env
+
+
+def run_once(bench, sizes, reps, env):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        proc = subprocess.run([bench, "--sizes", sizes, "--reps", str(reps), "--json", out],
+                              env=dict(os.environ, **env), capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.exit(f"compare.py: {bench} failed ({proc.returncode}) with {env}:\n{proc.stderr}")
+        with open(out) as f:
+            return json.load(f)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("bench", help="the cmt-bench-copy executable")
+    ap.add_argument("variants", nargs="+", help="NAME[:CMT_VAR=VALUE,...]")
+    ap.add_argument("--sizes", default="16M,64M,1G")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--json", help="write every run's results and the summary here")
+    args = ap.parse_args()
+    variants = [parse_variant(v) for v in args.variants]
+
+    runs = {name: [] for name, _ in variants}
+    for r in range(args.rounds):
+        for i in range(len(variants)):
+            name, env = variants[(i + r) % len(variants)]
+            doc = run_once(args.bench, args.sizes, args.reps, env)
+            if doc.get("wrong_copies"):
+                sys.exit(f"compare.py: variant {name} copied wrong bytes")
+            runs[name].append(doc)
+
+    summary = []
+    print(f"{'size':>6} {'dir':>4}  " + "  ".join(f"{name:>22}" for name, _ in variants))
+    first = runs[variants[0][0]][0]["results"]
+    for k, row in enumerate(first):
+        cells = []
+        for name, _ in variants:
+            ratios = [d["results"][k]["cmt_over_pinned"] for d in runs[name]]
+            gbps = [d["results"][k]["cmt"]["median_gbps"] for d in runs[name]]
+            med = statistics.median(ratios)
+            summary.append({"variant": name, "bytes": row["bytes"], "direction": row["direction"],
+                            "cmt_over_pinned": med, "min": min(ratios), "max": max(ratios),
+                            "cmt_gbps": statistics.median(gbps)})
+            cells.append(f"{med:5.2f} ({min(ratios):.2f}-{max(ratios):.2f}) {statistics.median(gbps):5.1f}")
+        size = row["bytes"]
+        label = f"{size >> 30}G" if size >= 1 << 30 else f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
+        print(f"{label:>6} {row['direction']:>4}  " + "  ".join(f"{c:>22}" for c in cells))
+    print("cells: cmt/pinned median over rounds (range), then cmt GB/s")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "compare.py", "command": " ".join(sys.argv), "machine": runs[variants[0][0]][0]["machine"], "variants": dict(variants),
+                       "summary": summary, "runs": runs}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -22,9 +22,9 @@ constexpr auto kForeignStallLimit = std::chrono::milliseconds(100);
 constexpr std::size_t kPiecesPerCopy = 8;
 
 // Staging with non-temporal stores measured 1.5x faster for 4 MiB host-to-device copies on the
-// H200 machine and 10-15% slower at 1 GiB, where ordinary stores leave the staging buffers in
-// the last-level cache for the DMA to read (bench/results/tune/).
-constexpr std::size_t kStreamingStageBelow = 32u << 20;
+// H200 machine, 1.14x at 64 MiB, and 10-15% slower at 1 GiB, where ordinary stores leave the
+// staging buffers in the last-level cache for the DMA to read (bench/NOTES.md 10, 12).
+constexpr std::size_t kStreamingStageBelow = 256u << 20;
 constexpr std::size_t kMinPiece = 256 << 10;
 constexpr std::size_t kMinUnit = 64 << 10;
 // Ramp pieces: the first and last pieces of a copy halve down to this (and their units to 16 KiB).

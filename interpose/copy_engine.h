@@ -62,7 +62,7 @@ struct CopyLayout {
 CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp = true);
 
 // Whether a host-to-device copy of `bytes` stages with non-temporal stores: as configured, or
-// for `auto`, below 32 MiB.
+// for `auto`, below 256 MiB.
 bool stage_with_streaming_stores(CopyMethod method, std::size_t bytes);
 
 // Workers per lane when the configuration says 0: half the GPU's local cores, at most 8, leaving

@@ -411,9 +411,10 @@ TEST(CopyEngine, PerGpuKnobsShapeThatGpusLanes) {
   }
 }
 
-TEST(CopyEngine, AutoStagingStreamsBelow32MiB) {
+TEST(CopyEngine, AutoStagingStreamsBelow256MiB) {
   EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Auto, 4u << 20));
-  EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Auto, 32u << 20));
+  EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Auto, 64u << 20));
+  EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Auto, 256u << 20));
   EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Streaming, 1u << 30));
   EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Memcpy, 4u << 20));
 }

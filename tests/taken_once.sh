@@ -9,6 +9,10 @@ fake_driver=$3
 stats=$(mktemp)
 trap 'rm -f "$stats"' EXIT
 export CMT_FAKE_LIBCUDA=$fake_driver
+# The fake is the only libcuda.so.1 this program may see: on a machine with a real driver, cmt's
+# own dlopen("libcuda.so.1") would load the real one first, and the fake runtime's dlopen of the
+# fake by path would then return it (same soname).
+export LD_LIBRARY_PATH="$(dirname "$fake_driver")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 "$app" || { echo "FAIL: the program fails without cmt"; exit 1; }
 LD_PRELOAD=$lib CMT_STATS=$stats "$app" || { echo "FAIL: under cmt"; exit 1; }
 python3 -c "

@@ -155,8 +155,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
   lane.config = config_for_gpu(config_, pci);
   const Config& c = lane.config;
   CUresult r = CUDA_SUCCESS;
-  lane.ring =
-      StagingRing::create(driver_, c.slots, c.chunk_bytes, where.numa_node, c.huge_pages, &r);
+  lane.ring = StagingRing::create(driver_, c.slots, c.chunk_bytes, where.numa_node, &r);
   if (!lane.ring) {
     lane.unavailable = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
     CMT_WARN_ONCE(

@@ -142,10 +142,6 @@ std::vector<OptionSpec> build_table() {
                           "Start and end each copy with smaller pieces, so the first DMA starts "
                           "and the last one ends sooner; 0 cuts every piece at full size.",
                           &Config::ramp));
-  t.push_back(bool_option("huge_pages", "CMT_HUGE_PAGES", "1",
-                          "Back the pinned staging buffers with 2 MiB transparent huge pages "
-                          "where the kernel allows; 0: ordinary pages.",
-                          &Config::huge_pages));
   t.push_back(method_option("h2d_method", "CMT_H2D_METHOD",
                             "How host-to-device copies write the pinned staging buffers: auto, "
                             "memcpy, or streaming (non-temporal stores).",
@@ -259,8 +255,8 @@ std::string describe(const Config& config) {
 }
 
 bool is_per_gpu_knob(const std::string& name) {
-  for (const char* k : {"threads", "chunk_bytes", "slots", "spin_us", "ramp", "huge_pages",
-                        "h2d_method", "d2h_method"})
+  for (const char* k :
+       {"threads", "chunk_bytes", "slots", "spin_us", "ramp", "h2d_method", "d2h_method"})
     if (name == k) return true;
   return false;
 }

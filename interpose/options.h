@@ -23,7 +23,6 @@ struct Config {
   std::size_t threshold = 2u << 20;    // smaller copies are forwarded
   unsigned spin_us = 1000;             // how long idle copy threads spin before sleeping
   bool ramp = true;                    // small pieces at both ends of a copy (copy_engine.h)
-  bool huge_pages = true;              // staging ring in transparent huge pages
   CopyMethod h2d_method =
       CopyMethod::Auto;  // how workers write the staging buffers (auto: by size)
   CopyMethod d2h_method =

@@ -222,8 +222,7 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
             std::string hint = nearest_option(k);
             report.warnings.push_back(where(name, node.source()) + ": '" + full +
                                       "' is ignored: per GPU, only threads, chunk_bytes, slots, "
-                                      "spin_us, ramp, huge_pages, h2d_method and d2h_method "
-                                      "can be set" +
+                                      "spin_us, ramp, h2d_method and d2h_method can be set" +
                                       (hint.empty() || !is_per_gpu_knob(hint)
                                            ? std::string()
                                            : " (did you mean '" + hint + "'?)"));

@@ -5,8 +5,6 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstdint>
 #include <cstring>
 
 #include "log.h"
@@ -63,29 +61,19 @@ void bind_to_node(void* memory, std::size_t bytes, int numa_node) {
 
 std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsigned slots,
                                                  std::size_t slot_bytes, int numa_node,
-                                                 bool huge_pages, CUresult* error) {
+                                                 CUresult* error) {
   *error = CUDA_SUCCESS;
   std::unique_ptr<StagingRing> ring(new StagingRing(driver));
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   ring->slot_bytes_ = (slot_bytes + page - 1) / page * page;
   ring->mapped_bytes_ = ring->slot_bytes_ * slots;
-  // Huge pages need a 2 MiB aligned range: map that much more and start at the boundary.
-  const std::size_t align = huge_pages ? std::size_t{2} << 20 : page;
-  ring->mapping_bytes_ = ring->mapped_bytes_ + align - page;
-  void* mapping = mmap(nullptr, ring->mapping_bytes_, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mapping == MAP_FAILED) {
+  void* mem = mmap(nullptr, ring->mapped_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
     *error = CUDA_ERROR_OUT_OF_MEMORY;
     return nullptr;
   }
-  ring->mapping_ = mapping;
-  const auto at = (reinterpret_cast<std::uintptr_t>(mapping) + align - 1) / align * align;
-  void* mem = reinterpret_cast<void*>(at);
   ring->memory_ = mem;
-  // Fewer, larger pages for the GPU to translate while it reads the ring. Best effort: with
-  // transparent huge pages off, the ring keeps ordinary pages.
-  if (huge_pages && madvise(mem, ring->mapped_bytes_, MADV_HUGEPAGE) != 0)
-    CMT_LOG(debug, "huge pages for the staging ring refused: {}", std::strerror(errno));
   bind_to_node(mem, ring->mapped_bytes_, numa_node);
   // A forked child must not share (or lose) the parent's pinned pages.
   madvise(mem, ring->mapped_bytes_, MADV_DONTFORK);
@@ -121,7 +109,7 @@ StagingRing::~StagingRing() {
     if (s->dma_done) driver_.event_destroy(s->dma_done);
   }
   if (registered_) driver_.mem_host_unregister(memory_);
-  if (mapping_) munmap(mapping_, mapping_bytes_);
+  if (memory_) munmap(memory_, mapped_bytes_);
 }
 
 CUresult StagingRing::poll_idle(StagingSlot& s) {

@@ -1,7 +1,6 @@
 // A ring of pinned host buffers that copies pass through on their way to or from a GPU. The
-// memory is mapped once, bound to the GPU's NUMA node, pre-faulted (in transparent huge pages
-// where asked and the kernel allows) and registered with the driver; each slot carries an event
-// marking when the last DMA touching it has finished.
+// memory is mapped once, bound to the GPU's NUMA node, pre-faulted and registered with the driver;
+// each slot carries an event marking when the last DMA touching it has finished.
 #pragma once
 
 #include <atomic>
@@ -27,11 +26,10 @@ struct StagingSlot {
 
 class StagingRing {
  public:
-  // Allocates `slots` buffers of `slot_bytes` each, asking for 2 MiB pages if `huge_pages`.
-  // Returns nullptr and sets *error on failure (everything allocated so far is released). Must be
-  // called with the owning context current.
+  // Allocates `slots` buffers of `slot_bytes` each. Returns nullptr and sets *error on failure
+  // (everything allocated so far is released). Must be called with the owning context current.
   static std::unique_ptr<StagingRing> create(const DriverApi& driver, unsigned slots,
-                                             std::size_t slot_bytes, int numa_node, bool huge_pages,
+                                             std::size_t slot_bytes, int numa_node,
                                              CUresult* error);
   ~StagingRing();
   StagingRing(const StagingRing&) = delete;
@@ -54,8 +52,6 @@ class StagingRing {
 
   const DriverApi& driver_;
   std::vector<std::unique_ptr<StagingSlot>> slots_;
-  void* mapping_ = nullptr;  // what mmap returned; memory_ lies inside it, aligned
-  std::size_t mapping_bytes_ = 0;
   void* memory_ = nullptr;
   std::size_t mapped_bytes_ = 0;
   bool registered_ = false;

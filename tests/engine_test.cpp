@@ -10,7 +10,6 @@
 #include "copy_engine.h"
 #include "fake_driver.h"
 #include "host_copy.h"
-#include "staging_ring.h"
 
 namespace cmt {
 namespace {
@@ -150,25 +149,6 @@ TEST(CopyEngine, ByteExactAcrossSizesAndOffsets) {
       round_trip(fake, engine, bytes, off, (off * 5) % 64, stream, seed % 2 == 0, seed);
       ++seed;
     }
-}
-
-// With huge pages asked for, the ring starts on a 2 MiB boundary (so the kernel can back it with
-// huge pages) and its slots are still whole, separate and writable.
-TEST(StagingRing, HugePagesAlignTheRing) {
-  fake::FakeDriver fake;
-  for (bool huge : {false, true}) {
-    CUresult error = CUDA_ERROR_UNKNOWN;
-    auto ring = StagingRing::create(fake.api(), 3, (1 << 20) + 5, -1, huge, &error);
-    ASSERT_NE(ring, nullptr);
-    EXPECT_EQ(error, CUDA_SUCCESS);
-    const auto start = reinterpret_cast<std::uintptr_t>(ring->slot(0).data);
-    EXPECT_EQ(start % (huge ? 2u << 20 : 4096u), 0u) << huge;
-    EXPECT_EQ(ring->slot_bytes() % 4096, 0u);
-    for (unsigned i = 0; i < ring->size(); ++i) {
-      EXPECT_EQ(ring->slot(i).data, ring->slot(0).data + i * ring->slot_bytes());
-      std::memset(ring->slot(i).data, static_cast<int>(i), ring->slot_bytes());
-    }
-  }
 }
 
 TEST(CopyEngine, RampedCopiesAreByteExact) {

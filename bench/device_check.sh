@@ -4,6 +4,7 @@
 #   tests      the GPU tests (ctest), about 4 minutes
 #   sweep      `cmt bench copy` 4 KiB..4 GiB with built-in defaults, plus the page-fault cases
 #   workloads  bench/workloads/run_all.py in two rounds, then DCP again with CMT_LANES=2
+#   dma        cmt-bench-dma: the engine's DMA pattern without the CPU side (NOTES.md 15)
 # usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
 set -u
 build=$1
@@ -14,7 +15,7 @@ here=$(dirname "$0")
 for stage in "$@"; do
   case $stage in
     tests)
-      ctest --test-dir "$build" -R "gpu_|getproc|taken_once|dlsym" --output-on-failure \
+      ctest --test-dir "$build" -R "gpu_|GpuEngine|getproc|taken_once|dlsym" --output-on-failure \
         > "$out/ctest.log" 2>&1
       grep -E "tests passed|\(Failed\)|Total Test time" "$out/ctest.log" ;;
     sweep)
@@ -31,8 +32,12 @@ for stage in "$@"; do
       CMT_LANES=2 timeout 100 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 1 \
         --only dcp_save > "$out/dcp-lanes2.txt" 2>&1
       tail -3 "$out/dcp-lanes2.txt" ;;
+    dma)
+      timeout 120 "$build/cmt-bench-dma" --sizes 16M,64M,256M,1G --json "$out/dma.json" \
+        > "$out/dma.txt" 2>&1
+      cat "$out/dma.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep or workloads)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads or dma)" >&2
       exit 2 ;;
   esac
 done

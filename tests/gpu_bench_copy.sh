@@ -1,6 +1,6 @@
 #!/bin/sh
 # `cmt bench copy` end to end on a GPU, small: every case, bytes checked (exit 0), and its JSON,
-# CSV and SVG plot written and consistent. Exit 77 without a GPU.
+# CSV and SVG plot written and consistent; then cmt-bench-dma, every mode. Exit 77 without a GPU.
 set -u
 cmt=$1
 tmp=$(mktemp -d)
@@ -23,4 +23,15 @@ assert all(float(x["cmt_median_gbps"]) > 0 for x in rows)
 svg = open(d + "/r.svg").read()
 assert svg.count('class="curve"') == 6, svg.count('class="curve"')
 print("ok: JSON, CSV and plot agree;", len(rows), "rows")
+PY
+# cmt-bench-dma, built beside cmt: every mode runs and reports a rate.
+"$(dirname "$cmt")/cmt-bench-dma" --sizes 4M --reps 1 --cpu-threads 1 --json "$tmp/d.json" ||
+  { echo "FAIL: cmt-bench-dma"; exit 1; }
+python3 - "$tmp/d.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))["results"]
+modes = [(x["direction"], x["mode"]) for x in r]
+assert len(modes) == 9 and ("h2d", "wc") in modes and ("d2h", "wc") not in modes, modes
+assert all(x["median_gbps"] > 0 for x in r), r
+print("ok: cmt-bench-dma ran", len(r), "measurements")
 PY

@@ -1,0 +1,311 @@
+// cmt-bench-dma: what the GPU's copy engine gives cmt's pipeline with the CPU side taken away.
+// Through cmt, a 16 MiB host-to-device copy is fully staged after ~230 us but completes after
+// ~460 us, where one pinned copy takes 320 us (bench/NOTES.md 15): the DMAs out of the staging
+// ring run slower than one DMA from pinned memory. This program changes one thing at a time to
+// find out why, with no pageable memory and no libcmt.so:
+//   one     one cudaMemcpyAsync of the whole size from (to) a cudaMallocHost buffer: the ceiling
+//   pieces  the same bytes as a chain of chunk-sized DMAs through a ring of registered pages
+//           (mmap + cudaHostRegister, as libcmt.so's ring), an event recorded after each, a slot
+//           reused once its event has completed: the engine's DMA side alone
+//   alloc   pieces, with the ring from cudaMallocHost instead of registered pages
+//   wc      pieces, with the ring write-combined (cudaHostAllocWriteCombined), host to device only
+//   busy    pieces, while --cpu-threads threads copy between pageable buffers, loading memory as
+//           the staging workers do
+// Each rep is timed from the first enqueue to the stream's completion; median [min-max] GB/s.
+//
+// usage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] [--slots 12] [--reps 7]
+//                      [--cpu-threads 8] [--json FILE]
+#include <cuda_runtime.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "options.h"  // parse_byte_size
+
+namespace {
+
+#define CHECK(x)                                                                          \
+  do {                                                                                    \
+    cudaError_t e_ = (x);                                                                 \
+    if (e_ != cudaSuccess) {                                                              \
+      std::fprintf(stderr, "cmt-bench-dma: %s failed: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                       \
+    }                                                                                     \
+  } while (0)
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "cmt-bench-dma: %s\nusage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] "
+               "[--slots 12] [--reps 7] [--cpu-threads 8] [--json FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+std::size_t size_arg(const std::string& text, const char* what) {
+  std::size_t v = 0;
+  if (!cmt::parse_byte_size(text, &v) || v == 0)
+    usage(std::string("bad ") + what + " '" + text + "' (expected a size such as 2M)");
+  return v;
+}
+
+int count_arg(const std::string& text, const char* what, int min) {
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end || v < min || v > 4096)
+    usage(std::string("bad ") + what + " '" + text + "' (expected an integer from " +
+          std::to_string(min) + ")");
+  return static_cast<int>(v);
+}
+
+struct Options {
+  std::vector<std::size_t> sizes = {16u << 20, 64u << 20, 1u << 30};
+  std::size_t chunk = 2u << 20;
+  int slots = 12, reps = 7, cpu_threads = 8;
+  std::string json;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--sizes") {
+      o.sizes.clear();
+      std::string list = value() + ",", item;
+      for (char c : list) {
+        if (c != ',') {
+          item += c;
+        } else if (!item.empty()) {
+          o.sizes.push_back(size_arg(item, "size"));
+          item.clear();
+        }
+      }
+      if (o.sizes.empty()) usage("--sizes is empty");
+    } else if (a == "--chunk") {
+      o.chunk = size_arg(value(), "chunk");
+    } else if (a == "--slots") {
+      o.slots = count_arg(value(), "--slots", 2);
+    } else if (a == "--reps") {
+      o.reps = count_arg(value(), "--reps", 1);
+    } else if (a == "--cpu-threads") {
+      o.cpu_threads = count_arg(value(), "--cpu-threads", 0);
+    } else if (a == "--json") {
+      o.json = value();
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  return o;
+}
+
+// A staging ring: `slots` x `chunk` bytes of page-locked memory, allocated one of three ways.
+enum class RingKind { Registered, Allocated, WriteCombined };
+
+struct Ring {
+  char* data = nullptr;
+  std::size_t bytes = 0;
+  RingKind kind;
+  Ring(RingKind k, std::size_t n) : bytes(n), kind(k) {
+    if (kind == RingKind::Registered) {
+      void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m == MAP_FAILED) usage("cannot map the ring");
+      std::memset(m, 1, n);
+      CHECK(cudaHostRegister(m, n, cudaHostRegisterPortable));
+      data = static_cast<char*>(m);
+    } else {
+      unsigned flags = kind == RingKind::WriteCombined ? cudaHostAllocWriteCombined : 0;
+      CHECK(cudaHostAlloc(reinterpret_cast<void**>(&data), n, flags));
+      std::memset(data, 1, n);
+    }
+  }
+  ~Ring() {
+    if (kind == RingKind::Registered) {
+      cudaHostUnregister(data);
+      munmap(data, bytes);
+    } else {
+      cudaFreeHost(data);
+    }
+  }
+};
+
+// Memory traffic like the staging workers': each thread copies between two pageable buffers of
+// its own until stopped.
+class BusyCpus {
+ public:
+  BusyCpus(int threads, std::size_t bytes) {
+    for (int t = 0; t < threads; ++t)
+      threads_.emplace_back([this, bytes] {
+        std::vector<char> a(bytes, 1), b(bytes, 2);
+        while (!stop_.load(std::memory_order_relaxed)) std::memcpy(b.data(), a.data(), bytes);
+      });
+  }
+  ~BusyCpus() {
+    stop_ = true;
+    for (auto& t : threads_) t.join();
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One whole-size DMA between the device buffer and `host`.
+double time_one(bool h2d, char* dev, char* host, std::size_t bytes, cudaStream_t s) {
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(h2d ? cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, s)
+            : cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, s));
+  CHECK(cudaStreamSynchronize(s));
+  return seconds_since(t0);
+}
+
+// The engine's DMA pattern: chunk-sized DMAs through the ring's slots, an event after each, a
+// slot reused only once its previous DMA has completed (polled, as the engine polls).
+double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots,
+                   std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t s) {
+  std::vector<bool> pending(static_cast<std::size_t>(slots), false);
+  auto t0 = std::chrono::steady_clock::now();
+  std::size_t i = 0;
+  for (std::size_t off = 0; off < bytes; off += chunk, ++i) {
+    const std::size_t slot = i % static_cast<std::size_t>(slots);
+    if (pending[slot]) {
+      cudaError_t e;
+      while ((e = cudaEventQuery(events[slot])) == cudaErrorNotReady) {
+      }
+      CHECK(e);
+    }
+    const std::size_t n = std::min(chunk, bytes - off);
+    char* staging = ring.data + slot * chunk;
+    CHECK(h2d ? cudaMemcpyAsync(dev + off, staging, n, cudaMemcpyHostToDevice, s)
+              : cudaMemcpyAsync(staging, dev + off, n, cudaMemcpyDeviceToHost, s));
+    CHECK(cudaEventRecord(events[slot], s));
+    pending[slot] = true;
+  }
+  CHECK(cudaStreamSynchronize(s));
+  return seconds_since(t0);
+}
+
+struct Result {
+  std::size_t bytes;
+  const char* dir;
+  const char* mode;
+  std::vector<double> gbps;
+  double median() const {
+    std::vector<double> v = gbps;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+  }
+};
+
+std::string size_text(std::size_t b) {
+  if (b >= (1u << 30) && b % (1u << 30) == 0) return std::to_string(b >> 30) + "G";
+  if (b >= (1u << 20) && b % (1u << 20) == 0) return std::to_string(b >> 20) + "M";
+  return std::to_string(b >> 10) + "K";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options opt = parse(argc, argv);
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "cmt-bench-dma: no CUDA GPU found\n");
+    return 1;
+  }
+  CHECK(cudaSetDevice(0));
+  cudaDeviceProp prop{};
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  const std::size_t max_bytes = *std::max_element(opt.sizes.begin(), opt.sizes.end());
+  const std::size_t ring_bytes = opt.chunk * static_cast<std::size_t>(opt.slots);
+  char* dev = nullptr;
+  char* pinned = nullptr;
+  CHECK(cudaMalloc(reinterpret_cast<void**>(&dev), max_bytes));
+  CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes));
+  std::memset(pinned, 1, max_bytes);
+  cudaStream_t stream;
+  CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  std::vector<cudaEvent_t> events(static_cast<std::size_t>(opt.slots));
+  for (auto& e : events) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  Ring registered(RingKind::Registered, ring_bytes), allocated(RingKind::Allocated, ring_bytes),
+      combined(RingKind::WriteCombined, ring_bytes);
+
+  std::time_t now = std::time(nullptr);
+  char date[64];
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  std::printf("cmt-bench-dma  %s  GPU: %s  %s x %d slots, %d reps, busy: %d CPU threads\n", date,
+              prop.name, size_text(opt.chunk).c_str(), opt.slots, opt.reps, opt.cpu_threads);
+
+  std::vector<Result> results;
+  const char* modes[] = {"one", "pieces", "alloc", "wc", "busy"};
+  for (std::size_t bytes : opt.sizes)
+    for (bool h2d : {true, false})
+      for (const char* mode : modes) {
+        const std::string m = mode;
+        if (m == "wc" && !h2d) continue;  // the CPU reads write-combined memory very slowly
+        Result r{bytes, h2d ? "h2d" : "d2h", mode, {}};
+        std::unique_ptr<BusyCpus> busy;
+        if (m == "busy") busy = std::make_unique<BusyCpus>(opt.cpu_threads, 64u << 20);
+        for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
+          double s = m == "one" ? time_one(h2d, dev, pinned, bytes, stream)
+                                : time_pieces(h2d, dev,
+                                              m == "alloc" ? allocated
+                                              : m == "wc"  ? combined
+                                                           : registered,
+                                              opt.chunk, opt.slots, events, bytes, stream);
+          if (rep >= 0) r.gbps.push_back(static_cast<double>(bytes) / s / 1e9);
+        }
+        results.push_back(r);
+      }
+
+  std::printf("%6s %4s %8s %8s %15s %8s\n", "size", "dir", "mode", "GB/s", "[min-max]", "/ one");
+  double one = 0;
+  for (const Result& r : results) {
+    if (std::string(r.mode) == "one") one = r.median();
+    auto [lo, hi] = std::minmax_element(r.gbps.begin(), r.gbps.end());
+    std::printf("%6s %4s %8s %8.1f [%5.1f-%5.1f] %8.2f\n", size_text(r.bytes).c_str(), r.dir,
+                r.mode, r.median(), *lo, *hi, one > 0 ? r.median() / one : 0.0);
+  }
+  if (!opt.json.empty()) {
+    std::ofstream out(opt.json);
+    out << "{\n \"benchmark\": \"cmt-bench-dma\",\n \"date\": \"" << date << "\",\n \"gpu\": \""
+        << prop.name << "\",\n \"chunk\": " << opt.chunk << ",\n \"slots\": " << opt.slots
+        << ",\n \"reps\": " << opt.reps << ",\n \"cpu_threads\": " << opt.cpu_threads
+        << ",\n \"results\": [";
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      const Result& r = results[i];
+      out << (i ? "," : "") << "\n  {\"bytes\": " << r.bytes << ", \"direction\": \"" << r.dir
+          << "\", \"mode\": \"" << r.mode << "\", \"median_gbps\": " << r.median()
+          << ", \"gbps\": [";
+      for (std::size_t k = 0; k < r.gbps.size(); ++k) out << (k ? ", " : "") << r.gbps[k];
+      out << "]}";
+    }
+    out << "\n ]\n}\n";
+    if (!out) {
+      std::fprintf(stderr, "cmt-bench-dma: cannot write %s\n", opt.json.c_str());
+      return 1;
+    }
+  }
+  for (auto& e : events) cudaEventDestroy(e);
+  cudaStreamDestroy(stream);
+  cudaFreeHost(pinned);
+  cudaFree(dev);
+  return 0;
+}

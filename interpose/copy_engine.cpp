@@ -275,9 +275,9 @@ class CopyTrace {
   void report(const char* direction, const CopyLayout& l) {
     if (!on_) return;
     CMT_LOG(debug,
-            "{} {} KiB: {} pieces ({} ramp) x {} units; ready {} us, first worker {} us, first DMA "
-            "{} us, "
-            "last piece {} us, return {} us; issuer copied {} units; {} us in driver enqueue calls",
+            "{} {} KiB: {} pieces ({} ramp) x {} units; ready {} us, first worker {} us, "
+            "first DMA {} us, last piece {} us, return {} us; issuer copied {} units; "
+            "{} us in driver enqueue calls",
             direction, l.bytes >> 10, l.pieces, l.ramp, l.units_per_piece, ready_us,
             first_worker_us_.load(), first_dma_us, last_piece_us, now_us(), issuer_units_.load(),
             driver_us_);

@@ -58,7 +58,7 @@ struct CopyLayout {
 
 // Steady pieces: about 8 per copy, from 256 KiB up to a staging slot. Ramp pieces: down to
 // 256 KiB (when the copy is large enough for both ends). Units: a piece split across the
-// threads, at least 16 KiB.
+// threads, at least 64 KiB in a steady piece and 16 KiB in a ramp piece.
 CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp = true);
 
 // Whether a host-to-device copy of `bytes` stages with non-temporal stores: as configured, or

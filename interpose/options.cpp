@@ -1,5 +1,6 @@
 #include "options.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <limits>
@@ -254,11 +255,15 @@ std::string describe(const Config& config) {
   return out;
 }
 
+const std::vector<std::string>& per_gpu_knobs() {
+  static const auto* names = new std::vector<std::string>{
+      "threads", "chunk_bytes", "slots", "spin_us", "ramp", "h2d_method", "d2h_method"};
+  return *names;
+}
+
 bool is_per_gpu_knob(const std::string& name) {
-  for (const char* k :
-       {"threads", "chunk_bytes", "slots", "spin_us", "ramp", "h2d_method", "d2h_method"})
-    if (name == k) return true;
-  return false;
+  const auto& names = per_gpu_knobs();
+  return std::find(names.begin(), names.end(), name) != names.end();
 }
 
 Config config_for_gpu(const Config& config, const std::string& pci_bus_id) {

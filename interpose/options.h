@@ -37,6 +37,7 @@ struct Config {
 };
 
 // The knobs a profile may set per GPU: those of a GPU's copy lanes.
+const std::vector<std::string>& per_gpu_knobs();
 bool is_per_gpu_knob(const std::string& name);
 
 // `config` as one GPU's lanes see it: its per-GPU knobs applied (bus id in any case).

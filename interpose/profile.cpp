@@ -121,6 +121,15 @@ void check_machine(const toml::table& m, const MachineFingerprint& here, const s
     report.warnings.push_back(name + ": tuned on a " + *pcie + " link, this GPU has " + here.pcie);
 }
 
+// "threads, chunk_bytes, ... and d2h_method": the knobs a [gpu."BUS"] table may set.
+std::string per_gpu_list() {
+  const auto& names = per_gpu_knobs();
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
 }  // namespace
 
 std::string nearest_option(const std::string& key) {
@@ -220,12 +229,11 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
           const std::string full = "gpu." + bus + "." + k;
           if (!is_per_gpu_knob(k)) {
             std::string hint = nearest_option(k);
-            report.warnings.push_back(where(name, node.source()) + ": '" + full +
-                                      "' is ignored: per GPU, only threads, chunk_bytes, slots, "
-                                      "spin_us, ramp, h2d_method and d2h_method can be set" +
-                                      (hint.empty() || !is_per_gpu_knob(hint)
-                                           ? std::string()
-                                           : " (did you mean '" + hint + "'?)"));
+            report.warnings.push_back(
+                where(name, node.source()) + ": '" + full + "' is ignored: per GPU, only " +
+                per_gpu_list() + " can be set" +
+                (hint.empty() || !is_per_gpu_knob(hint) ? std::string()
+                                                        : " (did you mean '" + hint + "'?)"));
             continue;
           }
           auto row = std::find_if(option_table().begin(), option_table().end(),

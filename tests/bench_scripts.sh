@@ -1,5 +1,7 @@
 #!/bin/sh
-# The result scripts still read the committed results: a table and a plot with six curves.
+# The result scripts still read the committed results: a table and a plot with six curves. And
+# compare.py runs each variant with its own settings, in every round, and refuses wrong bytes
+# (against a stand-in for cmt-bench-copy whose ratio is the CMT_RAMP it was given).
 set -eu
 src=$1
 out=$(mktemp -d)
@@ -11,3 +13,29 @@ for json in "$src"/bench/results/*-copy.json; do
   [ "$n" -eq 6 ] || { echo "FAIL: $json gave $n curves, expected 6"; exit 1; }
 done
 echo "ok: summarize.py and plot.py read every copy result"
+
+cat > "$out/fake-bench" <<'PY'
+#!/usr/bin/env python3
+import json, os, sys
+ratio = float(os.environ.get("CMT_RAMP", "0.5"))
+rows = [{"bytes": 16 << 20, "direction": d, "cmt": {"median_gbps": 40 * ratio}, "cmt_over_pinned": ratio}
+        for d in ("h2d", "d2h")]
+doc = {"machine": {"gpu": "fake"}, "wrong_copies": int(os.environ.get("CMT_WRONG", "0")), "results": rows}
+json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"))
+PY
+chmod +x "$out/fake-bench"
+python3 "$src/bench/compare.py" "$out/fake-bench" on:CMT_RAMP=1 off:CMT_RAMP=0 as-is --rounds 3 \
+  --json "$out/c.json" > "$out/c.txt"
+python3 - "$out/c.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {(s["variant"], s["direction"]): s["cmt_over_pinned"] for s in d["summary"]}
+assert got == {("on", "h2d"): 1.0, ("on", "d2h"): 1.0, ("off", "h2d"): 0.0, ("off", "d2h"): 0.0,
+               ("as-is", "h2d"): 0.5, ("as-is", "d2h"): 0.5}, got
+assert all(len(runs) == 3 for runs in d["runs"].values()), d["runs"].keys()
+PY
+grep -q "16M  h2d" "$out/c.txt" || { cat "$out/c.txt"; echo "FAIL: no table from compare.py"; exit 1; }
+if python3 "$src/bench/compare.py" "$out/fake-bench" bad:CMT_WRONG=1 > /dev/null 2>&1; then
+  echo "FAIL: compare.py accepted wrong bytes"; exit 1
+fi
+echo "ok: compare.py"

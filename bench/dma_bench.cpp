@@ -4,17 +4,28 @@
 // ring run slower than one DMA from pinned memory. This program changes one thing at a time to
 // find out why, with no pageable memory and no libcmt.so:
 //   one     one cudaMemcpyAsync of the whole size from (to) a cudaMallocHost buffer: the ceiling
+//   chain   the same bytes as back-to-back chunk-sized DMAs from the same pinned buffer, no events
+//           and no waiting: the cost of splitting alone
 //   pieces  the same bytes as a chain of chunk-sized DMAs through a ring of registered pages
 //           (mmap + cudaHostRegister, as libcmt.so's ring), an event recorded after each, a slot
 //           reused once its event has completed: the engine's DMA side alone
 //   alloc   pieces, with the ring from cudaMallocHost instead of registered pages
 //   wc      pieces, with the ring write-combined (cudaHostAllocWriteCombined), host to device only
-//   busy    pieces, while --cpu-threads threads copy between pageable buffers, loading memory as
-//           the staging workers do
+//   busy    pieces, while --cpu-threads threads memcpy between pageable buffers, loading memory
+//   busynt  pieces, while the threads copy with non-temporal stores, as the staging workers do
+//   two     pieces, alternating between two streams (two copy engines), each piece still ordered
+//           after the caller's earlier work by an event
+//   twont   two, under the non-temporal load of busynt
+//   busyreg busynt, with each thread's destination registered with CUDA (as the ring is)
+//   staged  host to device as the engine does it: --cpu-threads threads copy a pageable buffer
+//           into the ring's slots with non-temporal stores, each piece split across them, and
+//           each piece's DMA is enqueued as soon as it is staged
+//   staged2 staged, the DMAs alternating between two streams
+// (The H2D DMAs of a 16 MiB copy through cmt run at ~30 GB/s while workers stage, ~55 after.)
 // Each rep is timed from the first enqueue to the stream's completion; median [min-max] GB/s.
 //
 // usage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] [--slots 12] [--reps 7]
-//                      [--cpu-threads 8] [--json FILE]
+//                      [--cpu-threads 8] [--modes one,chain,...] [--json FILE]
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -32,7 +43,8 @@
 #include <thread>
 #include <vector>
 
-#include "options.h"  // parse_byte_size
+#include "host_copy.h"  // copy_streaming
+#include "options.h"    // parse_byte_size
 
 namespace {
 
@@ -48,7 +60,7 @@ namespace {
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "cmt-bench-dma: %s\nusage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] "
-               "[--slots 12] [--reps 7] [--cpu-threads 8] [--json FILE]\n",
+               "[--slots 12] [--reps 7] [--cpu-threads 8] [--modes one,chain,...] [--json FILE]\n",
                why.c_str());
   std::exit(2);
 }
@@ -73,8 +85,25 @@ struct Options {
   std::vector<std::size_t> sizes = {16u << 20, 64u << 20, 1u << 30};
   std::size_t chunk = 2u << 20;
   int slots = 12, reps = 7, cpu_threads = 8;
+  std::vector<std::string> modes = {"one",    "chain", "pieces", "alloc",   "wc",     "busy",
+                                    "busynt", "two",   "twont",  "busyreg", "staged", "staged2"};
   std::string json;
 };
+
+// "a,b,,c" -> {"a", "b", "c"}
+std::vector<std::string> split_commas(const std::string& text) {
+  std::vector<std::string> items;
+  std::string item;
+  for (char c : text + ",") {
+    if (c != ',') {
+      item += c;
+    } else if (!item.empty()) {
+      items.push_back(item);
+      item.clear();
+    }
+  }
+  return items;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -86,15 +115,8 @@ Options parse(int argc, char** argv) {
     };
     if (a == "--sizes") {
       o.sizes.clear();
-      std::string list = value() + ",", item;
-      for (char c : list) {
-        if (c != ',') {
-          item += c;
-        } else if (!item.empty()) {
-          o.sizes.push_back(size_arg(item, "size"));
-          item.clear();
-        }
-      }
+      for (const std::string& item : split_commas(value()))
+        o.sizes.push_back(size_arg(item, "size"));
       if (o.sizes.empty()) usage("--sizes is empty");
     } else if (a == "--chunk") {
       o.chunk = size_arg(value(), "chunk");
@@ -104,6 +126,13 @@ Options parse(int argc, char** argv) {
       o.reps = count_arg(value(), "--reps", 1);
     } else if (a == "--cpu-threads") {
       o.cpu_threads = count_arg(value(), "--cpu-threads", 0);
+    } else if (a == "--modes") {
+      const std::vector<std::string> known = Options().modes;  // every mode there is
+      o.modes = split_commas(value());
+      for (const std::string& m : o.modes)
+        if (std::find(known.begin(), known.end(), m) == known.end())
+          usage("unknown mode '" + m + "'");
+      if (o.modes.empty()) usage("--modes is empty");
     } else if (a == "--json") {
       o.json = value();
     } else {
@@ -144,15 +173,24 @@ struct Ring {
 };
 
 // Memory traffic like the staging workers': each thread copies between two pageable buffers of
-// its own until stopped.
+// its own until stopped, with memcpy or with non-temporal stores.
 class BusyCpus {
  public:
-  BusyCpus(int threads, std::size_t bytes) {
+  BusyCpus(int threads, std::size_t bytes, bool streaming, bool registered = false) {
     for (int t = 0; t < threads; ++t)
-      threads_.emplace_back([this, bytes] {
+      threads_.emplace_back([this, bytes, streaming, registered] {
         std::vector<char> a(bytes, 1), b(bytes, 2);
-        while (!stop_.load(std::memory_order_relaxed)) std::memcpy(b.data(), a.data(), bytes);
+        if (registered) CHECK(cudaHostRegister(b.data(), bytes, cudaHostRegisterPortable));
+        ready_.fetch_add(1);
+        while (!stop_.load(std::memory_order_relaxed)) {
+          if (streaming)
+            cmt::copy_streaming(b.data(), a.data(), bytes);
+          else
+            std::memcpy(b.data(), a.data(), bytes);
+        }
+        if (registered) cudaHostUnregister(b.data());
       });
+    while (ready_.load() < threads) std::this_thread::yield();
   }
   ~BusyCpus() {
     stop_ = true;
@@ -161,6 +199,7 @@ class BusyCpus {
 
  private:
   std::atomic<bool> stop_{false};
+  std::atomic<int> ready_{0};
   std::vector<std::thread> threads_;
 };
 
@@ -177,12 +216,32 @@ double time_one(bool h2d, char* dev, char* host, std::size_t bytes, cudaStream_t
   return seconds_since(t0);
 }
 
+// Chunk-sized DMAs enqueued back to back from one pinned buffer, nothing between them.
+double time_chain(bool h2d, char* dev, char* host, std::size_t chunk, std::size_t bytes,
+                  cudaStream_t s) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (std::size_t off = 0; off < bytes; off += chunk) {
+    const std::size_t n = std::min(chunk, bytes - off);
+    CHECK(h2d ? cudaMemcpyAsync(dev + off, host + off, n, cudaMemcpyHostToDevice, s)
+              : cudaMemcpyAsync(host + off, dev + off, n, cudaMemcpyDeviceToHost, s));
+  }
+  CHECK(cudaStreamSynchronize(s));
+  return seconds_since(t0);
+}
+
 // The engine's DMA pattern: chunk-sized DMAs through the ring's slots, an event after each, a
-// slot reused only once its previous DMA has completed (polled, as the engine polls).
+// slot reused only once its previous DMA has completed (polled, as the engine polls). With a
+// second stream, pieces alternate between the two; both wait for the caller's stream first, and
+// the caller's stream waits for both at the end, so ordering is as with one.
 double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots,
-                   std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t s) {
+                   std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t caller,
+                   cudaStream_t second, cudaEvent_t fork, cudaEvent_t join) {
   std::vector<bool> pending(static_cast<std::size_t>(slots), false);
   auto t0 = std::chrono::steady_clock::now();
+  if (second) {
+    CHECK(cudaEventRecord(fork, caller));
+    CHECK(cudaStreamWaitEvent(second, fork, 0));
+  }
   std::size_t i = 0;
   for (std::size_t off = 0; off < bytes; off += chunk, ++i) {
     const std::size_t slot = i % static_cast<std::size_t>(slots);
@@ -194,13 +253,84 @@ double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots
     }
     const std::size_t n = std::min(chunk, bytes - off);
     char* staging = ring.data + slot * chunk;
+    cudaStream_t s = second && i % 2 ? second : caller;
     CHECK(h2d ? cudaMemcpyAsync(dev + off, staging, n, cudaMemcpyHostToDevice, s)
               : cudaMemcpyAsync(staging, dev + off, n, cudaMemcpyDeviceToHost, s));
     CHECK(cudaEventRecord(events[slot], s));
     pending[slot] = true;
   }
-  CHECK(cudaStreamSynchronize(s));
+  if (second) {
+    CHECK(cudaEventRecord(join, second));
+    CHECK(cudaStreamWaitEvent(caller, join, 0));
+  }
+  CHECK(cudaStreamSynchronize(caller));
   return seconds_since(t0);
+}
+
+// The engine's host-to-device pipeline without the engine: `threads` threads stage `src` into the
+// ring's slots with non-temporal stores (each piece split in `threads` units, taken in order),
+// a slot handed out only once its previous DMA is done, and each piece's DMA enqueued (on
+// `caller`, or alternately on `second`) as soon as all of its units are staged.
+double time_staged(char* dev, const char* src, Ring& ring, std::size_t chunk, int slots,
+                   std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t caller,
+                   cudaStream_t second, cudaEvent_t fork, cudaEvent_t join, int threads) {
+  const std::size_t pieces = (bytes + chunk - 1) / chunk;
+  const std::size_t units = static_cast<std::size_t>(std::max(threads, 1));
+  std::unique_ptr<std::atomic<std::size_t>[]> done(new std::atomic<std::size_t>[pieces]());
+  std::atomic<std::size_t> next_unit{0}, published{0};
+  std::vector<std::thread> workers;
+  for (std::size_t t = 0; t < units; ++t)
+    workers.emplace_back([&] {
+      for (;;) {
+        const std::size_t u = next_unit.fetch_add(1);
+        if (u >= pieces * units) return;
+        const std::size_t p = u / units, k = u % units;
+        while (published.load(std::memory_order_acquire) <= p) {
+        }
+        const std::size_t n = std::min(chunk, bytes - p * chunk);
+        const std::size_t share = (n + units - 1) / units, begin = k * share;
+        if (begin < n)
+          cmt::copy_streaming(ring.data + (p % static_cast<std::size_t>(slots)) * chunk + begin,
+                              src + p * chunk + begin, std::min(share, n - begin));
+        done[p].fetch_add(1, std::memory_order_release);
+      }
+    });
+  std::vector<bool> pending(static_cast<std::size_t>(slots), false);
+  auto t0 = std::chrono::steady_clock::now();
+  if (second) {
+    CHECK(cudaEventRecord(fork, caller));
+    CHECK(cudaStreamWaitEvent(second, fork, 0));
+  }
+  std::size_t issued = 0, pub = 0;
+  while (issued < pieces) {
+    while (pub < pieces && pub < issued + static_cast<std::size_t>(slots)) {
+      const std::size_t slot = pub % static_cast<std::size_t>(slots);
+      if (pending[slot]) {
+        cudaError_t e = cudaEventQuery(events[slot]);
+        if (e == cudaErrorNotReady) break;
+        CHECK(e);
+        pending[slot] = false;
+      }
+      published.store(++pub, std::memory_order_release);
+    }
+    if (issued < pub && done[issued].load(std::memory_order_acquire) == units) {
+      const std::size_t slot = issued % static_cast<std::size_t>(slots);
+      cudaStream_t s = second && issued % 2 ? second : caller;
+      CHECK(cudaMemcpyAsync(dev + issued * chunk, ring.data + slot * chunk,
+                            std::min(chunk, bytes - issued * chunk), cudaMemcpyHostToDevice, s));
+      CHECK(cudaEventRecord(events[slot], s));
+      pending[slot] = true;
+      ++issued;
+    }
+  }
+  if (second) {
+    CHECK(cudaEventRecord(join, second));
+    CHECK(cudaStreamWaitEvent(caller, join, 0));
+  }
+  CHECK(cudaStreamSynchronize(caller));
+  const double s = seconds_since(t0);
+  for (auto& w : workers) w.join();
+  return s;
 }
 
 struct Result {
@@ -240,8 +370,13 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(reinterpret_cast<void**>(&dev), max_bytes));
   CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes));
   std::memset(pinned, 1, max_bytes);
-  cudaStream_t stream;
+  std::vector<char> source(max_bytes, 3);  // pageable: what the staged modes copy from
+  cudaStream_t stream, second;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking));
+  cudaEvent_t fork, join;
+  CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
   std::vector<cudaEvent_t> events(static_cast<std::size_t>(opt.slots));
   for (auto& e : events) CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   Ring registered(RingKind::Registered, ring_bytes), allocated(RingKind::Allocated, ring_bytes),
@@ -254,22 +389,30 @@ int main(int argc, char** argv) {
               prop.name, size_text(opt.chunk).c_str(), opt.slots, opt.reps, opt.cpu_threads);
 
   std::vector<Result> results;
-  const char* modes[] = {"one", "pieces", "alloc", "wc", "busy"};
   for (std::size_t bytes : opt.sizes)
     for (bool h2d : {true, false})
-      for (const char* mode : modes) {
-        const std::string m = mode;
+      for (const std::string& m : opt.modes) {
         if (m == "wc" && !h2d) continue;  // the CPU reads write-combined memory very slowly
-        Result r{bytes, h2d ? "h2d" : "d2h", mode, {}};
+        const bool staged = m == "staged" || m == "staged2";
+        if (staged && !h2d) continue;
+        Result r{bytes, h2d ? "h2d" : "d2h", m.c_str(), {}};
         std::unique_ptr<BusyCpus> busy;
-        if (m == "busy") busy = std::make_unique<BusyCpus>(opt.cpu_threads, 64u << 20);
+        if (m == "busy" || m == "busynt" || m == "twont" || m == "busyreg")
+          busy =
+              std::make_unique<BusyCpus>(opt.cpu_threads, 64u << 20, m != "busy", m == "busyreg");
+        const bool two = m == "two" || m == "twont" || m == "staged2";
         for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
-          double s = m == "one" ? time_one(h2d, dev, pinned, bytes, stream)
-                                : time_pieces(h2d, dev,
-                                              m == "alloc" ? allocated
-                                              : m == "wc"  ? combined
-                                                           : registered,
-                                              opt.chunk, opt.slots, events, bytes, stream);
+          double s = m == "one"     ? time_one(h2d, dev, pinned, bytes, stream)
+                     : m == "chain" ? time_chain(h2d, dev, pinned, opt.chunk, bytes, stream)
+                     : staged ? time_staged(dev, source.data(), registered, opt.chunk, opt.slots,
+                                            events, bytes, stream, two ? second : nullptr, fork,
+                                            join, opt.cpu_threads)
+                              : time_pieces(h2d, dev,
+                                            m == "alloc" ? allocated
+                                            : m == "wc"  ? combined
+                                                         : registered,
+                                            opt.chunk, opt.slots, events, bytes, stream,
+                                            two ? second : nullptr, fork, join);
           if (rep >= 0) r.gbps.push_back(static_cast<double>(bytes) / s / 1e9);
         }
         results.push_back(r);
@@ -304,6 +447,9 @@ int main(int argc, char** argv) {
     }
   }
   for (auto& e : events) cudaEventDestroy(e);
+  cudaEventDestroy(fork);
+  cudaEventDestroy(join);
+  cudaStreamDestroy(second);
   cudaStreamDestroy(stream);
   cudaFreeHost(pinned);
   cudaFree(dev);

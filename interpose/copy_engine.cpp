@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <string>
 
 #include "gpu_locality.h"
 #include "host_copy.h"
@@ -42,9 +43,9 @@ std::size_t round_up(std::size_t n, std::size_t to) {
 
 }  // namespace
 
-bool stage_with_streaming_stores(CopyMethod method, std::size_t bytes) {
-  if (method == CopyMethod::Auto) return bytes < kStreamingStageBelow;
-  return method == CopyMethod::Streaming;
+CopyMethod staging_method(CopyMethod configured, std::size_t bytes) {
+  if (configured != CopyMethod::Auto) return configured;
+  return bytes < kStreamingStageBelow ? CopyMethod::Streaming : CopyMethod::Memcpy;
 }
 
 CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp) {
@@ -264,6 +265,13 @@ class CopyTrace {
   void mark_once(std::int64_t& at) {
     if (on_ && at < 0) at = now_us();
   }
+  void dma_enqueued() {
+    if (!on_) return;
+    try {
+      enqueued_us_.push_back(now_us());
+    } catch (...) {  // a trace never stops a copy
+    }
+  }
   template <typename Call>
   CUresult time_driver(Call&& call) {
     if (!on_) return call();
@@ -282,15 +290,52 @@ class CopyTrace {
             first_worker_us_.load(), first_dma_us, last_piece_us, now_us(), issuer_units_.load(),
             driver_us_);
   }
+  // H2D only, at debug level: waits for the DMAs of pieces [first, end) still in the ring and
+  // logs when each completed, to show how fast the DMAs out of the ring ran. This delays the
+  // copy's return, so it is a diagnostic, never on at the default level.
+  void report_dma_completions(StagingRing& ring, std::size_t first, std::size_t end) noexcept {
+    if (!on_ || first >= end) return;
+    try {
+      log_dma_completions(ring, first, end);
+    } catch (...) {  // a trace never fails a copy
+    }
+  }
   std::int64_t ready_us = -1, first_dma_us = -1, last_piece_us = -1;
 
  private:
+  void log_dma_completions(StagingRing& ring, std::size_t first, std::size_t end) {
+    std::string times;
+    const auto give_up = Clock::now() + std::chrono::seconds(1);
+    for (std::size_t p = first; p < end; ++p) {
+      CUresult r;
+      while ((r = ring.poll_idle(ring.slot(p))) == CUDA_ERROR_NOT_READY && Clock::now() < give_up) {
+      }
+      if (r != CUDA_SUCCESS) break;
+      times += (times.empty() ? "" : " ") + std::to_string(now_us());
+    }
+    std::string enqueued;
+    for (std::int64_t t : enqueued_us_)
+      enqueued += (enqueued.empty() ? "" : " ") + std::to_string(t);
+    CMT_LOG(debug, "H2D DMAs enqueued at (us): {}; those of pieces {}..{} completed by: {}",
+            enqueued, first, end - 1, times);
+  }
+
   const bool on_;
   const Clock::time_point t0_;
   std::atomic<std::int64_t> first_worker_us_{-1};
   std::atomic<unsigned> issuer_units_{0};
   std::int64_t driver_us_ = 0;
+  std::vector<std::int64_t> enqueued_us_;
 };
+
+void copy_by(CopyMethod method, char* dst, const char* src, std::size_t bytes) {
+  switch (method) {
+    case CopyMethod::Streaming:
+      return copy_streaming(dst, src, bytes);
+    default:
+      return copy_memcpy(dst, src, bytes);
+  }
+}
 
 // Runs unit `u` of a copy: the slice of its piece that one worker copies. The worker that
 // finishes a piece's last unit stamps the slot with the piece's ticket, for the issuer.
@@ -313,15 +358,12 @@ void run_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::s
 class StageIn final : public PieceTask {  // H2D: user buffer -> slot
  public:
   StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base,
-          bool streaming, CopyTrace& trace)
-      : src_(src), layout_(l), ring_(ring), base_(base), streaming_(streaming), trace_(trace) {}
+          CopyMethod method, CopyTrace& trace)
+      : src_(src), layout_(l), ring_(ring), base_(base), method_(method), trace_(trace) {}
   void run_piece(std::size_t u) override {
     trace_.unit_started();
     run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
-      if (streaming_)
-        copy_streaming(staging, src_ + off, n);
-      else
-        copy_memcpy(staging, src_ + off, n);
+      copy_by(method_, staging, src_ + off, n);
     });
   }
 
@@ -330,22 +372,19 @@ class StageIn final : public PieceTask {  // H2D: user buffer -> slot
   CopyLayout layout_;
   StagingRing& ring_;
   std::uint64_t base_;
-  bool streaming_;
+  CopyMethod method_;
   CopyTrace& trace_;
 };
 
 class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
  public:
-  DrainOut(char* dst, const CopyLayout& l, StagingRing& ring, std::uint64_t base, bool streaming,
+  DrainOut(char* dst, const CopyLayout& l, StagingRing& ring, std::uint64_t base, CopyMethod method,
            CopyTrace& trace)
-      : dst_(dst), layout_(l), ring_(ring), base_(base), streaming_(streaming), trace_(trace) {}
+      : dst_(dst), layout_(l), ring_(ring), base_(base), method_(method), trace_(trace) {}
   void run_piece(std::size_t u) override {
     trace_.unit_started();
     run_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
-      if (streaming_)
-        copy_streaming(dst_ + off, staging, n);
-      else
-        copy_memcpy(dst_ + off, staging, n);
+      copy_by(method_, dst_ + off, staging, n);
     });
   }
 
@@ -354,7 +393,7 @@ class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
   CopyLayout layout_;
   StagingRing& ring_;
   std::uint64_t base_;
-  bool streaming_;
+  CopyMethod method_;
   CopyTrace& trace_;
 };
 
@@ -390,7 +429,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   lane.next_ticket += layout.pieces;
 
   StageIn task(static_cast<const char*>(req.host), layout, ring, base,
-               stage_with_streaming_stores(lane.config.h2d_method, req.bytes), trace);
+               staging_method(lane.config.h2d_method, req.bytes), trace);
   pool.begin(&task);
   std::size_t published = 0, issued = 0;
   CUresult status = CUDA_SUCCESS;
@@ -429,6 +468,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
         }
         r = trace.time_driver([&] { return record_dma(driver_, ring, slot, req.stream); });
         trace.mark_once(trace.first_dma_us);
+        trace.dma_enqueued();
         ++issued;  // the DMA is enqueued either way; only its slot's bookkeeping failed
         if (r != CUDA_SUCCESS) {
           status = r;
@@ -446,6 +486,7 @@ stop:
   trace.mark(trace.last_piece_us);
   pool.end();  // published pieces finish staging; nothing else touches the user's buffer after
   trace.report("H2D", layout);
+  trace.report_dma_completions(ring, issued > ring.size() ? issued - ring.size() : 0, issued);
   return {layout.piece_offset(issued), status};
 }
 
@@ -456,11 +497,14 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
       plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes(), lane.config.ramp);
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
-  const bool streaming = lane.config.d2h_method != CopyMethod::Memcpy;
+  // Auto drains with streaming stores: the user's buffer is not read back soon, and fresh pages
+  // of it need not be pulled into the cache first.
+  const CopyMethod drain =
+      lane.config.d2h_method == CopyMethod::Auto ? CopyMethod::Streaming : lane.config.d2h_method;
   CopyTrace trace;
   trace.mark(trace.ready_us);
 
-  DrainOut task(static_cast<char*>(req.host), layout, ring, base, streaming, trace);
+  DrainOut task(static_cast<char*>(req.host), layout, ring, base, drain, trace);
   pool.begin(&task);
   std::size_t issued = 0, landed = 0;
   CUresult status = CUDA_SUCCESS;

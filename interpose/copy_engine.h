@@ -61,9 +61,9 @@ struct CopyLayout {
 // threads, at least 64 KiB in a steady piece and 16 KiB in a ramp piece.
 CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp = true);
 
-// Whether a host-to-device copy of `bytes` stages with non-temporal stores: as configured, or
-// for `auto`, below 256 MiB.
-bool stage_with_streaming_stores(CopyMethod method, std::size_t bytes);
+// How a host-to-device copy of `bytes` writes the staging buffers: as configured, or for `auto`,
+// streaming below 256 MiB and memcpy above.
+CopyMethod staging_method(CopyMethod configured, std::size_t bytes);
 
 // Workers per lane when the configuration says 0: half the GPU's local cores, at most 8, leaving
 // room for the application and the issuing thread.

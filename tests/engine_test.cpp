@@ -10,6 +10,7 @@
 #include "copy_engine.h"
 #include "fake_driver.h"
 #include "host_copy.h"
+#include "log.h"
 
 namespace cmt {
 namespace {
@@ -412,11 +413,27 @@ TEST(CopyEngine, PerGpuKnobsShapeThatGpusLanes) {
 }
 
 TEST(CopyEngine, AutoStagingStreamsBelow256MiB) {
-  EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Auto, 4u << 20));
-  EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Auto, 64u << 20));
-  EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Auto, 256u << 20));
-  EXPECT_TRUE(stage_with_streaming_stores(CopyMethod::Streaming, 1u << 30));
-  EXPECT_FALSE(stage_with_streaming_stores(CopyMethod::Memcpy, 4u << 20));
+  EXPECT_EQ(staging_method(CopyMethod::Auto, 4u << 20), CopyMethod::Streaming);
+  EXPECT_EQ(staging_method(CopyMethod::Auto, 64u << 20), CopyMethod::Streaming);
+  EXPECT_EQ(staging_method(CopyMethod::Auto, 256u << 20), CopyMethod::Memcpy);
+  EXPECT_EQ(staging_method(CopyMethod::Streaming, 1u << 30), CopyMethod::Streaming);
+  EXPECT_EQ(staging_method(CopyMethod::Memcpy, 4u << 20), CopyMethod::Memcpy);
+}
+
+// CMT_LOG=debug traces each copy, and for H2D waits for its DMAs to say when each completed:
+// the copies stay byte-exact and the trace names every piece.
+TEST(CopyEngine, TracedCopiesAreByteExactAndLogged) {
+  fake::FakeDriver fake(5);
+  CopyEngine engine(fake.api(), small_config(3));
+  set_log_level("debug");
+  testing::internal::CaptureStderr();
+  round_trip(fake, engine, (1 << 20) + 4099, 3, 5, CU_STREAM_LEGACY, false, 41);
+  const std::string logged = testing::internal::GetCapturedStderr();
+  set_log_level("warn");
+  EXPECT_NE(logged.find("H2D 1028 KiB"), std::string::npos) << logged;
+  EXPECT_NE(logged.find("H2D DMAs enqueued at (us): "), std::string::npos) << logged;
+  EXPECT_NE(logged.find("completed by: "), std::string::npos) << logged;
+  EXPECT_NE(logged.find("D2H 1028 KiB"), std::string::npos) << logged;
 }
 
 TEST(CopyEngine, EveryStagingAndDrainMethodRoundTrips) {

@@ -207,7 +207,10 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     Lane& lane = *acquired;
     r = prepare(lane);
     if (r != CUDA_SUCCESS) return {0, r};
-    lane.pool->wake();  // let the workers come up while the issuer does its own preparations
+    // Host to device: the workers have work at once, so let them come up while the issuer
+    // prepares. Device to host: they have none until the first DMA lands, so the first DMA is
+    // enqueued before the wake-up's system call (device_to_host).
+    if (request.direction == Direction::HostToDevice) lane.pool->wake();
     return request.direction == Direction::HostToDevice ? host_to_device(lane, request)
                                                         : device_to_host(lane, request);
   } catch (...) {
@@ -543,7 +546,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         status = r;
         goto stop;
       }
-      ++issued;
+      if (++issued == 1) pool.wake();  // the first drain comes once this DMA lands
       progress = true;
     }
     // Hand workers each piece whose DMA has landed, in order.

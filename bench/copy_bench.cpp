@@ -378,7 +378,7 @@ int main(int argc, char** argv) {
     const char* profile_env = std::getenv("CMT_PROFILE");
     const cmt::LoadedConfiguration loaded =
         cmt::load_configuration(profile_env ? profile_env : "", machine);
-    const std::string profile_used = profile_env                      ? profile_env
+    const std::string profile_used = profile_env                       ? profile_env
                                      : !loaded.machine_profile.empty() ? loaded.machine_profile
                                                                        : loaded.shared_profile;
     std::fprintf(f,

@@ -1,8 +1,7 @@
-// cmt-bench-dma: what the GPU's copy engine gives cmt's pipeline with the CPU side taken away.
-// Through cmt, a 16 MiB host-to-device copy is fully staged after ~230 us but completes after
-// ~460 us, where one pinned copy takes 320 us (bench/NOTES.md 15): the DMAs out of the staging
-// ring run slower than one DMA from pinned memory. This program changes one thing at a time to
-// find out why, with no pageable memory and no libcmt.so:
+// cmt-bench-dma: what the GPU's copy engine gives cmt's pipeline, with the CPU side taken away
+// or put back one part at a time, without libcmt.so. Through cmt, a 16 MiB host-to-device copy
+// is fully staged after ~230 us but completes after ~460 us, where one pinned copy takes 320 us:
+// the DMAs out of the ring slow down while CPU threads stage (bench/NOTES.md 15-18). Modes:
 //   one     one cudaMemcpyAsync of the whole size from (to) a cudaMallocHost buffer: the ceiling
 //   chain   the same bytes as back-to-back chunk-sized DMAs from the same pinned buffer, no events
 //           and no waiting: the cost of splitting alone
@@ -17,11 +16,11 @@
 //           after the caller's earlier work by an event
 //   twont   two, under the non-temporal load of busynt
 //   busyreg busynt, with each thread's destination registered with CUDA (as the ring is)
-//   staged  host to device as the engine does it: --cpu-threads threads copy a pageable buffer
-//           into the ring's slots with non-temporal stores, each piece split across them, and
-//           each piece's DMA is enqueued as soon as it is staged
+//   staged  the engine's pipeline without the engine: --cpu-threads threads copy between a
+//           pageable buffer and the ring's slots with non-temporal stores, each piece split
+//           across them; H2D enqueues each piece's DMA as soon as it is staged, D2H hands each
+//           piece to the threads as soon as its DMA has landed
 //   staged2 staged, the DMAs alternating between two streams
-// (The H2D DMAs of a 16 MiB copy through cmt run at ~30 GB/s while workers stage, ~55 after.)
 // Each rep is timed from the first enqueue to the stream's completion; median [min-max] GB/s.
 //
 // usage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] [--slots 12] [--reps 7]
@@ -267,16 +266,22 @@ double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots
   return seconds_since(t0);
 }
 
-// The engine's host-to-device pipeline without the engine: `threads` threads stage `src` into the
-// ring's slots with non-temporal stores (each piece split in `threads` units, taken in order),
-// a slot handed out only once its previous DMA is done, and each piece's DMA enqueued (on
-// `caller`, or alternately on `second`) as soon as all of its units are staged.
-double time_staged(char* dev, const char* src, Ring& ring, std::size_t chunk, int slots,
+// The engine's pipeline without the engine. Host to device: `threads` threads stage `host` into
+// the ring's slots with non-temporal stores (each piece split in `threads` units, taken in
+// order), a slot handed out only once its previous DMA is done, and each piece's DMA enqueued (on
+// `caller`, or alternately on `second`) as soon as all of its units are staged. Device to host:
+// DMAs into every slot whose previous piece is drained, and each piece handed to the threads,
+// which drain it into `host` with non-temporal stores, as soon as its DMA has landed.
+double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chunk, int slots,
                    std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t caller,
                    cudaStream_t second, cudaEvent_t fork, cudaEvent_t join, int threads) {
   const std::size_t pieces = (bytes + chunk - 1) / chunk;
+  const std::size_t nslots = static_cast<std::size_t>(slots);
   const std::size_t units = static_cast<std::size_t>(std::max(threads, 1));
+  auto length = [&](std::size_t p) { return std::min(chunk, bytes - p * chunk); };
+  auto slot_of = [&](std::size_t p) { return ring.data + (p % nslots) * chunk; };
   std::unique_ptr<std::atomic<std::size_t>[]> done(new std::atomic<std::size_t>[pieces]());
+  // H2D: pieces whose slots the threads may fill; D2H: pieces landed, for the threads to drain.
   std::atomic<std::size_t> next_unit{0}, published{0};
   std::vector<std::thread> workers;
   for (std::size_t t = 0; t < units; ++t)
@@ -287,41 +292,54 @@ double time_staged(char* dev, const char* src, Ring& ring, std::size_t chunk, in
         const std::size_t p = u / units, k = u % units;
         while (published.load(std::memory_order_acquire) <= p) {
         }
-        const std::size_t n = std::min(chunk, bytes - p * chunk);
+        const std::size_t n = length(p);
         const std::size_t share = (n + units - 1) / units, begin = k * share;
-        if (begin < n)
-          cmt::copy_streaming(ring.data + (p % static_cast<std::size_t>(slots)) * chunk + begin,
-                              src + p * chunk + begin, std::min(share, n - begin));
+        if (begin < n) {
+          char* in_ring = slot_of(p) + begin;
+          char* user = host + p * chunk + begin;
+          const std::size_t m = std::min(share, n - begin);
+          h2d ? cmt::copy_streaming(in_ring, user, m) : cmt::copy_streaming(user, in_ring, m);
+        }
         done[p].fetch_add(1, std::memory_order_release);
       }
     });
-  std::vector<bool> pending(static_cast<std::size_t>(slots), false);
+  auto staged = [&](std::size_t p) { return done[p].load(std::memory_order_acquire) == units; };
+  std::vector<bool> pending(nslots, false);
   auto t0 = std::chrono::steady_clock::now();
   if (second) {
     CHECK(cudaEventRecord(fork, caller));
     CHECK(cudaStreamWaitEvent(second, fork, 0));
   }
   std::size_t issued = 0, pub = 0;
-  while (issued < pieces) {
-    while (pub < pieces && pub < issued + static_cast<std::size_t>(slots)) {
-      const std::size_t slot = pub % static_cast<std::size_t>(slots);
-      if (pending[slot]) {
-        cudaError_t e = cudaEventQuery(events[slot]);
-        if (e == cudaErrorNotReady) break;
-        CHECK(e);
-        pending[slot] = false;
+  auto enqueue = [&](std::size_t p) {
+    cudaStream_t s = second && p % 2 ? second : caller;
+    CHECK(h2d ? cudaMemcpyAsync(dev + p * chunk, slot_of(p), length(p), cudaMemcpyHostToDevice, s)
+              : cudaMemcpyAsync(slot_of(p), dev + p * chunk, length(p), cudaMemcpyDeviceToHost, s));
+    CHECK(cudaEventRecord(events[p % nslots], s));
+    pending[p % nslots] = true;
+  };
+  auto landed = [&](std::size_t p) {  // p's DMA (the last one in its slot) has completed
+    if (!pending[p % nslots]) return true;
+    cudaError_t e = cudaEventQuery(events[p % nslots]);
+    if (e == cudaErrorNotReady) return false;
+    CHECK(e);
+    pending[p % nslots] = false;
+    return true;
+  };
+  if (h2d) {
+    while (issued < pieces) {
+      while (pub < pieces && pub < issued + nslots && (pub < nslots || landed(pub - nslots)))
+        published.store(++pub, std::memory_order_release);
+      if (issued < pub && staged(issued)) enqueue(issued++);
+    }
+  } else {
+    while (pub < pieces) {
+      while (issued < pieces && (issued < nslots || staged(issued - nslots))) enqueue(issued++);
+      if (pub < issued && landed(pub)) published.store(++pub, std::memory_order_release);
+    }
+    for (std::size_t p = 0; p < pieces; ++p)
+      while (!staged(p)) {
       }
-      published.store(++pub, std::memory_order_release);
-    }
-    if (issued < pub && done[issued].load(std::memory_order_acquire) == units) {
-      const std::size_t slot = issued % static_cast<std::size_t>(slots);
-      cudaStream_t s = second && issued % 2 ? second : caller;
-      CHECK(cudaMemcpyAsync(dev + issued * chunk, ring.data + slot * chunk,
-                            std::min(chunk, bytes - issued * chunk), cudaMemcpyHostToDevice, s));
-      CHECK(cudaEventRecord(events[slot], s));
-      pending[slot] = true;
-      ++issued;
-    }
   }
   if (second) {
     CHECK(cudaEventRecord(join, second));
@@ -370,7 +388,8 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(reinterpret_cast<void**>(&dev), max_bytes));
   CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes));
   std::memset(pinned, 1, max_bytes);
-  std::vector<char> source(max_bytes, 3);  // pageable: what the staged modes copy from
+  // Pageable: what the staged modes copy from (H2D) and into (D2H).
+  std::vector<char> source(max_bytes, 3), drained(max_bytes, 4);
   cudaStream_t stream, second;
   CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&second, cudaStreamNonBlocking));
@@ -394,7 +413,6 @@ int main(int argc, char** argv) {
       for (const std::string& m : opt.modes) {
         if (m == "wc" && !h2d) continue;  // the CPU reads write-combined memory very slowly
         const bool staged = m == "staged" || m == "staged2";
-        if (staged && !h2d) continue;
         Result r{bytes, h2d ? "h2d" : "d2h", m.c_str(), {}};
         std::unique_ptr<BusyCpus> busy;
         if (m == "busy" || m == "busynt" || m == "twont" || m == "busyreg")
@@ -404,14 +422,14 @@ int main(int argc, char** argv) {
         for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
           double s = m == "one"     ? time_one(h2d, dev, pinned, bytes, stream)
                      : m == "chain" ? time_chain(h2d, dev, pinned, opt.chunk, bytes, stream)
-                     : staged ? time_staged(dev, source.data(), registered, opt.chunk, opt.slots,
-                                            events, bytes, stream, two ? second : nullptr, fork,
-                                            join, opt.cpu_threads)
-                              : time_pieces(h2d, dev,
+                     : staged       ? time_staged(h2d, dev, h2d ? source.data() : drained.data(),
+                                                  registered, opt.chunk, opt.slots, events, bytes, stream,
+                                            two ? second : nullptr, fork, join, opt.cpu_threads)
+                                    : time_pieces(h2d, dev,
                                             m == "alloc" ? allocated
-                                            : m == "wc"  ? combined
-                                                         : registered,
-                                            opt.chunk, opt.slots, events, bytes, stream,
+                                                  : m == "wc"  ? combined
+                                                               : registered,
+                                                  opt.chunk, opt.slots, events, bytes, stream,
                                             two ? second : nullptr, fork, join);
           if (rep >= 0) r.gbps.push_back(static_cast<double>(bytes) / s / 1e9);
         }

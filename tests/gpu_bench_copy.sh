@@ -31,7 +31,7 @@ python3 - "$tmp/d.json" <<'PY' || exit 1
 import json, sys
 r = json.load(open(sys.argv[1]))["results"]
 modes = [(x["direction"], x["mode"]) for x in r]
-host_only = {"wc", "staged", "staged2"}  # no device-to-host form
+host_only = {"wc"}  # no device-to-host form: the CPU reads write-combined memory very slowly
 assert len(modes) == 12 + 12 - len(host_only), modes
 assert all(("h2d", m) in modes and ("d2h", m) not in modes for m in host_only), modes
 assert all(x["median_gbps"] > 0 for x in r), r

@@ -17,14 +17,16 @@
 //   twont   two, under the non-temporal load of busynt
 //   busyreg busynt, with each thread's destination registered with CUDA (as the ring is)
 //   staged  the engine's pipeline without the engine: --cpu-threads threads copy between a
-//           pageable buffer and the ring's slots with non-temporal stores, each piece split
-//           across them; H2D enqueues each piece's DMA as soon as it is staged, D2H hands each
-//           piece to the threads as soon as its DMA has landed
+//           pageable buffer and the ring's slots with non-temporal stores (--staging memcpy:
+//           memcpy), each piece split across them (--units N: in N units, 1 = whole pieces);
+//           H2D enqueues each piece's DMA as soon as it is staged, D2H hands each piece to the
+//           threads as soon as its DMA has landed
 //   staged2 staged, the DMAs alternating between two streams
 // Each rep is timed from the first enqueue to the stream's completion; median [min-max] GB/s.
 //
 // usage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] [--slots 12] [--reps 7]
-//                      [--cpu-threads 8] [--modes one,chain,...] [--json FILE]
+//                      [--cpu-threads 8] [--modes one,chain,...] [--staging nt|memcpy]
+//                      [--units N] [--json FILE]
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -57,10 +59,12 @@ namespace {
   } while (0)
 
 [[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "cmt-bench-dma: %s\nusage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] "
-               "[--slots 12] [--reps 7] [--cpu-threads 8] [--modes one,chain,...] [--json FILE]\n",
-               why.c_str());
+  std::fprintf(
+      stderr,
+      "cmt-bench-dma: %s\nusage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] "
+      "[--slots 12] [--reps 7] [--cpu-threads 8] [--modes one,chain,...] [--staging nt|memcpy] "
+      "[--units N] [--json FILE]\n",
+      why.c_str());
   std::exit(2);
 }
 
@@ -84,6 +88,10 @@ struct Options {
   std::vector<std::size_t> sizes = {16u << 20, 64u << 20, 1u << 30};
   std::size_t chunk = 2u << 20;
   int slots = 12, reps = 7, cpu_threads = 8;
+  // How the staged modes' threads copy: non-temporal stores or memcpy, and in how many units each
+  // piece is split (0: one per thread; 1: each piece copied whole by one thread).
+  bool staging_nt = true;
+  int units = 0;
   std::vector<std::string> modes = {"one",    "chain", "pieces", "alloc",   "wc",     "busy",
                                     "busynt", "two",   "twont",  "busyreg", "staged", "staged2"};
   std::string json;
@@ -125,6 +133,12 @@ Options parse(int argc, char** argv) {
       o.reps = count_arg(value(), "--reps", 1);
     } else if (a == "--cpu-threads") {
       o.cpu_threads = count_arg(value(), "--cpu-threads", 0);
+    } else if (a == "--staging") {
+      const std::string v = value();
+      if (v != "nt" && v != "memcpy") usage("bad --staging '" + v + "' (expected nt or memcpy)");
+      o.staging_nt = v == "nt";
+    } else if (a == "--units") {
+      o.units = count_arg(value(), "--units", 0);
     } else if (a == "--modes") {
       const std::vector<std::string> known = Options().modes;  // every mode there is
       o.modes = split_commas(value());
@@ -267,24 +281,26 @@ double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots
 }
 
 // The engine's pipeline without the engine. Host to device: `threads` threads stage `host` into
-// the ring's slots with non-temporal stores (each piece split in `threads` units, taken in
-// order), a slot handed out only once its previous DMA is done, and each piece's DMA enqueued (on
-// `caller`, or alternately on `second`) as soon as all of its units are staged. Device to host:
+// the ring's slots with non-temporal stores or memcpy (each piece split in `units` units, taken
+// in order), a slot handed out only once its previous DMA is done, and each piece's DMA enqueued
+// (on `caller`, or alternately on `second`) as soon as all of its units are staged. Device to host:
 // DMAs into every slot whose previous piece is drained, and each piece handed to the threads,
-// which drain it into `host` with non-temporal stores, as soon as its DMA has landed.
+// which drain it into `host` the same way, as soon as its DMA has landed.
 double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chunk, int slots,
                    std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t caller,
-                   cudaStream_t second, cudaEvent_t fork, cudaEvent_t join, int threads) {
+                   cudaStream_t second, cudaEvent_t fork, cudaEvent_t join, int threads,
+                   int units_per_piece, bool nt) {
   const std::size_t pieces = (bytes + chunk - 1) / chunk;
   const std::size_t nslots = static_cast<std::size_t>(slots);
-  const std::size_t units = static_cast<std::size_t>(std::max(threads, 1));
+  const std::size_t units =
+      static_cast<std::size_t>(units_per_piece > 0 ? units_per_piece : std::max(threads, 1));
   auto length = [&](std::size_t p) { return std::min(chunk, bytes - p * chunk); };
   auto slot_of = [&](std::size_t p) { return ring.data + (p % nslots) * chunk; };
   std::unique_ptr<std::atomic<std::size_t>[]> done(new std::atomic<std::size_t>[pieces]());
   // H2D: pieces whose slots the threads may fill; D2H: pieces landed, for the threads to drain.
   std::atomic<std::size_t> next_unit{0}, published{0};
   std::vector<std::thread> workers;
-  for (std::size_t t = 0; t < units; ++t)
+  for (int t = 0; t < std::max(threads, 1); ++t)
     workers.emplace_back([&] {
       for (;;) {
         const std::size_t u = next_unit.fetch_add(1);
@@ -298,7 +314,8 @@ double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chun
           char* in_ring = slot_of(p) + begin;
           char* user = host + p * chunk + begin;
           const std::size_t m = std::min(share, n - begin);
-          h2d ? cmt::copy_streaming(in_ring, user, m) : cmt::copy_streaming(user, in_ring, m);
+          auto copy = nt ? cmt::copy_streaming : cmt::copy_memcpy;
+          h2d ? copy(in_ring, user, m) : copy(user, in_ring, m);
         }
         done[p].fetch_add(1, std::memory_order_release);
       }
@@ -404,8 +421,11 @@ int main(int argc, char** argv) {
   std::time_t now = std::time(nullptr);
   char date[64];
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  std::printf("cmt-bench-dma  %s  GPU: %s  %s x %d slots, %d reps, busy: %d CPU threads\n", date,
-              prop.name, size_text(opt.chunk).c_str(), opt.slots, opt.reps, opt.cpu_threads);
+  std::printf(
+      "cmt-bench-dma  %s  GPU: %s  %s x %d slots, %d reps, busy: %d CPU threads, staged: %s, %d "
+      "units per piece\n",
+      date, prop.name, size_text(opt.chunk).c_str(), opt.slots, opt.reps, opt.cpu_threads,
+      opt.staging_nt ? "nt" : "memcpy", opt.units ? opt.units : std::max(opt.cpu_threads, 1));
 
   std::vector<Result> results;
   for (std::size_t bytes : opt.sizes)
@@ -424,7 +444,8 @@ int main(int argc, char** argv) {
                      : m == "chain" ? time_chain(h2d, dev, pinned, opt.chunk, bytes, stream)
                      : staged       ? time_staged(h2d, dev, h2d ? source.data() : drained.data(),
                                                   registered, opt.chunk, opt.slots, events, bytes, stream,
-                                            two ? second : nullptr, fork, join, opt.cpu_threads)
+                                            two ? second : nullptr, fork, join, opt.cpu_threads,
+                                                  opt.units, opt.staging_nt)
                                     : time_pieces(h2d, dev,
                                             m == "alloc" ? allocated
                                                   : m == "wc"  ? combined
@@ -449,6 +470,8 @@ int main(int argc, char** argv) {
     out << "{\n \"benchmark\": \"cmt-bench-dma\",\n \"date\": \"" << date << "\",\n \"gpu\": \""
         << prop.name << "\",\n \"chunk\": " << opt.chunk << ",\n \"slots\": " << opt.slots
         << ",\n \"reps\": " << opt.reps << ",\n \"cpu_threads\": " << opt.cpu_threads
+        << ",\n \"staging\": \"" << (opt.staging_nt ? "nt" : "memcpy")
+        << "\",\n \"units_per_piece\": " << (opt.units ? opt.units : std::max(opt.cpu_threads, 1))
         << ",\n \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];

@@ -22,11 +22,16 @@
 //           H2D enqueues each piece's DMA as soon as it is staged, D2H hands each piece to the
 //           threads as soon as its DMA has landed
 //   staged2 staged, the DMAs alternating between two streams
+//   pull    pieces host to device, each moved by a kernel that reads the slot through its device
+//           mapping (the GPU's SMs pulling, many reads in flight) instead of by the copy engine
+//   pullnt  pull, under the non-temporal load of busynt
+//   pullstaged  staged host to device, each piece moved by the kernel
 // Each rep is timed from the first enqueue to the stream's completion; median [min-max] GB/s.
 //
 // usage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] [--slots 12] [--reps 7]
 //                      [--cpu-threads 8] [--modes one,chain,...] [--staging nt|memcpy]
 //                      [--units N] [--json FILE]
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -48,6 +53,15 @@
 #include "options.h"    // parse_byte_size
 
 namespace {
+
+#define CU_CHECK(x)                                                                   \
+  do {                                                                                \
+    CUresult e_ = (x);                                                                \
+    if (e_ != CUDA_SUCCESS) {                                                         \
+      std::fprintf(stderr, "cmt-bench-dma: %s failed: CUDA error %d\n", #x, (int)e_); \
+      std::exit(1);                                                                   \
+    }                                                                                 \
+  } while (0)
 
 #define CHECK(x)                                                                          \
   do {                                                                                    \
@@ -92,8 +106,9 @@ struct Options {
   // piece is split (0: one per thread; 1: each piece copied whole by one thread).
   bool staging_nt = true;
   int units = 0;
-  std::vector<std::string> modes = {"one",    "chain", "pieces", "alloc",   "wc",     "busy",
-                                    "busynt", "two",   "twont",  "busyreg", "staged", "staged2"};
+  std::vector<std::string> modes = {"one",    "chain",   "pieces", "alloc",  "wc",
+                                    "busy",   "busynt",  "two",    "twont",  "busyreg",
+                                    "staged", "staged2", "pull",   "pullnt", "pullstaged"};
   std::string json;
 };
 
@@ -160,6 +175,7 @@ enum class RingKind { Registered, Allocated, WriteCombined };
 
 struct Ring {
   char* data = nullptr;
+  char* device_view = nullptr;  // the ring as kernels address it
   std::size_t bytes = 0;
   RingKind kind;
   Ring(RingKind k, std::size_t n) : bytes(n), kind(k) {
@@ -167,8 +183,9 @@ struct Ring {
       void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (m == MAP_FAILED) usage("cannot map the ring");
       std::memset(m, 1, n);
-      CHECK(cudaHostRegister(m, n, cudaHostRegisterPortable));
+      CHECK(cudaHostRegister(m, n, cudaHostRegisterPortable | cudaHostRegisterMapped));
       data = static_cast<char*>(m);
+      CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&device_view), data, 0));
     } else {
       unsigned flags = kind == RingKind::WriteCombined ? cudaHostAllocWriteCombined : 0;
       CHECK(cudaHostAlloc(reinterpret_cast<void**>(&data), n, flags));
@@ -242,13 +259,92 @@ double time_chain(bool h2d, char* dev, char* host, std::size_t chunk, std::size_
   return seconds_since(t0);
 }
 
+// dst[i] = src[i] for i < n16, 16 bytes per thread and step, grid-stride: the GPU reads host
+// memory with its SMs, which keep far more reads in flight than a copy engine. PTX, compiled by
+// the driver at start-up.
+const char kPullPtx[] = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry cmt_pull(.param .u64 dst, .param .u64 src, .param .u64 n16)
+{
+  .reg .pred p;
+  .reg .b32 r<6>;
+  .reg .b32 x<4>;
+  .reg .b64 rd<9>;
+  ld.param.u64 rd1, [dst];
+  ld.param.u64 rd2, [src];
+  ld.param.u64 rd3, [n16];
+  cvta.to.global.u64 rd1, rd1;
+  cvta.to.global.u64 rd2, rd2;
+  mov.u32 r1, %ctaid.x;
+  mov.u32 r2, %ntid.x;
+  mov.u32 r3, %tid.x;
+  mad.lo.u32 r4, r1, r2, r3;
+  cvt.u64.u32 rd4, r4;
+  mov.u32 r5, %nctaid.x;
+  mul.lo.u32 r5, r5, r2;
+  cvt.u64.u32 rd5, r5;
+LOOP:
+  setp.ge.u64 p, rd4, rd3;
+  @p bra DONE;
+  shl.b64 rd6, rd4, 4;
+  add.s64 rd7, rd2, rd6;
+  ld.global.v4.u32 {x0, x1, x2, x3}, [rd7];
+  add.s64 rd8, rd1, rd6;
+  st.global.v4.u32 [rd8], {x0, x1, x2, x3};
+  add.s64 rd4, rd4, rd5;
+  bra LOOP;
+DONE:
+  ret;
+}
+)";
+
+// The driver functions the kernel needs, found through the runtime so that this program does
+// not link libcuda itself; set in main.
+CUfunction g_pull = nullptr;
+decltype(&cuLaunchKernel) g_launch = nullptr;
+
+template <typename Fn>
+Fn driver_entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found));
+  if (!fn || found != cudaDriverEntryPointSuccess) {
+    std::fprintf(stderr, "cmt-bench-dma: the driver has no %s\n", name);
+    std::exit(1);
+  }
+  return reinterpret_cast<Fn>(fn);
+}
+
+// One piece between the device and a ring slot: a DMA, or for `pull` (host to device only) the
+// kernel above reading the slot through its device mapping, on the same stream.
+void move_piece(bool h2d, bool pull, char* dev, Ring& ring, char* slot, std::size_t n,
+                cudaStream_t s) {
+  if (pull && h2d) {
+    std::size_t n16 = n / 16;
+    if (n16) {
+      CUdeviceptr dst = reinterpret_cast<CUdeviceptr>(dev);
+      CUdeviceptr src = reinterpret_cast<CUdeviceptr>(ring.device_view + (slot - ring.data));
+      void* args[] = {&dst, &src, &n16};
+      const unsigned blocks = static_cast<unsigned>(std::clamp<std::size_t>(n16 / 256, 1, 1024));
+      CU_CHECK(g_launch(g_pull, blocks, 1, 1, 256, 1, 1, 0, s, args, nullptr));
+    }
+    if (n % 16)
+      CHECK(cudaMemcpyAsync(dev + n16 * 16, slot + n16 * 16, n % 16, cudaMemcpyHostToDevice, s));
+    return;
+  }
+  CHECK(h2d ? cudaMemcpyAsync(dev, slot, n, cudaMemcpyHostToDevice, s)
+            : cudaMemcpyAsync(slot, dev, n, cudaMemcpyDeviceToHost, s));
+}
+
 // The engine's DMA pattern: chunk-sized DMAs through the ring's slots, an event after each, a
 // slot reused only once its previous DMA has completed (polled, as the engine polls). With a
 // second stream, pieces alternate between the two; both wait for the caller's stream first, and
 // the caller's stream waits for both at the end, so ordering is as with one.
 double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots,
                    std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t caller,
-                   cudaStream_t second, cudaEvent_t fork, cudaEvent_t join) {
+                   cudaStream_t second, cudaEvent_t fork, cudaEvent_t join, bool pull) {
   std::vector<bool> pending(static_cast<std::size_t>(slots), false);
   auto t0 = std::chrono::steady_clock::now();
   if (second) {
@@ -267,8 +363,7 @@ double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots
     const std::size_t n = std::min(chunk, bytes - off);
     char* staging = ring.data + slot * chunk;
     cudaStream_t s = second && i % 2 ? second : caller;
-    CHECK(h2d ? cudaMemcpyAsync(dev + off, staging, n, cudaMemcpyHostToDevice, s)
-              : cudaMemcpyAsync(staging, dev + off, n, cudaMemcpyDeviceToHost, s));
+    move_piece(h2d, pull, dev + off, ring, staging, n, s);
     CHECK(cudaEventRecord(events[slot], s));
     pending[slot] = true;
   }
@@ -289,7 +384,7 @@ double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots
 double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chunk, int slots,
                    std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t caller,
                    cudaStream_t second, cudaEvent_t fork, cudaEvent_t join, int threads,
-                   int units_per_piece, bool nt) {
+                   int units_per_piece, bool nt, bool pull) {
   const std::size_t pieces = (bytes + chunk - 1) / chunk;
   const std::size_t nslots = static_cast<std::size_t>(slots);
   const std::size_t units =
@@ -330,8 +425,7 @@ double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chun
   std::size_t issued = 0, pub = 0;
   auto enqueue = [&](std::size_t p) {
     cudaStream_t s = second && p % 2 ? second : caller;
-    CHECK(h2d ? cudaMemcpyAsync(dev + p * chunk, slot_of(p), length(p), cudaMemcpyHostToDevice, s)
-              : cudaMemcpyAsync(slot_of(p), dev + p * chunk, length(p), cudaMemcpyDeviceToHost, s));
+    move_piece(h2d, pull, dev + p * chunk, ring, slot_of(p), length(p), s);
     CHECK(cudaEventRecord(events[p % nslots], s));
     pending[p % nslots] = true;
   };
@@ -368,6 +462,18 @@ double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chun
   return s;
 }
 
+// Exits unless dev[0, bytes) is all `expect`.
+void check_device(const char* dev, std::size_t bytes, char expect, const std::string& mode) {
+  std::vector<char> back(bytes);
+  CHECK(cudaMemcpy(back.data(), dev, bytes, cudaMemcpyDeviceToHost));
+  const auto wrong = std::find_if(back.begin(), back.end(), [&](char c) { return c != expect; });
+  if (wrong != back.end()) {
+    std::fprintf(stderr, "cmt-bench-dma: %s left wrong bytes on the device, the first at %zu\n",
+                 mode.c_str(), static_cast<std::size_t>(wrong - back.begin()));
+    std::exit(1);
+  }
+}
+
 struct Result {
   std::size_t bytes;
   const char* dir;
@@ -398,6 +504,12 @@ int main(int argc, char** argv) {
   CHECK(cudaSetDevice(0));
   cudaDeviceProp prop{};
   CHECK(cudaGetDeviceProperties(&prop, 0));
+  CHECK(cudaFree(nullptr));  // makes the device's primary context current, for the driver calls
+  CUmodule pull_module;
+  CU_CHECK(driver_entry<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&pull_module, kPullPtx));
+  CU_CHECK(driver_entry<decltype(&cuModuleGetFunction)>("cuModuleGetFunction")(&g_pull, pull_module,
+                                                                               "cmt_pull"));
+  g_launch = driver_entry<decltype(&cuLaunchKernel)>("cuLaunchKernel");
   const std::size_t max_bytes = *std::max_element(opt.sizes.begin(), opt.sizes.end());
   const std::size_t ring_bytes = opt.chunk * static_cast<std::size_t>(opt.slots);
   char* dev = nullptr;
@@ -431,28 +543,38 @@ int main(int argc, char** argv) {
   for (std::size_t bytes : opt.sizes)
     for (bool h2d : {true, false})
       for (const std::string& m : opt.modes) {
-        if (m == "wc" && !h2d) continue;  // the CPU reads write-combined memory very slowly
-        const bool staged = m == "staged" || m == "staged2";
+        const bool pull = m == "pull" || m == "pullnt" || m == "pullstaged";
+        // The CPU reads write-combined memory very slowly; the kernel only pulls.
+        if ((m == "wc" || pull) && !h2d) continue;
+        const bool staged = m == "staged" || m == "staged2" || m == "pullstaged";
         Result r{bytes, h2d ? "h2d" : "d2h", m.c_str(), {}};
         std::unique_ptr<BusyCpus> busy;
-        if (m == "busy" || m == "busynt" || m == "twont" || m == "busyreg")
+        if (m == "busy" || m == "busynt" || m == "twont" || m == "busyreg" || m == "pullnt")
           busy =
               std::make_unique<BusyCpus>(opt.cpu_threads, 64u << 20, m != "busy", m == "busyreg");
         const bool two = m == "two" || m == "twont" || m == "staged2";
+        // The kernel must move every byte for its time to mean anything: the warm-up rep starts
+        // from a cleared device buffer and is checked against what the ring held (the staged
+        // mode's source, else the ring's fill).
+        if (pull) {
+          CHECK(cudaMemset(dev, 0, bytes));
+          if (!staged) std::memset(registered.data, 1, registered.bytes);  // other modes wrote it
+        }
         for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
           double s = m == "one"     ? time_one(h2d, dev, pinned, bytes, stream)
                      : m == "chain" ? time_chain(h2d, dev, pinned, opt.chunk, bytes, stream)
                      : staged       ? time_staged(h2d, dev, h2d ? source.data() : drained.data(),
                                                   registered, opt.chunk, opt.slots, events, bytes, stream,
                                             two ? second : nullptr, fork, join, opt.cpu_threads,
-                                                  opt.units, opt.staging_nt)
+                                                  opt.units, opt.staging_nt, pull)
                                     : time_pieces(h2d, dev,
                                             m == "alloc" ? allocated
                                                   : m == "wc"  ? combined
                                                                : registered,
                                                   opt.chunk, opt.slots, events, bytes, stream,
-                                            two ? second : nullptr, fork, join);
+                                            two ? second : nullptr, fork, join, pull);
           if (rep >= 0) r.gbps.push_back(static_cast<double>(bytes) / s / 1e9);
+          if (pull && rep == -1) check_device(dev, bytes, staged ? 3 : 1, m);
         }
         results.push_back(r);
       }

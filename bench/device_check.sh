@@ -4,7 +4,8 @@
 #   tests      the GPU tests (ctest), about 4 minutes
 #   sweep      `cmt bench copy` 4 KiB..4 GiB with built-in defaults, plus the page-fault cases
 #   workloads  bench/workloads/run_all.py in two rounds, then DCP again with CMT_LANES=2
-#   dma        cmt-bench-dma: the engine's DMA pattern without the CPU side (NOTES.md 15)
+#   dma        cmt-bench-dma: the engine's DMA pattern without the engine, every mode, then the
+#              staged pipeline three other ways (NOTES.md 15-23), about 2 minutes
 # usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
 set -u
 build=$1
@@ -33,9 +34,19 @@ for stage in "$@"; do
         --only dcp_save > "$out/dcp-lanes2.txt" 2>&1
       tail -3 "$out/dcp-lanes2.txt" ;;
     dma)
-      timeout 120 "$build/cmt-bench-dma" --sizes 16M,64M,256M,1G --json "$out/dma.json" \
-        > "$out/dma.txt" 2>&1
-      cat "$out/dma.txt" ;;
+      timeout 150 "$build/cmt-bench-dma" --sizes 16M,64M,256M,1G --cpu-threads 9 \
+        --json "$out/dma.json" > "$out/dma.txt" 2>&1
+      cat "$out/dma.txt"
+      # The staged pipeline other ways (NOTES.md 23): whole pieces per thread with memcpy; the
+      # ring flushed from the caches after each unit, with either store.
+      for way in "memcpy --units 1" "memcpy --flush-ring" "nt --flush-ring"; do
+        name=$(echo "$way" | tr -d ' -')
+        # shellcheck disable=SC2086 # $way is several arguments
+        timeout 100 "$build/cmt-bench-dma" --sizes 16M,64M,1G --cpu-threads 9 --reps 5 \
+          --modes one,staged,pullstaged --staging $way --json "$out/dma-$name.json" \
+          > "$out/dma-$name.txt" 2>&1
+        cat "$out/dma-$name.txt"
+      done ;;
     *)
       echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads or dma)" >&2
       exit 2 ;;

@@ -18,7 +18,8 @@
 //   busyreg busynt, with each thread's destination registered with CUDA (as the ring is)
 //   staged  the engine's pipeline without the engine: --cpu-threads threads copy between a
 //           pageable buffer and the ring's slots with non-temporal stores (--staging memcpy:
-//           memcpy), each piece split across them (--units N: in N units, 1 = whole pieces);
+//           memcpy), each piece split across them (--units N: in N units, 1 = whole pieces;
+//           --flush-ring: each unit's ring lines flushed from the CPU's caches once copied);
 //           H2D enqueues each piece's DMA as soon as it is staged, D2H hands each piece to the
 //           threads as soon as its DMA has landed
 //   staged2 staged, the DMAs alternating between two streams
@@ -30,7 +31,7 @@
 //
 // usage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] [--slots 12] [--reps 7]
 //                      [--cpu-threads 8] [--modes one,chain,...] [--staging nt|memcpy]
-//                      [--units N] [--json FILE]
+//                      [--units N] [--flush-ring] [--json FILE]
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
@@ -48,6 +49,10 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "host_copy.h"  // copy_streaming
 #include "options.h"    // parse_byte_size
@@ -77,7 +82,7 @@ namespace {
       stderr,
       "cmt-bench-dma: %s\nusage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] "
       "[--slots 12] [--reps 7] [--cpu-threads 8] [--modes one,chain,...] [--staging nt|memcpy] "
-      "[--units N] [--json FILE]\n",
+      "[--units N] [--flush-ring] [--json FILE]\n",
       why.c_str());
   std::exit(2);
 }
@@ -106,6 +111,7 @@ struct Options {
   // piece is split (0: one per thread; 1: each piece copied whole by one thread).
   bool staging_nt = true;
   int units = 0;
+  bool flush_ring = false;
   std::vector<std::string> modes = {"one",    "chain",   "pieces", "alloc",  "wc",
                                     "busy",   "busynt",  "two",    "twont",  "busyreg",
                                     "staged", "staged2", "pull",   "pullnt", "pullstaged"};
@@ -152,6 +158,12 @@ Options parse(int argc, char** argv) {
       const std::string v = value();
       if (v != "nt" && v != "memcpy") usage("bad --staging '" + v + "' (expected nt or memcpy)");
       o.staging_nt = v == "nt";
+    } else if (a == "--flush-ring") {
+#if defined(__x86_64__)
+      o.flush_ring = true;
+#else
+      usage("--flush-ring needs an x86-64 CPU (CLFLUSHOPT)");
+#endif
     } else if (a == "--units") {
       o.units = count_arg(value(), "--units", 0);
     } else if (a == "--modes") {
@@ -375,6 +387,20 @@ double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots
   return seconds_since(t0);
 }
 
+// Writes back and drops [p, p + n) from every CPU cache, so the next DMA touching those lines
+// needs no snoop of a core's cache (--flush-ring).
+#if defined(__x86_64__)
+__attribute__((target("clflushopt"))) void flush_lines(const char* p, std::size_t n) {
+  const auto end = reinterpret_cast<std::uintptr_t>(p) + n;
+  for (auto line = reinterpret_cast<std::uintptr_t>(p) & ~std::uintptr_t{63}; line < end;
+       line += 64)
+    _mm_clflushopt(reinterpret_cast<void*>(line));
+  _mm_sfence();
+}
+#else
+void flush_lines(const char*, std::size_t) {}
+#endif
+
 // The engine's pipeline without the engine. Host to device: `threads` threads stage `host` into
 // the ring's slots with non-temporal stores or memcpy (each piece split in `units` units, taken
 // in order), a slot handed out only once its previous DMA is done, and each piece's DMA enqueued
@@ -384,7 +410,7 @@ double time_pieces(bool h2d, char* dev, Ring& ring, std::size_t chunk, int slots
 double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chunk, int slots,
                    std::vector<cudaEvent_t>& events, std::size_t bytes, cudaStream_t caller,
                    cudaStream_t second, cudaEvent_t fork, cudaEvent_t join, int threads,
-                   int units_per_piece, bool nt, bool pull) {
+                   int units_per_piece, bool nt, bool pull, bool flush_ring) {
   const std::size_t pieces = (bytes + chunk - 1) / chunk;
   const std::size_t nslots = static_cast<std::size_t>(slots);
   const std::size_t units =
@@ -411,6 +437,7 @@ double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chun
           const std::size_t m = std::min(share, n - begin);
           auto copy = nt ? cmt::copy_streaming : cmt::copy_memcpy;
           h2d ? copy(in_ring, user, m) : copy(user, in_ring, m);
+          if (flush_ring) flush_lines(in_ring, m);
         }
         done[p].fetch_add(1, std::memory_order_release);
       }
@@ -535,9 +562,10 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::printf(
       "cmt-bench-dma  %s  GPU: %s  %s x %d slots, %d reps, busy: %d CPU threads, staged: %s, %d "
-      "units per piece\n",
+      "units per piece%s\n",
       date, prop.name, size_text(opt.chunk).c_str(), opt.slots, opt.reps, opt.cpu_threads,
-      opt.staging_nt ? "nt" : "memcpy", opt.units ? opt.units : std::max(opt.cpu_threads, 1));
+      opt.staging_nt ? "nt" : "memcpy", opt.units ? opt.units : std::max(opt.cpu_threads, 1),
+      opt.flush_ring ? ", ring flushed" : "");
 
   std::vector<Result> results;
   for (std::size_t bytes : opt.sizes)
@@ -566,7 +594,7 @@ int main(int argc, char** argv) {
                      : staged       ? time_staged(h2d, dev, h2d ? source.data() : drained.data(),
                                                   registered, opt.chunk, opt.slots, events, bytes, stream,
                                             two ? second : nullptr, fork, join, opt.cpu_threads,
-                                                  opt.units, opt.staging_nt, pull)
+                                                  opt.units, opt.staging_nt, pull, opt.flush_ring)
                                     : time_pieces(h2d, dev,
                                             m == "alloc" ? allocated
                                                   : m == "wc"  ? combined
@@ -594,7 +622,7 @@ int main(int argc, char** argv) {
         << ",\n \"reps\": " << opt.reps << ",\n \"cpu_threads\": " << opt.cpu_threads
         << ",\n \"staging\": \"" << (opt.staging_nt ? "nt" : "memcpy")
         << "\",\n \"units_per_piece\": " << (opt.units ? opt.units : std::max(opt.cpu_threads, 1))
-        << ",\n \"results\": [";
+        << ",\n \"flush_ring\": " << (opt.flush_ring ? "true" : "false") << ",\n \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       out << (i ? "," : "") << "\n  {\"bytes\": " << r.bytes << ", \"direction\": \"" << r.dir

@@ -38,14 +38,15 @@ assert all(("h2d", m) in modes and ("d2h", m) not in modes for m in host_only), 
 assert all(x["median_gbps"] > 0 for x in r), r
 print("ok: cmt-bench-dma ran", len(r), "measurements")
 PY
-# The staged pipeline with memcpy and whole pieces per thread (more threads than units).
+# The staged pipeline with memcpy, whole pieces per thread (more threads than units), the ring
+# flushed from the caches after each unit, and the kernel pulling.
 "$(dirname "$cmt")/cmt-bench-dma" --sizes 6M --chunk 1M --slots 3 --reps 1 --cpu-threads 3 \
-  --modes staged,staged2 --staging memcpy --units 1 --json "$tmp/s.json" ||
+  --modes staged,staged2,pullstaged --staging memcpy --units 1 --flush-ring --json "$tmp/s.json" ||
   { echo "FAIL: cmt-bench-dma staged with memcpy"; exit 1; }
 python3 - "$tmp/s.json" <<'PY' || exit 1
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["staging"] == "memcpy" and d["units_per_piece"] == 1, d
-assert len(d["results"]) == 4 and all(x["median_gbps"] > 0 for x in d["results"]), d
-print("ok: staged modes with memcpy, whole pieces")
+assert d["staging"] == "memcpy" and d["units_per_piece"] == 1 and d["flush_ring"] is True, d
+assert len(d["results"]) == 5 and all(x["median_gbps"] > 0 for x in d["results"]), d
+print("ok: staged modes with memcpy, whole pieces, flushed ring")
 PY

@@ -151,15 +151,18 @@ std::vector<OptionSpec> build_table() {
                             "How device-to-host copies write the user's buffer: auto, memcpy, or "
                             "streaming (non-temporal stores).",
                             &Config::d2h_method));
-  t.push_back({"log", "CMT_LOG", "warn", "Log level: off, error, warn, info, debug.",
-               [](Config& c, std::string_view v) -> std::string {
-                 std::string s = lower(v);
-                 if (s != "off" && s != "error" && s != "warn" && s != "info" && s != "debug")
-                   return "one of off, error, warn, info, debug";
-                 c.log_level = s;
-                 return {};
-               },
-               [](const Config& c) { return c.log_level; }});
+  t.push_back(
+      {"log", "CMT_LOG", "warn",
+       "Log level: off, error, warn, info, debug (traces every copy, and makes host-to-device "
+       "copies wait for their DMAs to log when they completed).",
+       [](Config& c, std::string_view v) -> std::string {
+         std::string s = lower(v);
+         if (s != "off" && s != "error" && s != "warn" && s != "info" && s != "debug")
+           return "one of off, error, warn, info, debug";
+         c.log_level = s;
+         return {};
+       },
+       [](const Config& c) { return c.log_level; }});
   t.push_back({"stats_file", "CMT_STATS", "",
                "Write a JSON summary of taken and forwarded copies to this file at exit.",
                [](Config& c, std::string_view v) -> std::string {

@@ -588,19 +588,21 @@ int main(int argc, char** argv) {
           CHECK(cudaMemset(dev, 0, bytes));
           if (!staged) std::memset(registered.data, 1, registered.bytes);  // other modes wrote it
         }
+        cudaStream_t other = two ? second : nullptr;
+        Ring& ring = m == "alloc" ? allocated : m == "wc" ? combined : registered;
         for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
-          double s = m == "one"     ? time_one(h2d, dev, pinned, bytes, stream)
-                     : m == "chain" ? time_chain(h2d, dev, pinned, opt.chunk, bytes, stream)
-                     : staged       ? time_staged(h2d, dev, h2d ? source.data() : drained.data(),
-                                                  registered, opt.chunk, opt.slots, events, bytes, stream,
-                                            two ? second : nullptr, fork, join, opt.cpu_threads,
-                                                  opt.units, opt.staging_nt, pull, opt.flush_ring)
-                                    : time_pieces(h2d, dev,
-                                            m == "alloc" ? allocated
-                                                  : m == "wc"  ? combined
-                                                               : registered,
-                                                  opt.chunk, opt.slots, events, bytes, stream,
-                                            two ? second : nullptr, fork, join, pull);
+          double s;
+          if (m == "one")
+            s = time_one(h2d, dev, pinned, bytes, stream);
+          else if (m == "chain")
+            s = time_chain(h2d, dev, pinned, opt.chunk, bytes, stream);
+          else if (staged)
+            s = time_staged(h2d, dev, h2d ? source.data() : drained.data(), registered, opt.chunk,
+                            opt.slots, events, bytes, stream, other, fork, join, opt.cpu_threads,
+                            opt.units, opt.staging_nt, pull, opt.flush_ring);
+          else
+            s = time_pieces(h2d, dev, ring, opt.chunk, opt.slots, events, bytes, stream, other,
+                            fork, join, pull);
           if (rep >= 0) r.gbps.push_back(static_cast<double>(bytes) / s / 1e9);
           if (pull && rep == -1) check_device(dev, bytes, staged ? 3 : 1, m);
         }

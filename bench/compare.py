@@ -31,10 +31,10 @@ def parse_variant(text):
     return name, env
 
 
-def run_once(bench, sizes, reps, env):
+def run_once(bench, sizes, reps, cases, env):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        proc = subprocess.run([bench, "--sizes", sizes, "--reps", str(reps), "--json", out],
+        proc = subprocess.run([bench, "--sizes", sizes, "--reps", str(reps), "--cases", cases, "--json", out],
                               env=dict(os.environ, **env), capture_output=True, text=True)
         if proc.returncode != 0:
             sys.exit(f"compare.py: {bench} failed ({proc.returncode}) with {env}:\n{proc.stderr}")
@@ -49,6 +49,9 @@ def main():
     ap.add_argument("--sizes", default="16M,64M,1G")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--cases", default="plain", help="cmt-bench-copy's --cases (plain, fresh, mmap)")
+    ap.add_argument("--versus", choices=["pinned", "default"], default="pinned",
+                    help="the ratio shown: cmt over pinned memory, or over CUDA's own pageable path")
     ap.add_argument("--json", help="write every run's results and the summary here")
     args = ap.parse_args()
     variants = [parse_variant(v) for v in args.variants]
@@ -57,28 +60,31 @@ def main():
     for r in range(args.rounds):
         for i in range(len(variants)):
             name, env = variants[(i + r) % len(variants)]
-            doc = run_once(args.bench, args.sizes, args.reps, env)
+            doc = run_once(args.bench, args.sizes, args.reps, args.cases, env)
             if doc.get("wrong_copies"):
                 sys.exit(f"compare.py: variant {name} copied wrong bytes")
             runs[name].append(doc)
 
     summary = []
-    print(f"{'size':>6} {'dir':>4}  " + "  ".join(f"{name:>22}" for name, _ in variants))
+    ratio = f"cmt_over_{args.versus}"
+    print(f"{'size':>6} {'dir':>10}  " + "  ".join(f"{name:>22}" for name, _ in variants))
     first = runs[variants[0][0]][0]["results"]
     for k, row in enumerate(first):
         cells = []
         for name, _ in variants:
-            ratios = [d["results"][k]["cmt_over_pinned"] for d in runs[name]]
+            ratios = [d["results"][k][ratio] for d in runs[name]]
             gbps = [d["results"][k]["cmt"]["median_gbps"] for d in runs[name]]
             med = statistics.median(ratios)
-            summary.append({"variant": name, "bytes": row["bytes"], "direction": row["direction"],
-                            "cmt_over_pinned": med, "min": min(ratios), "max": max(ratios),
+            summary.append({"variant": name, "case": row.get("case", "plain"), "bytes": row["bytes"],
+                            "direction": row["direction"], ratio: med, "min": min(ratios), "max": max(ratios),
                             "cmt_gbps": statistics.median(gbps)})
             cells.append(f"{med:5.2f} ({min(ratios):.2f}-{max(ratios):.2f}) {statistics.median(gbps):5.1f}")
         size = row["bytes"]
         label = f"{size >> 30}G" if size >= 1 << 30 else f"{size >> 20}M" if size >= 1 << 20 else f"{size >> 10}K"
-        print(f"{label:>6} {row['direction']:>4}  " + "  ".join(f"{c:>22}" for c in cells))
-    print("cells: cmt/pinned median over rounds (range), then cmt GB/s")
+        case = row.get("case", "plain")
+        direction = row["direction"] + ("" if case == "plain" else f" {case}")
+        print(f"{label:>6} {direction:>10}  " + "  ".join(f"{c:>22}" for c in cells))
+    print(f"cells: cmt/{args.versus} median over rounds (range), then cmt GB/s")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"benchmark": "compare.py", "command": " ".join(sys.argv), "machine": runs[variants[0][0]][0]["machine"], "variants": dict(variants),

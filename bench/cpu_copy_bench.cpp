@@ -1,6 +1,7 @@
 // cmt-bench-cpu: the CPU's side of a staged copy alone, against thread count: user buffer -> a
 // small staging ring (H2D), ring -> user buffer (D2H) with plain and streaming stores, and ring ->
-// freshly mapped memory (D2H into a new tensor). No GPU needed. Usage:
+// freshly mapped memory (D2H into a new tensor: as it faults, after MADV_HUGEPAGE, after
+// MADV_POPULATE_WRITE). No GPU needed. Usage:
 //   cmt-bench-cpu [--bytes 1G] [--ring 32M] [--threads 1,2,4,8] [--reps 3]
 #include <cstdio>
 #include <cstdlib>
@@ -50,7 +51,10 @@ int main(int argc, char** argv) {
       {"stage_in_memcpy", cmt::ScalingCase::StageIn, cmt::CopyMethod::Memcpy},
       {"drain_out_memcpy", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Memcpy},
       {"drain_out_streaming", cmt::ScalingCase::DrainOut, cmt::CopyMethod::Streaming},
-      {"drain_fresh_streaming", cmt::ScalingCase::DrainOutFresh, cmt::CopyMethod::Streaming}};
+      {"drain_fresh_streaming", cmt::ScalingCase::DrainOutFresh, cmt::CopyMethod::Streaming},
+      {"drain_fresh_huge", cmt::ScalingCase::DrainOutFreshHuge, cmt::CopyMethod::Streaming},
+      {"drain_fresh_populate", cmt::ScalingCase::DrainOutFreshPopulate,
+       cmt::CopyMethod::Streaming}};
   std::printf("%-24s", "threads");
   for (unsigned t : threads) std::printf("%7u", t);
   std::printf("   (GB/s, %zu MiB through a %zu MiB ring, median of %d)\n", bytes >> 20, ring >> 20,

@@ -1,11 +1,13 @@
 #include "copy_engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <mutex>
 #include <string>
 
+#include "fresh_pages.h"
 #include "gpu_locality.h"
 #include "host_copy.h"
 #include "log.h"
@@ -32,6 +34,11 @@ constexpr std::size_t kMinUnit = 64 << 10;
 constexpr std::size_t kRampFloor = 256 << 10;
 constexpr std::size_t kMaxRamp = 4;
 constexpr std::size_t kMinRampUnit = 16 << 10;
+
+// Device-to-host destinations from this size on are checked for fresh (never written) pages.
+// Smaller ones hold at most one whole huge page, and glibc's heap serves many of them, where
+// splitting its mapping for one block would gain little.
+constexpr std::size_t kFreshPagesFrom = 8u << 20;
 
 // How long a copy waits for a free lane (every one busy with another thread's copy) before
 // leaving it to CUDA.
@@ -303,7 +310,7 @@ class CopyTrace {
     } catch (...) {  // a trace never fails a copy
     }
   }
-  std::int64_t ready_us = -1, first_dma_us = -1, last_piece_us = -1;
+  std::int64_t ready_us = -1, first_dma_us = -1, last_piece_us = -1, populated_us = -1;
 
  private:
   void log_dma_completions(StagingRing& ring, std::size_t first, std::size_t end) {
@@ -398,6 +405,21 @@ class DrainOut final : public PieceTask {  // D2H: slot -> user buffer
   std::uint64_t base_;
   CopyMethod method_;
   CopyTrace& trace_;
+};
+
+class PopulateFresh final : public PieceTask {  // D2H, first: fault a fresh destination in
+ public:
+  explicit PopulateFresh(const FreshBlocks& blocks) : blocks_(blocks) {}
+  void run_piece(std::size_t i) override {
+    // One refusal (an old kernel) means all would be refused: stop asking.
+    if (!refused_.load(std::memory_order_relaxed) && !populate_block(blocks_, i))
+      refused_.store(true, std::memory_order_relaxed);
+  }
+  bool refused() const { return refused_.load(std::memory_order_relaxed); }
+
+ private:
+  FreshBlocks blocks_;
+  std::atomic<bool> refused_{false};
 };
 
 // Records the slot's event after its DMA was enqueued. If that fails, the slot's DMA state is
@@ -507,13 +529,31 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   CopyTrace trace;
   trace.mark(trace.ready_us);
 
+  // A fresh destination is populated first, block by block on every thread, while the first
+  // DMAs fill the ring; the drain starts once that is done (fresh_pages.h).
+  FreshBlocks fresh;
+  if (lane.config.fresh_pages != FreshPages::Off && req.bytes >= kFreshPagesFrom)
+    fresh = whole_blocks(req.host, req.bytes);
+  if (!looks_fresh(fresh)) fresh = {};
+  if (lane.config.fresh_pages == FreshPages::Huge) advise_huge_pages(fresh);
+  PopulateFresh populate(fresh);
   DrainOut task(static_cast<char*>(req.host), layout, ring, base, drain, trace);
-  pool.begin(&task);
+  bool populating = fresh.count > 0;
+  pool.begin(populating ? static_cast<PieceTask*>(&populate) : &task);
+  if (populating) pool.publish(fresh.count);
   std::size_t issued = 0, landed = 0;
   CUresult status = CUDA_SUCCESS;
   Backoff backoff;
   StallClock stall;
-  while (landed < layout.pieces) {
+  // Ends the populate job, so that landed pieces can be drained.
+  auto start_draining = [&] {
+    pool.end();
+    populating = false;
+    trace.mark(trace.populated_us);
+    pool.begin(&task);
+    pool.publish(landed * layout.units_per_piece);
+  };
+  while (landed < layout.pieces || populating) {
     bool progress = false;
     // DMA into every slot that is free: its previous piece drained, no DMA in flight.
     while (issued < layout.pieces && issued < landed + ring.size()) {
@@ -546,14 +586,16 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         status = r;
         goto stop;
       }
-      if (++issued == 1) pool.wake();  // the first drain comes once this DMA lands
+      // The first drain comes once this DMA lands (populating: there is work already).
+      if (++issued == 1 && !populating) pool.wake();
       progress = true;
     }
     // Hand workers each piece whose DMA has landed, in order.
     if (landed < issued) {
       CUresult r = ring.poll_idle(ring.slot(landed));
       if (r == CUDA_SUCCESS) {
-        pool.publish(++landed * layout.units_per_piece);
+        ++landed;
+        if (!populating) pool.publish(landed * layout.units_per_piece);
         if (landed == layout.pieces) trace.mark(trace.last_piece_us);
         progress = true;
       } else if (r != CUDA_ERROR_NOT_READY) {
@@ -562,14 +604,23 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         goto stop;
       }
     }
+    if (populating && pool.finished() == fresh.count) {
+      start_draining();
+      progress = true;
+    }
     if (progress || pool.help())  // nothing to issue: copy a unit instead of spinning
       backoff.reset();
     else
       backoff.pause();
   }
 stop:
-  pool.end();  // every landed piece is in the user's buffer when this returns
+  if (populating) start_draining();  // stopped early: the landed pieces still go to the user
+  pool.end();                        // every landed piece is in the user's buffer when this returns
   trace.report("D2H", layout);
+  if (fresh.count)
+    CMT_LOG(debug, "D2H into a fresh destination: {} blocks of 2 MiB {} ({}), populated at {} us",
+            fresh.count, populate.refused() ? "left to fault" : "populated",
+            fresh_pages_name(lane.config.fresh_pages), trace.populated_us);
   return {layout.piece_offset(landed), status};
 }
 

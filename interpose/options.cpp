@@ -151,6 +151,24 @@ std::vector<OptionSpec> build_table() {
                             "How device-to-host copies write the user's buffer: auto, memcpy, or "
                             "streaming (non-temporal stores).",
                             &Config::d2h_method));
+  t.push_back({"fresh_pages", "CMT_FRESH_PAGES", "huge",
+               "Device-to-host copies of 8 MiB or more into memory never written yet (a new "
+               "tensor's .cpu()): huge (ask for transparent huge pages there, then fault the "
+               "pages in on all copy threads before draining), populate (fault them in, 4 KiB "
+               "pages), or off (let the drain fault them one by one).",
+               [](Config& c, std::string_view v) -> std::string {
+                 std::string s = lower(v);
+                 if (s == "huge")
+                   c.fresh_pages = FreshPages::Huge;
+                 else if (s == "populate")
+                   c.fresh_pages = FreshPages::Populate;
+                 else if (s == "off")
+                   c.fresh_pages = FreshPages::Off;
+                 else
+                   return "one of huge, populate, off";
+                 return {};
+               },
+               [](const Config& c) { return std::string(fresh_pages_name(c.fresh_pages)); }});
   t.push_back(
       {"log", "CMT_LOG", "warn",
        "Log level: off, error, warn, info, debug (traces every copy, and makes host-to-device "

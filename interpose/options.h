@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fresh_pages.h"
+
 namespace cmt {
 
 enum class CopyMethod { Auto, Memcpy, Streaming };
@@ -27,6 +29,7 @@ struct Config {
       CopyMethod::Auto;  // how workers write the staging buffers (auto: by size)
   CopyMethod d2h_method =
       CopyMethod::Auto;  // how workers write the user's buffer (auto: streaming)
+  FreshPages fresh_pages = FreshPages::Huge;  // how D2H prepares never-touched destinations
   std::string log_level = "warn";
   std::string stats_file;  // JSON summary written when the process ends ("": none)
   // Where each knob that is not at its default came from: "env CMT_X" or "profile FILE".

@@ -18,8 +18,9 @@ cat > "$out/fake-bench" <<'PY'
 #!/usr/bin/env python3
 import json, os, sys
 ratio = float(os.environ.get("CMT_RAMP", "0.5"))
-rows = [{"bytes": 16 << 20, "direction": d, "cmt": {"median_gbps": 40 * ratio}, "cmt_over_pinned": ratio}
-        for d in ("h2d", "d2h")]
+case = sys.argv[sys.argv.index("--cases") + 1]
+rows = [{"case": case, "bytes": 16 << 20, "direction": d, "cmt": {"median_gbps": 40 * ratio},
+         "cmt_over_pinned": ratio, "cmt_over_default": 4 * ratio} for d in ("h2d", "d2h")]
 doc = {"machine": {"gpu": "fake"}, "wrong_copies": int(os.environ.get("CMT_WRONG", "0")), "results": rows}
 json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"))
 PY
@@ -34,7 +35,10 @@ assert got == {("on", "h2d"): 1.0, ("on", "d2h"): 1.0, ("off", "h2d"): 0.0, ("of
                ("as-is", "h2d"): 0.5, ("as-is", "d2h"): 0.5}, got
 assert all(len(runs) == 3 for runs in d["runs"].values()), d["runs"].keys()
 PY
-grep -q "16M  h2d" "$out/c.txt" || { cat "$out/c.txt"; echo "FAIL: no table from compare.py"; exit 1; }
+grep -Eq "16M +h2d " "$out/c.txt" || { cat "$out/c.txt"; echo "FAIL: no table from compare.py"; exit 1; }
+python3 "$src/bench/compare.py" "$out/fake-bench" on:CMT_RAMP=1 --rounds 1 --cases fresh \
+  --versus default > "$out/f.txt"
+grep -Eq "16M +d2h fresh +4.00" "$out/f.txt" || { cat "$out/f.txt"; echo "FAIL: --cases/--versus"; exit 1; }
 if python3 "$src/bench/compare.py" "$out/fake-bench" bad:CMT_WRONG=1 > /dev/null 2>&1; then
   echo "FAIL: compare.py accepted wrong bytes"; exit 1
 fi

@@ -2,6 +2,9 @@
 // and threads, and injected driver failures that must end in the right outcome, never a hang.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <random>
 #include <thread>
@@ -9,6 +12,7 @@
 
 #include "copy_engine.h"
 #include "fake_driver.h"
+#include "fresh_pages.h"
 #include "host_copy.h"
 #include "log.h"
 
@@ -447,6 +451,132 @@ TEST(CopyEngine, EveryStagingAndDrainMethodRoundTrips) {
       round_trip(fake, engine, (3 << 20) + 17, 5, 3, CU_STREAM_LEGACY, false, 99);
       round_trip(fake, engine, (1 << 20) + 3, 0, 1, CU_STREAM_PER_THREAD, true, 7);
     }
+}
+
+// An anonymous mapping no page of which was ever touched, unmapped on destruction.
+struct FreshMapping {
+  explicit FreshMapping(std::size_t n) : bytes(n) {
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    data = p == MAP_FAILED ? nullptr : static_cast<unsigned char*>(p);
+  }
+  ~FreshMapping() {
+    if (data) munmap(data, bytes);
+  }
+  bool resident(std::size_t off) const {
+    const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    unsigned char in_core = 0;
+    return mincore(data + off / page * page, 1, &in_core) == 0 && (in_core & 1);
+  }
+  unsigned char* data;
+  std::size_t bytes;
+};
+
+TEST(FreshPages, WholeBlocksAreTheAligned2MiBBlocksInside) {
+  auto* at = reinterpret_cast<char*>(std::uintptr_t{64} << 20);
+  FreshBlocks b = whole_blocks(at + 1, 6u << 20);  // [64M+1, 70M+1): 66M..70M
+  EXPECT_EQ(b.first, at + (2u << 20));
+  EXPECT_EQ(b.count, 2u);
+  b = whole_blocks(at, 6u << 20);
+  EXPECT_EQ(b.first, at);
+  EXPECT_EQ(b.count, 3u);
+  EXPECT_EQ(whole_blocks(at + 1, 4u << 20).count, 1u);        // 66M..68M
+  EXPECT_EQ(whole_blocks(at + 1, (4u << 20) - 2).count, 0u);  // ends just short of 68M
+  EXPECT_EQ(whole_blocks(at + 1, (2u << 20) + 5).count, 0u);
+  EXPECT_EQ(whole_blocks(at, 0).count, 0u);
+}
+
+TEST(FreshPages, SpotsNeverWrittenMemoryAndPopulatesItAsZeros) {
+  FreshMapping m(8u << 20);
+  ASSERT_NE(m.data, nullptr);
+  FreshBlocks b = whole_blocks(m.data + 100, m.bytes - 200);
+  ASSERT_GE(b.count, 2u);
+  const std::size_t first = static_cast<std::size_t>(b.first - reinterpret_cast<char*>(m.data));
+  // malloc's chunk header, in the page before the blocks, does not count.
+  m.data[first - 1] = 1;
+  EXPECT_TRUE(looks_fresh(b));
+  advise_huge_pages(b);
+  if (!populate_block(b, 1)) GTEST_SKIP() << "this kernel cannot MADV_POPULATE_WRITE (< 5.14)";
+  EXPECT_TRUE(m.resident(first + kFreshBlock));
+  EXPECT_TRUE(m.resident(first + 2 * kFreshBlock - 1));
+  for (std::size_t i = 0; i < kFreshBlock; ++i) ASSERT_EQ(m.data[first + kFreshBlock + i], 0) << i;
+  EXPECT_FALSE(populate_block(b, b.count));  // out of range: refused, nothing touched
+  EXPECT_FALSE(looks_fresh(b));              // block 1 holds the middle sample
+  // The first or the last page of the blocks written: not fresh.
+  FreshMapping other(8u << 20);
+  FreshBlocks ob = whole_blocks(other.data + 100, other.bytes - 200);
+  EXPECT_TRUE(looks_fresh(ob));
+  ob.first[0] = 1;
+  EXPECT_FALSE(looks_fresh(ob));
+  FreshMapping last(8u << 20);
+  FreshBlocks lb = whole_blocks(last.data + 100, last.bytes - 200);
+  lb.first[lb.count * kFreshBlock - 1] = 1;
+  EXPECT_FALSE(looks_fresh(lb));
+  std::vector<unsigned char> used(8u << 20, 1);
+  EXPECT_FALSE(looks_fresh(whole_blocks(used.data(), used.size())));
+  EXPECT_FALSE(looks_fresh(FreshBlocks{}));
+}
+
+// D2H into never-written memory, each way of preparing it: every byte lands, nothing around the
+// copy changes, and the debug trace says whether the destination was prepared.
+TEST(CopyEngine, FreshDestinationsAreByteExactEachWay) {
+  const std::size_t bytes = (12u << 20) + 4093, off = 777;
+  fake::FakeDriver fake(5);
+  auto src = pattern(bytes, 3);
+  CUdeviceptr dev = fake.alloc_device(bytes);
+  std::memcpy(reinterpret_cast<void*>(dev), src.data(), bytes);
+  for (FreshPages mode : {FreshPages::Off, FreshPages::Populate, FreshPages::Huge}) {
+    SCOPED_TRACE(fresh_pages_name(mode));
+    Config c = small_config(3, 1 << 20, 4);
+    c.fresh_pages = mode;
+    CopyEngine engine(fake.api(), c);
+    FreshMapping m(bytes + 2 * off);
+    ASSERT_NE(m.data, nullptr);
+    m.data[0] = 0;  // the first page is in use, as malloc's chunk header makes it
+    set_log_level("debug");
+    testing::internal::CaptureStderr();
+    CopyOutcome out =
+        engine.copy({Direction::DeviceToHost, m.data + off, dev, bytes, CU_STREAM_LEGACY, false});
+    const std::string logged = testing::internal::GetCapturedStderr();
+    set_log_level("warn");
+    ASSERT_EQ(out.status, CUDA_SUCCESS);
+    ASSERT_EQ(out.bytes_done, bytes);
+    ASSERT_EQ(0, std::memcmp(m.data + off, src.data(), bytes));
+    for (std::size_t i = 0; i < off; ++i) ASSERT_EQ(m.data[i], 0);
+    for (std::size_t i = off + bytes; i < m.bytes; ++i) ASSERT_EQ(m.data[i], 0);
+    EXPECT_EQ(logged.find("fresh destination") != std::string::npos, mode != FreshPages::Off)
+        << logged;
+    // The same destination again is no longer fresh: copied as usual.
+    testing::internal::CaptureStderr();
+    set_log_level("debug");
+    out = engine.copy({Direction::DeviceToHost, m.data + off, dev, bytes, CU_STREAM_LEGACY, false});
+    const std::string again = testing::internal::GetCapturedStderr();
+    set_log_level("warn");
+    ASSERT_EQ(out.bytes_done, bytes);
+    EXPECT_EQ(again.find("fresh destination"), std::string::npos) << again;
+  }
+}
+
+// The third DMA's event failing while the destination is still being populated (one thread, 32
+// blocks, where the fake DMAs land within microseconds): the two pieces that landed still reach
+// the user's buffer, and the outcome says so.
+TEST(CopyEngineFaults, QueryFailureWhilePopulatingDrainsWhatLanded) {
+  const std::size_t bytes = 64u << 20;
+  fake::FakeDriver fake(10);
+  Config c = small_config(1, 2 << 20, 4);
+  c.fresh_pages = FreshPages::Populate;
+  CopyEngine engine(fake.api(), c);
+  auto src = pattern(bytes, 5);
+  CUdeviceptr dev = fake.alloc_device(bytes);
+  std::memcpy(reinterpret_cast<void*>(dev), src.data(), bytes);
+  FreshMapping m(bytes);
+  ASSERT_NE(m.data, nullptr);
+  fake.faults.query_fail_record = 2;
+  CopyOutcome out =
+      engine.copy({Direction::DeviceToHost, m.data, dev, bytes, CU_STREAM_LEGACY, false});
+  EXPECT_EQ(out.status, CUDA_ERROR_LAUNCH_FAILED);
+  EXPECT_EQ(out.bytes_done, plan_copy(bytes, 2, 2 << 20).piece_offset(2));
+  EXPECT_EQ(0, std::memcmp(m.data, src.data(), out.bytes_done));
+  fake.synchronize_all();
 }
 
 }  // namespace

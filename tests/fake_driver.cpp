@@ -70,6 +70,7 @@ CUcontext const kCtx = reinterpret_cast<CUcontext>(0xC0);
 
 struct FakeEvent {
   std::atomic<long> recorded{0}, completed{0};
+  std::atomic<long> failing_gen{-1};  // queries fail while this record is the latest
 };
 
 bool lookup(const std::map<std::uintptr_t, std::size_t>& ranges, std::uintptr_t p,
@@ -182,6 +183,7 @@ CUresult event_record(CUevent e, CUstream s) {
   if (i == g_fake->faults.record_fail_at) return CUDA_ERROR_INVALID_HANDLE;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   long gen = ev->recorded.fetch_add(1) + 1;
+  if (i == g_fake->faults.query_fail_record) ev->failing_gen.store(gen);
   g_fake->stream_for(s)->enqueue([ev, gen] {
     long cur = ev->completed.load();
     while (cur < gen && !ev->completed.compare_exchange_weak(cur, gen)) {
@@ -193,6 +195,7 @@ CUresult event_query(CUevent e) {
   long i = g_fake->query_count.fetch_add(1);
   if (i == g_fake->faults.query_fail_at) return g_fake->faults.query_fail_code;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
+  if (ev->recorded.load() == ev->failing_gen.load()) return g_fake->faults.query_fail_code;
   return ev->completed.load() >= ev->recorded.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult event_destroy(CUevent e) {

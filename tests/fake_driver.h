@@ -27,7 +27,8 @@ struct Faults {
   CUresult dma_fail_code = CUDA_ERROR_ILLEGAL_ADDRESS;
   long query_fail_at = -1;  // the n-th event query (from 0) fails...
   CUresult query_fail_code = CUDA_ERROR_LAUNCH_FAILED;
-  long record_fail_at = -1;  // the n-th event record (from 0) fails
+  long record_fail_at = -1;     // the n-th event record (from 0) fails
+  long query_fail_record = -1;  // queries of the event the n-th record (from 0) made fail
   bool no_context = false;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
 };

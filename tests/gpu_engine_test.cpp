@@ -2,6 +2,7 @@
 // copies as the reference, several streams and threads. Skips where there is no GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstring>
 #include <random>
@@ -87,6 +88,43 @@ TEST_F(GpuEngine, ByteExactMatrixAgainstCuda) {
     }
   }
   cudaStreamDestroy(stream);
+}
+
+// Device to host into memory never written before (as tensor.cpu() copies into a new tensor),
+// each way of preparing it: every byte arrives and the rest of the mapping stays zero.
+TEST_F(GpuEngine, FreshDestinationsEachWay) {
+  const std::size_t sizes[] = {(8u << 20) + 3, (64u << 20) - 5, (256u << 20) + 4097};
+  unsigned seed = 100;
+  for (FreshPages mode : {FreshPages::Off, FreshPages::Populate, FreshPages::Huge}) {
+    Config c;
+    c.threshold = 0;
+    c.fresh_pages = mode;
+    CopyEngine engine(*driver_, c);
+    for (std::size_t bytes : sizes) {
+      for (std::size_t off : {std::size_t{0}, std::size_t{4095}}) {
+        SCOPED_TRACE(testing::Message()
+                     << fresh_pages_name(mode) << " bytes=" << bytes << " off=" << off);
+        auto src = pattern(bytes, seed++);
+        char* dev = nullptr;
+        ASSERT_EQ(cudaMalloc(&dev, bytes), cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(dev, src.data(), bytes, cudaMemcpyHostToDevice), cudaSuccess);
+        const std::size_t mapped = bytes + off + 8192;
+        void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        ASSERT_NE(p, MAP_FAILED);
+        auto* host = static_cast<unsigned char*>(p);
+        CopyOutcome down =
+            engine.copy({Direction::DeviceToHost, host + off, reinterpret_cast<CUdeviceptr>(dev),
+                         bytes, CU_STREAM_LEGACY, true});
+        ASSERT_EQ(down.status, CUDA_SUCCESS);
+        ASSERT_EQ(down.bytes_done, bytes);
+        ASSERT_EQ(0, std::memcmp(host + off, src.data(), bytes)) << "D2H bytes differ";
+        for (std::size_t i = 0; i < off; ++i) ASSERT_EQ(host[i], 0);
+        for (std::size_t i = off + bytes; i < mapped; ++i) ASSERT_EQ(host[i], 0);
+        munmap(p, mapped);
+        ASSERT_EQ(cudaFree(dev), cudaSuccess);
+      }
+    }
+  }
 }
 
 TEST_F(GpuEngine, ManyThreadsSeveralStreamsEveryGpu) {

@@ -29,9 +29,10 @@ TEST(Options, ParsesByteSizes) {
 }
 
 TEST(Options, EnvironmentOverridesDefaults) {
-  std::map<std::string, std::string> env = {{"CMT_THREADS", "6"},   {"CMT_CHUNK_BYTES", "1M"},
-                                            {"CMT_SLOTS", "16"},    {"CMT_THRESHOLD", "512K"},
-                                            {"CMT_DISABLE", "yes"}, {"CMT_D2H_METHOD", "memcpy"}};
+  std::map<std::string, std::string> env = {
+      {"CMT_THREADS", "6"},           {"CMT_CHUNK_BYTES", "1M"}, {"CMT_SLOTS", "16"},
+      {"CMT_THRESHOLD", "512K"},      {"CMT_DISABLE", "yes"},    {"CMT_D2H_METHOD", "memcpy"},
+      {"CMT_FRESH_PAGES", "Populate"}};
   Config c;
   std::vector<std::string> errors;
   apply_environment(c, errors, [&](const char* name) -> const char* {
@@ -45,15 +46,15 @@ TEST(Options, EnvironmentOverridesDefaults) {
   EXPECT_EQ(c.threshold, 512u << 10);
   EXPECT_TRUE(c.disable);
   EXPECT_EQ(c.d2h_method, CopyMethod::Memcpy);
+  EXPECT_EQ(c.fresh_pages, FreshPages::Populate);
   EXPECT_NE(describe(c).find("CMT_CHUNK_BYTES=1M"), std::string::npos);
+  EXPECT_NE(describe(c).find("CMT_FRESH_PAGES=populate"), std::string::npos);
 }
 
 TEST(Options, BadValuesKeepDefaultsAndSayWhy) {
-  std::map<std::string, std::string> env = {{"CMT_THREADS", "lots"},
-                                            {"CMT_CHUNK_BYTES", "12"},
-                                            {"CMT_SLOTS", "1"},
-                                            {"CMT_DISABLE", "maybe"},
-                                            {"CMT_LOG", "loud"}};
+  std::map<std::string, std::string> env = {{"CMT_THREADS", "lots"}, {"CMT_CHUNK_BYTES", "12"},
+                                            {"CMT_SLOTS", "1"},      {"CMT_DISABLE", "maybe"},
+                                            {"CMT_LOG", "loud"},     {"CMT_FRESH_PAGES", "always"}};
   Config c;
   const Config defaults;
   std::vector<std::string> errors;
@@ -61,12 +62,13 @@ TEST(Options, BadValuesKeepDefaultsAndSayWhy) {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   });
-  ASSERT_EQ(errors.size(), 5u);
+  ASSERT_EQ(errors.size(), 6u);
   EXPECT_EQ(c.threads, defaults.threads);
   EXPECT_EQ(c.chunk_bytes, defaults.chunk_bytes);
   EXPECT_EQ(c.slots, defaults.slots);
   EXPECT_FALSE(c.disable);
   EXPECT_EQ(c.log_level, "warn");
+  EXPECT_EQ(c.fresh_pages, FreshPages::Huge);
   EXPECT_NE(errors[0].find("CMT_DISABLE='maybe'"), std::string::npos) << errors[0];
   bool named_threads = false;
   for (const auto& e : errors)
@@ -74,6 +76,11 @@ TEST(Options, BadValuesKeepDefaultsAndSayWhy) {
         e.find("expected an integer from 0 to 256") != std::string::npos)
       named_threads = true;
   EXPECT_TRUE(named_threads);
+  bool named_fresh = false;
+  for (const auto& e : errors)
+    named_fresh |= e.find("CMT_FRESH_PAGES='always'") != std::string::npos &&
+                   e.find("one of huge, populate, off") != std::string::npos;
+  EXPECT_TRUE(named_fresh);
 }
 
 TEST(GpuLocality, ParsesCpuLists) {

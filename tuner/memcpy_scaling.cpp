@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 
@@ -13,6 +14,28 @@
 
 namespace cmt {
 namespace {
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE \
+  23  // Linux 5.14; older kernels answer EINVAL and the pages fault as usual
+#endif
+
+bool is_fresh(ScalingCase which) {
+  return which == ScalingCase::DrainOutFresh || which == ScalingCase::DrainOutFreshHuge ||
+         which == ScalingCase::DrainOutFreshPopulate;
+}
+
+// Prepares [base, base + n) the way the case asks before the copy writes it (timed with it).
+void prepare_fresh(ScalingCase which, char* base, std::size_t n) {
+  if (which == ScalingCase::DrainOutFreshPopulate) {
+    madvise(base, n, MADV_POPULATE_WRITE);
+  } else if (which == ScalingCase::DrainOutFreshHuge) {
+    const std::uintptr_t huge = 2u << 20;
+    std::uintptr_t first = (reinterpret_cast<std::uintptr_t>(base) + huge - 1) & ~(huge - 1);
+    std::uintptr_t last = (reinterpret_cast<std::uintptr_t>(base) + n) & ~(huge - 1);
+    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  }
+}
 
 char* map(std::size_t bytes) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -39,6 +62,7 @@ double run_once(ScalingCase which, unsigned threads, const std::vector<int>& cpu
       while (!go.load()) std::this_thread::yield();
       char* mine = ring + t * slice;
       char* base = user + t * share;
+      prepare_fresh(which, base, share);
       std::size_t slot = 0;
       for (std::size_t off = 0; off < share; off += piece) {
         std::size_t n = std::min(piece, share - off);
@@ -70,8 +94,8 @@ std::vector<ScalingPoint> measure_memcpy_scaling(ScalingCase which,
                                                  CopyMethod method, int reps) {
   std::vector<ScalingPoint> out;
   char* ring = map(ring_bytes);
-  char* user = which == ScalingCase::DrainOutFresh ? nullptr : map(user_bytes);
-  if (!ring || (which != ScalingCase::DrainOutFresh && !user)) return out;
+  char* user = is_fresh(which) ? nullptr : map(user_bytes);
+  if (!ring || (!is_fresh(which) && !user)) return out;
   std::memset(ring, 1, ring_bytes);
   if (user) std::memset(user, 2, user_bytes);
   for (unsigned t : threads) {
@@ -79,9 +103,9 @@ std::vector<ScalingPoint> measure_memcpy_scaling(ScalingCase which,
     std::vector<double> rates;
     for (int r = 0; r < std::max(1, reps); ++r) {
       char* target = user;
-      if (which == ScalingCase::DrainOutFresh && !(target = map(user_bytes))) break;
+      if (is_fresh(which) && !(target = map(user_bytes))) break;
       rates.push_back(run_once(which, t, cpus, target, user_bytes, ring, ring_bytes, method));
-      if (which == ScalingCase::DrainOutFresh) munmap(target, user_bytes);
+      if (is_fresh(which)) munmap(target, user_bytes);
     }
     if (rates.empty()) continue;
     std::sort(rates.begin(), rates.end());

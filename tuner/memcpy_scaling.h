@@ -11,9 +11,11 @@
 namespace cmt {
 
 enum class ScalingCase {
-  StageIn,        // user buffer -> ring (H2D's CPU half)
-  DrainOut,       // ring -> user buffer, already faulted in (D2H's CPU half)
-  DrainOutFresh,  // ring -> freshly mapped user buffer: every 4 KiB page faults (tensor.cpu())
+  StageIn,            // user buffer -> ring (H2D's CPU half)
+  DrainOut,           // ring -> user buffer, already faulted in (D2H's CPU half)
+  DrainOutFresh,      // ring -> freshly mapped user buffer: every 4 KiB page faults (tensor.cpu())
+  DrainOutFreshHuge,  // the same after MADV_HUGEPAGE on each thread's share: 2 MiB faults
+  DrainOutFreshPopulate,  // the same after MADV_POPULATE_WRITE of each thread's share
 };
 
 struct ScalingPoint {

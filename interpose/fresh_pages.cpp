@@ -1,0 +1,61 @@
+#include "fresh_pages.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+namespace cmt {
+namespace {
+
+bool page_resident(const char* p) {
+  const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  unsigned char in_core = 0;
+  void* start = reinterpret_cast<void*>(reinterpret_cast<std::uintptr_t>(p) & ~(page - 1));
+  // An error (ENOMEM: not mapped) counts as resident: such a destination is left alone.
+  if (mincore(start, 1, &in_core) != 0) return true;
+  return (in_core & 1) != 0;
+}
+
+}  // namespace
+
+const char* fresh_pages_name(FreshPages mode) {
+  switch (mode) {
+    case FreshPages::Off:
+      return "off";
+    case FreshPages::Populate:
+      return "populate";
+    default:
+      return "huge";
+  }
+}
+
+FreshBlocks whole_blocks(void* p, std::size_t n) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (begin + kFreshBlock - 1) & ~(kFreshBlock - 1);
+  const std::uintptr_t end = (begin + n) & ~(kFreshBlock - 1);
+  if (n == 0 || begin + n < begin || end <= first) return {};
+  return {reinterpret_cast<char*>(first), (end - first) / kFreshBlock};
+}
+
+bool looks_fresh(const FreshBlocks& blocks) {
+  if (blocks.count == 0) return false;
+  const char* end = blocks.first + blocks.count * kFreshBlock;
+  return !page_resident(blocks.first) &&
+         !page_resident(blocks.first + blocks.count / 2 * kFreshBlock) && !page_resident(end - 1);
+}
+
+void advise_huge_pages(const FreshBlocks& blocks) {
+  if (blocks.count) (void)madvise(blocks.first, blocks.count * kFreshBlock, MADV_HUGEPAGE);
+}
+
+bool populate_block(const FreshBlocks& blocks, std::size_t i) {
+  if (i >= blocks.count) return false;
+  return madvise(blocks.first + i * kFreshBlock, kFreshBlock, MADV_POPULATE_WRITE) == 0;
+}
+
+}  // namespace cmt

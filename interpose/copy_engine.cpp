@@ -621,7 +621,7 @@ stop:
     CMT_LOG(debug, "D2H into a fresh destination: {} blocks of 2 MiB {} ({}), populated at {} us",
             fresh.count, populate.refused() ? "left to fault" : "populated",
             fresh_pages_name(lane.config.fresh_pages), trace.populated_us);
-  return {layout.piece_offset(landed), status};
+  return {layout.piece_offset(landed), status, fresh.count * kFreshBlock};
 }
 
 }  // namespace cmt

@@ -34,6 +34,8 @@ struct CopyOutcome {
   // short (CUDA_SUCCESS when it did not, or when it merely declined to wait).
   std::size_t bytes_done = 0;
   CUresult status = CUDA_SUCCESS;
+  // D2H: bytes of the destination that were found never written and prepared (fresh_pages.h).
+  std::size_t fresh_bytes = 0;
 };
 
 // How one copy is cut: pieces (one staging slot and one DMA each) and units (the part of a piece

@@ -135,6 +135,7 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       return 0;
     }
     stats_->taken(d.request.direction, entry, out.bytes_done, static_cast<std::uint64_t>(ns));
+    if (out.fresh_bytes) stats_->fresh(out.fresh_bytes);
     if (out.bytes_done < bytes) {
       stats_->partial();
       CMT_WARN_ONCE("a copy stopped after {} of {} bytes (CUDA error {}); CUDA finishes it",

@@ -56,11 +56,13 @@ std::string Stats::to_json() const {
                   ns > 0 ? bytes / ns : 0.0);
     return std::string(buf);
   };
-  std::string out = "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) +
-                    "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
-                    ", \"driver\": " + std::to_string(via_driver_.load()) + "},\n  \"sizes\": {" +
-                    sizes_json() + "},\n  \"partial\": " + std::to_string(partial_.load()) +
-                    ",\n  \"forwarded\": {";
+  std::string out =
+      "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) +
+      "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
+      ", \"driver\": " + std::to_string(via_driver_.load()) + "},\n  \"sizes\": {" + sizes_json() +
+      "},\n  \"partial\": " + std::to_string(partial_.load()) +
+      ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
+      ", \"bytes\": " + std::to_string(fresh_bytes_.load()) + "},\n  \"forwarded\": {";
   bool first = true;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
     if (!first) out += ", ";
@@ -85,6 +87,13 @@ std::string Stats::summary() const {
   std::string out = "copies taken: " + direction("H2D", h2d_) + ", " + direction("D2H", d2h_);
   if (std::uint64_t n = via_driver_.load())
     out += " (" + std::to_string(n) + " through driver entry points)";
+  if (std::uint64_t n = fresh_calls_.load()) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "; D2H into fresh memory: %llu (%.2f GiB prepared)",
+                  static_cast<unsigned long long>(n),
+                  static_cast<double>(fresh_bytes_.load()) / (1u << 30));
+    out += buf;
+  }
   std::string forwards;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
     std::uint64_t n = forwarded_[i].load();

@@ -19,6 +19,11 @@ class Stats {
   void taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
   void forwarded(ForwardReason reason);
   void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
+  // A D2H copy into memory never written before, `bytes` of it prepared (fresh_pages.h).
+  void fresh(std::uint64_t bytes) {
+    fresh_calls_.fetch_add(1, std::memory_order_relaxed);
+    fresh_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
   std::string to_json() const;
   // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
   std::string summary() const;
@@ -37,6 +42,7 @@ class Stats {
   std::atomic<std::uint64_t> size_calls_[2][kBuckets] = {}, size_bytes_[2][kBuckets] = {};
   std::atomic<std::uint64_t> forwarded_[static_cast<int>(ForwardReason::Count)] = {};
   std::atomic<std::uint64_t> partial_{0};
+  std::atomic<std::uint64_t> fresh_calls_{0}, fresh_bytes_{0};
 };
 
 }  // namespace cmt

@@ -1,6 +1,7 @@
 // Classification and the interposer's decisions against the fake driver: what is taken, what is
 // forwarded and why, and that a forwarded call is left entirely to CUDA.
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
 #include <cstring>
 #include <vector>
@@ -97,6 +98,37 @@ TEST(Interposer, TakesForwardsAndCounts) {
       json.find("\"sizes\": {\"h2d\": [[2097152, 1, 3145733]], \"d2h\": [[2097152, 1, 3145733]]}"),
       std::string::npos)
       << json;
+}
+
+TEST(Interposer, CountsCopiesIntoFreshMemory) {
+  fake::FakeDriver fake;
+  Config config;
+  config.threads = 2;
+  config.threshold = kMiB;
+  Interposer interposer(&fake.api(), config);
+  const std::size_t bytes = 16 * kMiB;
+  std::vector<char> host(bytes, 'y');
+  auto* d = reinterpret_cast<void*>(fake.alloc_device(bytes));
+  ASSERT_EQ(interposer.try_copy(d, host.data(), bytes, kHostToDevice, CU_STREAM_LEGACY, true,
+                                Entry::Runtime),
+            bytes);
+  void* fresh = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(fresh, MAP_FAILED);
+  for (int round = 0; round < 2; ++round)  // the second time the memory is in use
+    ASSERT_EQ(
+        interposer.try_copy(fresh, d, bytes, kDeviceToHost, CU_STREAM_LEGACY, true, Entry::Runtime),
+        bytes);
+  EXPECT_EQ(0, std::memcmp(fresh, host.data(), bytes));
+  munmap(fresh, bytes);
+  // The mapping starts on a page, not necessarily on a 2 MiB block: 7 or 8 whole blocks.
+  std::string json = interposer.stats().to_json();
+  EXPECT_TRUE(json.find("\"fresh_destinations\": {\"calls\": 1, \"bytes\": 14680064}") !=
+                  std::string::npos ||
+              json.find("\"fresh_destinations\": {\"calls\": 1, \"bytes\": 16777216}") !=
+                  std::string::npos)
+      << json;
+  EXPECT_NE(interposer.stats().summary().find("D2H into fresh memory: 1"), std::string::npos)
+      << interposer.stats().summary();
 }
 
 TEST(Interposer, DisabledForwardsEverything) {

@@ -49,6 +49,18 @@ bool looks_fresh(const FreshBlocks& blocks) {
          !page_resident(blocks.first + blocks.count / 2 * kFreshBlock) && !page_resident(end - 1);
 }
 
+bool can_populate() {
+  static const bool supported = [] {
+    const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+    void* p = mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return false;
+    const bool ok = madvise(p, page, MADV_POPULATE_WRITE) == 0;
+    munmap(p, page);
+    return ok;
+  }();
+  return supported;
+}
+
 void advise_huge_pages(const FreshBlocks& blocks) {
   if (blocks.count) (void)madvise(blocks.first, blocks.count * kFreshBlock, MADV_HUGEPAGE);
 }

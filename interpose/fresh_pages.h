@@ -30,12 +30,17 @@ FreshBlocks whole_blocks(void* p, std::size_t n);
 // blocks are not asked: malloc keeps its chunk header in the first one.
 bool looks_fresh(const FreshBlocks& blocks);
 
+// Whether this kernel can populate pages on request (MADV_POPULATE_WRITE, Linux 5.14), probed
+// once per process on a page of its own. Without it, fresh destinations are left alone: huge-page
+// advice alone would have the drain threads race to fault (and each zero) the same huge page.
+bool can_populate();
+
 // Asks for transparent huge pages over the blocks (MADV_HUGEPAGE). Best effort: a kernel or a
 // mapping that says no leaves the blocks as they were.
 void advise_huge_pages(const FreshBlocks& blocks);
 
-// Faults block `i` in, writable, without writing it. False when the kernel cannot (before Linux
-// 5.14, or a mapping that refuses); the drain then faults the pages in as it writes them.
+// Faults block `i` in, writable, without writing it. False when the kernel or the mapping
+// refuses; the drain then faults the pages in as it writes them.
 bool populate_block(const FreshBlocks& blocks, std::size_t i);
 
 }  // namespace cmt

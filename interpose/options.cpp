@@ -55,25 +55,34 @@ OptionSpec size_option(const char* name, const char* env, const char* def, const
           [field](const Config& c) { return format_bytes(c.*field); }};
 }
 
-OptionSpec method_option(const char* name, const char* env, const char* help,
-                         CopyMethod Config::*field) {
+// A knob with a few named values; `name_of` prints one.
+template <typename E>
+OptionSpec choice_option(const char* name, const char* env, const char* def, const char* help,
+                         E Config::*field, std::vector<E> choices, const char* (*name_of)(E)) {
   return {name,
           env,
-          "auto",
+          def,
           help,
-          [field](Config& c, std::string_view v) -> std::string {
-            std::string s = lower(v);
-            if (s == "auto")
-              c.*field = CopyMethod::Auto;
-            else if (s == "memcpy")
-              c.*field = CopyMethod::Memcpy;
-            else if (s == "streaming")
-              c.*field = CopyMethod::Streaming;
-            else
-              return "one of auto, memcpy, streaming";
-            return {};
+          [field, choices, name_of](Config& c, std::string_view v) -> std::string {
+            const std::string s = lower(v);
+            std::string expected = "one of ";
+            for (E e : choices) {
+              if (s == name_of(e)) {
+                c.*field = e;
+                return {};
+              }
+              expected += std::string(e == choices.front() ? "" : ", ") + name_of(e);
+            }
+            return expected;
           },
-          [field](const Config& c) { return std::string(copy_method_name(c.*field)); }};
+          [field, name_of](const Config& c) { return std::string(name_of(c.*field)); }};
+}
+
+OptionSpec method_option(const char* name, const char* env, const char* help,
+                         CopyMethod Config::*field) {
+  return choice_option(name, env, "auto", help, field,
+                       {CopyMethod::Auto, CopyMethod::Memcpy, CopyMethod::Streaming},
+                       copy_method_name);
 }
 
 OptionSpec count_option(const char* name, const char* env, const char* def, const char* help,
@@ -151,24 +160,14 @@ std::vector<OptionSpec> build_table() {
                             "How device-to-host copies write the user's buffer: auto, memcpy, or "
                             "streaming (non-temporal stores).",
                             &Config::d2h_method));
-  t.push_back({"fresh_pages", "CMT_FRESH_PAGES", "huge",
-               "Device-to-host copies of 8 MiB or more into memory never written yet (a new "
-               "tensor's .cpu()): huge (ask for transparent huge pages there, then fault the "
-               "pages in on all copy threads before draining), populate (fault them in, 4 KiB "
-               "pages), or off (let the drain fault them one by one).",
-               [](Config& c, std::string_view v) -> std::string {
-                 std::string s = lower(v);
-                 if (s == "huge")
-                   c.fresh_pages = FreshPages::Huge;
-                 else if (s == "populate")
-                   c.fresh_pages = FreshPages::Populate;
-                 else if (s == "off")
-                   c.fresh_pages = FreshPages::Off;
-                 else
-                   return "one of huge, populate, off";
-                 return {};
-               },
-               [](const Config& c) { return std::string(fresh_pages_name(c.fresh_pages)); }});
+  t.push_back(choice_option(
+      "fresh_pages", "CMT_FRESH_PAGES", "huge",
+      "Device-to-host copies of 8 MiB or more into memory never written yet (a new tensor's "
+      ".cpu()): huge (ask for transparent huge pages there, then fault the pages in on all copy "
+      "threads before draining), populate (fault them in, 4 KiB pages), or off (let the drain "
+      "fault them one by one).",
+      &Config::fresh_pages, {FreshPages::Huge, FreshPages::Populate, FreshPages::Off},
+      fresh_pages_name));
   t.push_back(
       {"log", "CMT_LOG", "warn",
        "Log level: off, error, warn, info, debug (traces every copy, and makes host-to-device "

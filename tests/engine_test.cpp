@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <sys/mman.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -483,6 +485,15 @@ TEST(FreshPages, WholeBlocksAreTheAligned2MiBBlocksInside) {
   EXPECT_EQ(whole_blocks(at + 1, (4u << 20) - 2).count, 0u);  // ends just short of 68M
   EXPECT_EQ(whole_blocks(at + 1, (2u << 20) + 5).count, 0u);
   EXPECT_EQ(whole_blocks(at, 0).count, 0u);
+}
+
+// MADV_POPULATE_WRITE came with Linux 5.14: the probe must say so.
+TEST(FreshPages, KnowsWhetherTheKernelCanPopulate) {
+  utsname u{};
+  ASSERT_EQ(uname(&u), 0);
+  unsigned major = 0, minor = 0;
+  ASSERT_EQ(std::sscanf(u.release, "%u.%u", &major, &minor), 2) << u.release;
+  EXPECT_EQ(can_populate(), major > 5 || (major == 5 && minor >= 14)) << u.release;
 }
 
 TEST(FreshPages, SpotsNeverWrittenMemoryAndPopulatesItAsZeros) {

@@ -5,7 +5,11 @@
 #   sweep      `cmt bench copy` 4 KiB..4 GiB with built-in defaults, plus the page-fault cases
 #   workloads  bench/workloads/run_all.py in two rounds, then DCP again with CMT_LANES=2
 #   dma        cmt-bench-dma: the engine's DMA pattern without the engine, every mode, then the
-#              staged pipeline three other ways (NOTES.md 15-23), about 2 minutes
+#              staged pipeline three other ways (NOTES.md 15-24), about 2 minutes
+#   retune     `cmt tune --search full` into OUT/profile.toml, then that profile against the
+#              shared one in configs/ and the built-in defaults (bench/compare.py), about 4 minutes
+#   io         safetensors and DCP with and without cmt, 2 rounds, with cmt's own copy time
+#              (cmt_copy_s), to see how much of their time the copies are, about 2 minutes
 # usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
 set -u
 build=$1
@@ -47,8 +51,20 @@ for stage in "$@"; do
           > "$out/dma-$name.txt" 2>&1
         cat "$out/dma-$name.txt"
       done ;;
+    retune)
+      CMT_CONFIGS_DIR= timeout 150 "$build/cmt" tune --search full -o "$out/profile.toml" \
+        > "$out/tune.txt" 2>&1
+      tail -12 "$out/tune.txt"
+      timeout 150 python3 "$here/compare.py" "$build/cmt-bench-copy" --sizes 4M,16M,64M,256M,1G \
+        --rounds 2 "retuned:CMT_PROFILE=$out/profile.toml" shared builtin:CMT_CONFIGS_DIR= \
+        --json "$out/compare-retune.json" > "$out/compare-retune.txt" 2>&1
+      cat "$out/compare-retune.txt" ;;
+    io)
+      timeout 200 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 2 \
+        --only safetensors_load,dcp_save --json "$out/workloads-io.json" > "$out/workloads-io.txt" 2>&1
+      tail -4 "$out/workloads-io.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads or dma)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune or io)" >&2
       exit 2 ;;
   esac
 done

@@ -65,9 +65,12 @@ void advise_huge_pages(const FreshBlocks& blocks) {
   if (blocks.count) (void)madvise(blocks.first, blocks.count * kFreshBlock, MADV_HUGEPAGE);
 }
 
+bool populate_range(void* p, std::size_t n) {
+  return madvise(p, n, MADV_POPULATE_WRITE) == 0;
+}
+
 bool populate_block(const FreshBlocks& blocks, std::size_t i) {
-  if (i >= blocks.count) return false;
-  return madvise(blocks.first + i * kFreshBlock, kFreshBlock, MADV_POPULATE_WRITE) == 0;
+  return i < blocks.count && populate_range(blocks.first + i * kFreshBlock, kFreshBlock);
 }
 
 }  // namespace cmt

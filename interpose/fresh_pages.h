@@ -39,6 +39,10 @@ bool can_populate();
 // mapping that says no leaves the blocks as they were.
 void advise_huge_pages(const FreshBlocks& blocks);
 
+// Faults [p, p + n) in, writable, without writing it (MADV_POPULATE_WRITE). False when the
+// kernel or the mapping refuses.
+bool populate_range(void* p, std::size_t n);
+
 // Faults block `i` in, writable, without writing it. False when the kernel or the mapping
 // refuses; the drain then faults the pages in as it writes them.
 bool populate_block(const FreshBlocks& blocks, std::size_t i);

@@ -6,19 +6,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <cstring>
 #include <thread>
 
+#include "fresh_pages.h"
 #include "host_copy.h"
 
 namespace cmt {
 namespace {
-
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE \
-  23  // Linux 5.14; older kernels answer EINVAL and the pages fault as usual
-#endif
 
 bool is_fresh(ScalingCase which) {
   return which == ScalingCase::DrainOutFresh || which == ScalingCase::DrainOutFreshHuge ||
@@ -27,14 +22,10 @@ bool is_fresh(ScalingCase which) {
 
 // Prepares [base, base + n) the way the case asks before the copy writes it (timed with it).
 void prepare_fresh(ScalingCase which, char* base, std::size_t n) {
-  if (which == ScalingCase::DrainOutFreshPopulate) {
-    madvise(base, n, MADV_POPULATE_WRITE);
-  } else if (which == ScalingCase::DrainOutFreshHuge) {
-    const std::uintptr_t huge = 2u << 20;
-    std::uintptr_t first = (reinterpret_cast<std::uintptr_t>(base) + huge - 1) & ~(huge - 1);
-    std::uintptr_t last = (reinterpret_cast<std::uintptr_t>(base) + n) & ~(huge - 1);
-    if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
-  }
+  if (which == ScalingCase::DrainOutFreshPopulate)
+    (void)populate_range(base, n);  // an old kernel refuses: the pages fault as usual
+  else if (which == ScalingCase::DrainOutFreshHuge)
+    advise_huge_pages(whole_blocks(base, n));
 }
 
 char* map(std::size_t bytes) {

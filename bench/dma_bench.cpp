@@ -19,7 +19,8 @@
 //   staged  the engine's pipeline without the engine: --cpu-threads threads copy between a
 //           pageable buffer and the ring's slots with non-temporal stores (--staging memcpy:
 //           memcpy), each piece split across them (--units N: in N units, 1 = whole pieces;
-//           --flush-ring: each unit's ring lines flushed from the CPU's caches once copied);
+//           --flush-ring: each unit's ring lines flushed from the CPU's caches once copied;
+//           --ring wc: through the write-combined ring, drained with streaming loads);
 //           H2D enqueues each piece's DMA as soon as it is staged, D2H hands each piece to the
 //           threads as soon as its DMA has landed
 //   staged2 staged, the DMAs alternating between two streams
@@ -27,11 +28,21 @@
 //           mapping (the GPU's SMs pulling, many reads in flight) instead of by the copy engine
 //   pullnt  pull, under the non-temporal load of busynt
 //   pullstaged  staged host to device, each piece moved by the kernel
+//   pageable  one cudaMemcpyAsync straight from (into) the pageable buffer: CUDA's own path
+//   reg     no staging at all: the user's pageable buffer page-locked for the one copy
+//           (cudaHostRegister of its whole pages), one DMA straight from (into) it, then
+//           cudaHostUnregister; timed from the register to the unregister's return
+//   regonly reg without the DMA: what page-locking and releasing the buffer costs alone
+//   regpieces  reg in chunk-sized pieces: --cpu-threads threads register pieces in parallel,
+//           each piece's DMA enqueued as soon as it is registered, then the threads release them
+//   regfresh  regpieces device to host into freshly mapped memory (pinning faults its pages in)
+//   regbusy reg while a kernel spins for 20 ms on another stream: if the time includes the
+//           kernel's, registering or releasing waits for the whole device
 // Each rep is timed from the first enqueue to the stream's completion; median [min-max] GB/s.
 //
 // usage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] [--slots 12] [--reps 7]
 //                      [--cpu-threads 8] [--modes one,chain,...] [--staging nt|memcpy]
-//                      [--units N] [--flush-ring] [--json FILE]
+//                      [--units N] [--flush-ring] [--ring wb|wc] [--json FILE]
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
@@ -82,7 +93,7 @@ namespace {
       stderr,
       "cmt-bench-dma: %s\nusage: cmt-bench-dma [--sizes 16M,64M,1G] [--chunk 2M] "
       "[--slots 12] [--reps 7] [--cpu-threads 8] [--modes one,chain,...] [--staging nt|memcpy] "
-      "[--units N] [--flush-ring] [--json FILE]\n",
+      "[--units N] [--flush-ring] [--ring wb|wc] [--json FILE]\n",
       why.c_str());
   std::exit(2);
 }
@@ -112,9 +123,11 @@ struct Options {
   bool staging_nt = true;
   int units = 0;
   bool flush_ring = false;
-  std::vector<std::string> modes = {"one",    "chain",   "pieces", "alloc",  "wc",
-                                    "busy",   "busynt",  "two",    "twont",  "busyreg",
-                                    "staged", "staged2", "pull",   "pullnt", "pullstaged"};
+  bool ring_wc = false;  // staged modes through the write-combined ring (--ring wc)
+  std::vector<std::string> modes = {
+      "one",        "chain", "pieces",  "alloc",     "wc",      "busy",     "busynt",
+      "two",        "twont", "busyreg", "staged",    "staged2", "pull",     "pullnt",
+      "pullstaged", "reg",   "regonly", "regpieces", "regbusy", "regfresh", "pageable"};
   std::string json;
 };
 
@@ -164,6 +177,10 @@ Options parse(int argc, char** argv) {
 #else
       usage("--flush-ring needs an x86-64 CPU (CLFLUSHOPT)");
 #endif
+    } else if (a == "--ring") {
+      const std::string v = value();
+      if (v != "wb" && v != "wc") usage("bad --ring '" + v + "' (expected wb or wc)");
+      o.ring_wc = v == "wc";
     } else if (a == "--units") {
       o.units = count_arg(value(), "--units", 0);
     } else if (a == "--modes") {
@@ -312,9 +329,29 @@ DONE:
 }
 )";
 
+// Spins until %globaltimer has advanced by `ns`: keeps a stream busy for a known time.
+const char kSpinPtx[] = R"(
+.version 7.0
+.target sm_75
+.address_size 64
+.visible .entry cmt_spin(.param .u64 ns)
+{
+  .reg .pred p;
+  .reg .b64 rd<5>;
+  ld.param.u64 rd1, [ns];
+  mov.u64 rd2, %globaltimer;
+  add.s64 rd3, rd2, rd1;
+WAIT:
+  mov.u64 rd4, %globaltimer;
+  setp.lt.u64 p, rd4, rd3;
+  @p bra WAIT;
+  ret;
+}
+)";
+
 // The driver functions the kernel needs, found through the runtime so that this program does
 // not link libcuda itself; set in main.
-CUfunction g_pull = nullptr;
+CUfunction g_pull = nullptr, g_spin = nullptr;
 decltype(&cuLaunchKernel) g_launch = nullptr;
 
 template <typename Fn>
@@ -401,6 +438,34 @@ __attribute__((target("clflushopt"))) void flush_lines(const char* p, std::size_
 void flush_lines(const char*, std::size_t) {}
 #endif
 
+// Drains write-combined (uncached) memory: streaming loads of 4 KiB at a time into a buffer that
+// stays in L1, then non-temporal stores on to `dst`. Plain loads from such memory are uncached
+// and slow; streaming loads fill whole lines at a time. `src` must be 32-byte aligned.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void copy_from_write_combined(void* dst, const void* src,
+                                                              std::size_t n) {
+  alignas(64) static thread_local char bounce[4096];
+  auto* d = static_cast<char*>(dst);
+  auto* s = static_cast<const char*>(src);
+  while (n > 0) {
+    const std::size_t m = std::min(n, sizeof(bounce));
+    std::size_t i = 0;
+    for (; i + 32 <= m; i += 32)
+      _mm256_store_si256(reinterpret_cast<__m256i*>(bounce + i),
+                         _mm256_stream_load_si256(reinterpret_cast<const __m256i*>(s + i)));
+    std::memcpy(bounce + i, s + i, m - i);
+    cmt::copy_streaming(d, bounce, m);
+    d += m;
+    s += m;
+    n -= m;
+  }
+}
+#else
+void copy_from_write_combined(void* dst, const void* src, std::size_t n) {
+  std::memcpy(dst, src, n);
+}
+#endif
+
 // The engine's pipeline without the engine. Host to device: `threads` threads stage `host` into
 // the ring's slots with non-temporal stores or memcpy (each piece split in `units` units, taken
 // in order), a slot handed out only once its previous DMA is done, and each piece's DMA enqueued
@@ -430,13 +495,20 @@ double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chun
         while (published.load(std::memory_order_acquire) <= p) {
         }
         const std::size_t n = length(p);
-        const std::size_t share = (n + units - 1) / units, begin = k * share;
+        // Units start on 64-byte lines (the streaming loads from a write-combined ring need it).
+        const std::size_t share = ((n + units - 1) / units + 63) & ~std::size_t{63};
+        const std::size_t begin = k * share;
         if (begin < n) {
           char* in_ring = slot_of(p) + begin;
           char* user = host + p * chunk + begin;
           const std::size_t m = std::min(share, n - begin);
           auto copy = nt ? cmt::copy_streaming : cmt::copy_memcpy;
-          h2d ? copy(in_ring, user, m) : copy(user, in_ring, m);
+          if (h2d)
+            copy(in_ring, user, m);
+          else if (ring.kind == RingKind::WriteCombined)
+            copy_from_write_combined(user, in_ring, m);
+          else
+            copy(user, in_ring, m);
           if (flush_ring) flush_lines(in_ring, m);
         }
         done[p].fetch_add(1, std::memory_order_release);
@@ -489,6 +561,69 @@ double time_staged(bool h2d, char* dev, char* host, Ring& ring, std::size_t chun
   return s;
 }
 
+// [buf, buf + bytes) rounded inward to whole pages: what can be page-locked without touching
+// the neighbours' pages (the few bytes outside would go through the ring).
+std::pair<char*, std::size_t> whole_pages(char* buf, std::size_t bytes) {
+  const std::uintptr_t page = 4096, b = reinterpret_cast<std::uintptr_t>(buf);
+  const std::uintptr_t first = (b + page - 1) & ~(page - 1), last = (b + bytes) & ~(page - 1);
+  return {reinterpret_cast<char*>(first), last > first ? last - first : 0};
+}
+
+// reg / regonly / regbusy: the user's buffer page-locked for one copy, one DMA straight from
+// (into) it, released once the stream has finished with it.
+double time_register(bool h2d, char* dev, char* host, std::size_t bytes, cudaStream_t s, bool dma) {
+  auto [p, n] = whole_pages(host, bytes);
+  const std::size_t lead = static_cast<std::size_t>(p - host);
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(cudaHostRegister(p, n, cudaHostRegisterDefault));
+  if (dma) {
+    CHECK(h2d ? cudaMemcpyAsync(dev + lead, p, n, cudaMemcpyHostToDevice, s)
+              : cudaMemcpyAsync(p, dev + lead, n, cudaMemcpyDeviceToHost, s));
+    CHECK(cudaStreamSynchronize(s));
+  }
+  CHECK(cudaHostUnregister(p));
+  return seconds_since(t0);
+}
+
+// regpieces: `threads` threads page-lock chunk-sized pieces of the buffer in parallel, the
+// caller enqueues each piece's DMA in order as soon as it is locked, then the threads release
+// every piece once the stream is done.
+double time_register_pieces(bool h2d, char* dev, char* host, std::size_t bytes, std::size_t chunk,
+                            int threads, cudaStream_t s) {
+  auto [p, n] = whole_pages(host, bytes);
+  const std::size_t lead = static_cast<std::size_t>(p - host);
+  const std::size_t pieces = (n + chunk - 1) / chunk;
+  auto length = [&](std::size_t k) { return std::min(chunk, n - k * chunk); };
+  std::unique_ptr<std::atomic<bool>[]> locked(new std::atomic<bool>[pieces]());
+  std::atomic<std::size_t> next{0}, next_release{0};
+  std::atomic<bool> release{false};
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::thread> workers;
+  for (int t = 0; t < std::max(threads, 1); ++t)
+    workers.emplace_back([&] {
+      for (std::size_t k; (k = next.fetch_add(1)) < pieces;) {
+        CHECK(cudaHostRegister(p + k * chunk, length(k), cudaHostRegisterDefault));
+        locked[k].store(true, std::memory_order_release);
+      }
+      while (!release.load(std::memory_order_acquire)) {
+      }
+      for (std::size_t k; (k = next_release.fetch_add(1)) < pieces;)
+        CHECK(cudaHostUnregister(p + k * chunk));
+    });
+  for (std::size_t k = 0; k < pieces; ++k) {
+    while (!locked[k].load(std::memory_order_acquire)) {
+    }
+    char* h = p + k * chunk;
+    char* d = dev + lead + k * chunk;
+    CHECK(h2d ? cudaMemcpyAsync(d, h, length(k), cudaMemcpyHostToDevice, s)
+              : cudaMemcpyAsync(h, d, length(k), cudaMemcpyDeviceToHost, s));
+  }
+  CHECK(cudaStreamSynchronize(s));
+  release.store(true, std::memory_order_release);
+  for (auto& w : workers) w.join();
+  return seconds_since(t0);
+}
+
 // Exits unless dev[0, bytes) is all `expect`.
 void check_device(const char* dev, std::size_t bytes, char expect, const std::string& mode) {
   std::vector<char> back(bytes);
@@ -536,6 +671,10 @@ int main(int argc, char** argv) {
   CU_CHECK(driver_entry<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&pull_module, kPullPtx));
   CU_CHECK(driver_entry<decltype(&cuModuleGetFunction)>("cuModuleGetFunction")(&g_pull, pull_module,
                                                                                "cmt_pull"));
+  CUmodule spin_module;
+  CU_CHECK(driver_entry<decltype(&cuModuleLoadData)>("cuModuleLoadData")(&spin_module, kSpinPtx));
+  CU_CHECK(driver_entry<decltype(&cuModuleGetFunction)>("cuModuleGetFunction")(&g_spin, spin_module,
+                                                                               "cmt_spin"));
   g_launch = driver_entry<decltype(&cuLaunchKernel)>("cuLaunchKernel");
   const std::size_t max_bytes = *std::max_element(opt.sizes.begin(), opt.sizes.end());
   const std::size_t ring_bytes = opt.chunk * static_cast<std::size_t>(opt.slots);
@@ -562,10 +701,10 @@ int main(int argc, char** argv) {
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   std::printf(
       "cmt-bench-dma  %s  GPU: %s  %s x %d slots, %d reps, busy: %d CPU threads, staged: %s, %d "
-      "units per piece%s\n",
+      "units per piece%s%s\n",
       date, prop.name, size_text(opt.chunk).c_str(), opt.slots, opt.reps, opt.cpu_threads,
       opt.staging_nt ? "nt" : "memcpy", opt.units ? opt.units : std::max(opt.cpu_threads, 1),
-      opt.flush_ring ? ", ring flushed" : "");
+      opt.flush_ring ? ", ring flushed" : "", opt.ring_wc ? ", write-combined ring" : "");
 
   std::vector<Result> results;
   for (std::size_t bytes : opt.sizes)
@@ -574,6 +713,10 @@ int main(int argc, char** argv) {
         const bool pull = m == "pull" || m == "pullnt" || m == "pullstaged";
         // The CPU reads write-combined memory very slowly; the kernel only pulls.
         if ((m == "wc" || pull) && !h2d) continue;
+        if (m == "regfresh" && h2d) continue;
+        if (pull && opt.ring_wc)
+          continue;  // the write-combined ring has no device mapping  // a fresh buffer has nothing
+                     // to send
         const bool staged = m == "staged" || m == "staged2" || m == "pullstaged";
         Result r{bytes, h2d ? "h2d" : "d2h", m.c_str(), {}};
         std::unique_ptr<BusyCpus> busy;
@@ -592,17 +735,51 @@ int main(int argc, char** argv) {
         Ring& ring = m == "alloc" ? allocated : m == "wc" ? combined : registered;
         for (int rep = -1; rep < opt.reps; ++rep) {  // rep -1 warms up
           double s;
-          if (m == "one")
+          char* user = h2d ? source.data() : drained.data();
+          if (m == "one") {
             s = time_one(h2d, dev, pinned, bytes, stream);
-          else if (m == "chain")
+          } else if (m == "pageable") {
+            s = time_one(h2d, dev, user, bytes, stream);
+          } else if (m == "chain") {
             s = time_chain(h2d, dev, pinned, opt.chunk, bytes, stream);
-          else if (staged)
-            s = time_staged(h2d, dev, h2d ? source.data() : drained.data(), registered, opt.chunk,
+          } else if (m == "reg" || m == "regonly") {
+            s = time_register(h2d, dev, user, bytes, stream, m == "reg");
+          } else if (m == "regbusy") {
+            unsigned long long ns = 20000000ull;
+            void* args[] = {&ns};
+            CU_CHECK(g_launch(g_spin, 1, 1, 1, 1, 1, 1, 0, second, args, nullptr));
+            s = time_register(h2d, dev, user, bytes, stream, true);
+            CHECK(cudaStreamSynchronize(second));
+          } else if (m == "regpieces") {
+            s = time_register_pieces(h2d, dev, user, bytes, opt.chunk, opt.cpu_threads, stream);
+          } else if (m == "regfresh") {
+            void* fresh =
+                mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (fresh == MAP_FAILED) usage("cannot map a fresh destination");
+            s = time_register_pieces(false, dev, static_cast<char*>(fresh), bytes, opt.chunk,
+                                     opt.cpu_threads, stream);
+            munmap(fresh, bytes);
+          } else if (staged) {
+            s = time_staged(h2d, dev, user, opt.ring_wc ? combined : registered, opt.chunk,
                             opt.slots, events, bytes, stream, other, fork, join, opt.cpu_threads,
                             opt.units, opt.staging_nt, pull, opt.flush_ring);
-          else
+          } else {
             s = time_pieces(h2d, dev, ring, opt.chunk, opt.slots, events, bytes, stream, other,
                             fork, join, pull);
+          }
+          if (rep == -1 && !h2d && staged) {  // the drain must have delivered the device's bytes
+            std::vector<char> want(bytes);
+            CHECK(cudaMemcpy(want.data(), dev, bytes, cudaMemcpyDeviceToHost));
+            if (std::memcmp(want.data(), user, bytes) != 0) {
+              std::fprintf(stderr, "cmt-bench-dma: %s drained wrong bytes\n", m.c_str());
+              return 1;
+            }
+          }
+          // Registration moves the user's own bytes: check them once, past the partial pages.
+          if (rep == -1 && h2d && (m == "reg" || m == "regpieces" || m == "regbusy")) {
+            auto [p, n] = whole_pages(user, bytes);
+            check_device(dev + (p - user), n, 3, m);
+          }
           if (rep >= 0) r.gbps.push_back(static_cast<double>(bytes) / s / 1e9);
           if (pull && rep == -1) check_device(dev, bytes, staged ? 3 : 1, m);
         }
@@ -624,7 +801,8 @@ int main(int argc, char** argv) {
         << ",\n \"reps\": " << opt.reps << ",\n \"cpu_threads\": " << opt.cpu_threads
         << ",\n \"staging\": \"" << (opt.staging_nt ? "nt" : "memcpy")
         << "\",\n \"units_per_piece\": " << (opt.units ? opt.units : std::max(opt.cpu_threads, 1))
-        << ",\n \"flush_ring\": " << (opt.flush_ring ? "true" : "false") << ",\n \"results\": [";
+        << ",\n \"flush_ring\": " << (opt.flush_ring ? "true" : "false") << ",\n \"ring\": \""
+        << (opt.ring_wc ? "wc" : "wb") << "\",\n \"results\": [";
     for (std::size_t i = 0; i < results.size(); ++i) {
       const Result& r = results[i];
       out << (i ? "," : "") << "\n  {\"bytes\": " << r.bytes << ", \"direction\": \"" << r.dir

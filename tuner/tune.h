@@ -3,9 +3,12 @@
 //
 //   instant: a few seconds. CPU copy rate against threads on the GPU's local cores, the pinned DMA
 //            rate each way and CUDA's own pageable rate feed a model of the pipeline.
-//   full:    coordinate descent over measured configurations, from the instant estimate; each
-//            knob in turn takes the candidate that gives the mix the most GB/s. Interruptible:
+//   full:    coordinate descent over measured configurations, from the better of the instant
+//            estimate and the built-in defaults; each knob in turn takes the candidate that gives
+//            the mix the most GB/s, if it wins again when measured a second time. Interruptible:
 //            the best so far is kept.
+// Either way the choice is then measured against the built-in defaults, alternately, and kept
+// only if it beats them: a profile never makes cmt slower than having none.
 //   grid:    every configuration of a small space, measured: the yardstick for `full`.
 //
 // Everything is measured through the same CopyEngine that libcmt.so runs.
@@ -100,6 +103,12 @@ TuneResult tune_full(const ScoreFn& score, const TuneResult& start, unsigned max
                      const ProgressFn& progress, const std::atomic<bool>& stop);
 TuneResult tune_grid(const ScoreFn& score, const ProgressFn& progress,
                      const std::atomic<bool>& stop);
+
+// The choice and the built-in defaults measured `rounds` times each, alternately. The choice's
+// knobs are kept if its median is at least `margin` times the defaults' (a search's best of many
+// noisy measurements flatters it), else the defaults' are; a note says which and by how much.
+TuneResult confirm_against_builtin(const ScoreFn& score, const TuneResult& chosen, int rounds,
+                                   double margin, const std::atomic<bool>& stop);
 
 // The smallest copy size from which cmt beats CUDA's own path in both directions (by 5%), with
 // `config`'s other knobs; at least 256 KiB.

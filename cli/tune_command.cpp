@@ -236,9 +236,11 @@ int tune_command(const TuneOptions& o) {
   record.notes = notes;
   std::printf(
       "%s search: %.1f s, %d configurations measured; the mix at %.1f GB/s with:\n"
-      "  threads %u, chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, threshold %s\n",
+      "  threads %u, chunk_bytes %s, d2h_chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, "
+      "threshold %s\n",
       o.search.c_str(), search_seconds, std::max(1, result.evaluated), result.score_gbps,
-      result.config.threads, size_text(result.config.chunk_bytes).c_str(), result.config.slots,
+      result.config.threads, size_text(result.config.chunk_bytes).c_str(),
+      size_text(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
       copy_method_name(result.config.h2d_method), copy_method_name(result.config.d2h_method),
       size_text(result.config.threshold).c_str());
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());

@@ -133,6 +133,11 @@ std::vector<OptionSpec> build_table() {
                           "Largest piece one thread stages at a time; also the size of each "
                           "pinned staging buffer.",
                           &Config::chunk_bytes, 4096, std::size_t{1} << 30));
+  t.push_back(size_option("d2h_chunk_bytes", "CMT_D2H_CHUNK_BYTES", "4M",
+                          "Size of each pinned staging buffer of device-to-host copies, and "
+                          "their largest piece; copies shorter than 64 such pieces keep pieces "
+                          "of at most chunk_bytes.",
+                          &Config::d2h_chunk_bytes, 4096, std::size_t{1} << 30));
   t.push_back(count_option("slots", "CMT_SLOTS", "12",
                            "Pinned staging buffers per GPU and direction.", &Config::slots, 2,
                            1024));
@@ -276,8 +281,9 @@ std::string describe(const Config& config) {
 }
 
 const std::vector<std::string>& per_gpu_knobs() {
-  static const auto* names = new std::vector<std::string>{
-      "threads", "chunk_bytes", "slots", "spin_us", "ramp", "h2d_method", "d2h_method"};
+  static const auto* names =
+      new std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
+                                   "spin_us", "ramp",        "h2d_method",      "d2h_method"};
   return *names;
 }
 

@@ -32,6 +32,7 @@ Config small_config(unsigned threads, std::size_t chunk = 64 << 10, unsigned slo
   Config c;
   c.threads = threads;
   c.chunk_bytes = chunk;
+  c.d2h_chunk_bytes = chunk;  // both directions' rings alike, unless a test says otherwise
   c.slots = slots;
   c.threshold = 0;
   return c;
@@ -117,6 +118,22 @@ TEST(CopyLayout, RampsHalveDownTo256KiBAtBothEnds) {
   EXPECT_EQ(plan_copy(64 << 20, 8, 4 << 20).ramp, 4u);  // 4M down to 256K
 }
 
+TEST(CopyLayout, PiecesGrowPastTheMediumSizeOnlyInLongCopies) {
+  const std::size_t M = 1 << 20;
+  // 4 MiB slots, 2 MiB medium pieces: a copy needs 64 pieces' worth to use more.
+  EXPECT_EQ(plan_copy(16 * M, 8, 4 * M, true, 2 * M).piece, 2 * M);
+  EXPECT_EQ(plan_copy(64 * M, 8, 4 * M, true, 2 * M).piece, 2 * M);
+  EXPECT_EQ(plan_copy(128 * M, 8, 4 * M, true, 2 * M).piece, 2 * M);
+  EXPECT_EQ(plan_copy(192 * M, 8, 4 * M, true, 2 * M).piece, 3 * M);
+  EXPECT_EQ(plan_copy(256 * M, 8, 4 * M, true, 2 * M).piece, 4 * M);
+  EXPECT_EQ(plan_copy(std::size_t{1} << 30, 8, 4 * M, true, 2 * M).piece, 4 * M);  // the slot
+  // No medium size, or one at least the slot: the slot bounds the pieces as before.
+  EXPECT_EQ(plan_copy(64 * M, 8, 4 * M, true, 0).piece, 4 * M);
+  EXPECT_EQ(plan_copy(64 * M, 8, 4 * M, true, 8 * M).piece, 4 * M);
+  // Small copies keep their eighths.
+  EXPECT_EQ(plan_copy(4 * M, 8, 4 * M, true, 2 * M).piece, 512u << 10);
+}
+
 // Whatever the sizes, the pieces tile the copy exactly, none is empty or larger than a slot, and
 // the units of each piece cover it.
 TEST(CopyLayout, PiecesTileTheCopyExactly) {
@@ -125,10 +142,11 @@ TEST(CopyLayout, PiecesTileTheCopyExactly) {
     const std::size_t bytes = 1 + rng() % (trial % 3 == 0 ? (1ull << 33) : (64ull << 20));
     const unsigned threads = 1 + rng() % 16;
     const std::size_t slot = std::size_t{4096} << (rng() % 11);
+    const std::size_t medium = rng() % 2 ? 0 : std::size_t{4096} << (rng() % 11);
     for (bool ramp : {false, true}) {
-      CopyLayout l = plan_copy(bytes, threads, slot, ramp);
-      SCOPED_TRACE(testing::Message() << "bytes=" << bytes << " threads=" << threads
-                                      << " slot=" << slot << " ramp=" << ramp);
+      CopyLayout l = plan_copy(bytes, threads, slot, ramp, medium);
+      SCOPED_TRACE(testing::Message() << "bytes=" << bytes << " threads=" << threads << " slot="
+                                      << slot << " medium=" << medium << " ramp=" << ramp);
       ASSERT_EQ(l.piece_offset(0), 0u);
       ASSERT_EQ(l.piece_offset(l.pieces), bytes);
       // Every piece at both ends; of a long steady run between them, only its ends.
@@ -416,6 +434,25 @@ TEST(CopyEngine, PerGpuKnobsShapeThatGpusLanes) {
     EXPECT_EQ(l.threads, 2u);  // the variable's value, not the profile's per-GPU one
     EXPECT_EQ(l.slots, 5u);
   }
+}
+
+// Device-to-host lanes stage through d2h_chunk_bytes buffers, host-to-device ones through
+// chunk_bytes ones; long copies use the larger D2H pieces, and every size stays byte-exact.
+TEST(CopyEngine, DeviceToHostLanesHaveTheirOwnSlotSize) {
+  fake::FakeDriver fake(5);
+  Config c = small_config(3, 16 << 10, 6);
+  c.d2h_chunk_bytes = 64 << 10;
+  CopyEngine engine(fake.api(), c);
+  // Around 64 pieces of 16 KiB (1 MiB) and of 64 KiB (4 MiB): medium pieces, growing ones,
+  // slot-sized ones.
+  for (std::size_t bytes : {std::size_t{1} << 20, (std::size_t{1} << 20) + 12345,
+                            std::size_t{3} << 20, (std::size_t{4} << 20) - 7, std::size_t{9} << 20})
+    round_trip(fake, engine, bytes, bytes % 7, bytes % 5, CU_STREAM_LEGACY, bytes % 2 == 0, 11);
+  auto lanes = engine.lanes();
+  ASSERT_EQ(lanes.size(), 2u);
+  for (const LaneInfo& l : lanes)
+    EXPECT_EQ(l.slot_bytes, l.direction == Direction::DeviceToHost ? std::size_t{64} << 10
+                                                                   : std::size_t{16} << 10);
 }
 
 TEST(CopyEngine, AutoStagingStreamsBelow256MiB) {

@@ -41,8 +41,12 @@ std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
     if (std::find(keys.begin(), keys.end(), row.name) == keys.end()) continue;
     std::string value = row.show(tuned);
     toml::table& into = !gpu_bus_id.empty() && is_per_gpu_knob(row.name) ? lane_knobs : knobs;
-    bool integer = !value.empty() && std::all_of(value.begin(), value.end(), ::isdigit);
-    if (integer && std::string(row.name) != "chunk_bytes" && std::string(row.name) != "threshold")
+    // Counts as TOML integers; sizes ("2M", or bytes where not a whole unit) as strings, as
+    // their defaults are written.
+    auto digits = [](const std::string& t) {
+      return !t.empty() && std::all_of(t.begin(), t.end(), ::isdigit);
+    };
+    if (digits(value) && digits(row.default_text))
       into.insert_or_assign(row.name, static_cast<int64_t>(std::stoll(value)));
     else
       into.insert_or_assign(row.name, value);

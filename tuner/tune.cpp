@@ -47,15 +47,17 @@ Rate time_copies(std::size_t bytes, int reps, Copy&& copy,
 }
 
 bool same_knobs(const Config& a, const Config& b) {
-  return a.threads == b.threads && a.chunk_bytes == b.chunk_bytes && a.slots == b.slots &&
+  return a.threads == b.threads && a.chunk_bytes == b.chunk_bytes &&
+         a.d2h_chunk_bytes == b.d2h_chunk_bytes && a.slots == b.slots &&
          a.h2d_method == b.h2d_method && a.d2h_method == b.d2h_method && a.spin_us == b.spin_us &&
          a.ramp == b.ramp;
 }
 
 std::string knobs_text(const Config& c) {
   return (c.threads ? std::to_string(c.threads) : std::string("auto")) + " threads, " +
-         size_text(c.chunk_bytes) + " x " + std::to_string(c.slots) + " slots, H2D " +
-         copy_method_name(c.h2d_method) + ", D2H " + copy_method_name(c.d2h_method);
+         size_text(c.chunk_bytes) + " (D2H " + size_text(c.d2h_chunk_bytes) + ") x " +
+         std::to_string(c.slots) + " slots, H2D " + copy_method_name(c.h2d_method) + ", D2H " +
+         copy_method_name(c.d2h_method);
 }
 
 // "41.9": one decimal, as the notes show rates.
@@ -80,8 +82,9 @@ std::string size_text(std::size_t bytes) {
 }
 
 const std::vector<std::string>& tuned_keys() {
-  static const std::vector<std::string> keys = {"threads",    "chunk_bytes", "slots",
-                                                "h2d_method", "d2h_method",  "threshold"};
+  static const std::vector<std::string> keys = {"threads",  "chunk_bytes", "d2h_chunk_bytes",
+                                                "slots",    "h2d_method",  "d2h_method",
+                                                "threshold"};
   return keys;
 }
 
@@ -367,6 +370,12 @@ std::vector<Axis> search_axes(unsigned max_threads) {
     chunk.labels.push_back(size_text(b) + " chunks");
   }
   axes.push_back(chunk);
+  Axis d2h_chunk{"d2h_chunk_bytes", {}, {}};
+  for (std::size_t b : {2 * kMiB, 4 * kMiB, 8 * kMiB}) {
+    d2h_chunk.candidates.push_back([b](Config& c) { c.d2h_chunk_bytes = b; });
+    d2h_chunk.labels.push_back("D2H " + size_text(b) + " chunks");
+  }
+  axes.push_back(d2h_chunk);
   Axis ring{"slots", {}, {}};
   for (std::size_t r : {16 * kMiB, 32 * kMiB, 64 * kMiB}) {
     ring.candidates.push_back([r](Config& c) { c.slots = slots_for(r, c.chunk_bytes); });
@@ -487,6 +496,7 @@ TuneResult confirm_against_builtin(const ScoreFn& score_of, const TuneResult& ch
   } else {
     out.config.threads = builtin.threads;
     out.config.chunk_bytes = builtin.chunk_bytes;
+    out.config.d2h_chunk_bytes = builtin.d2h_chunk_bytes;
     out.config.slots = builtin.slots;
     out.config.h2d_method = builtin.h2d_method;
     out.config.d2h_method = builtin.d2h_method;

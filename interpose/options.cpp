@@ -130,8 +130,8 @@ std::vector<OptionSpec> build_table() {
                            "cores, at most 8.",
                            &Config::threads, 0, 256));
   t.push_back(size_option("chunk_bytes", "CMT_CHUNK_BYTES", "2M",
-                          "Largest piece one thread stages at a time; also the size of each "
-                          "pinned staging buffer.",
+                          "Size of each pinned staging buffer of host-to-device copies, and the "
+                          "largest piece of any copy shorter than 64 pieces.",
                           &Config::chunk_bytes, 4096, std::size_t{1} << 30));
   t.push_back(size_option("d2h_chunk_bytes", "CMT_D2H_CHUNK_BYTES", "4M",
                           "Size of each pinned staging buffer of device-to-host copies, and "

@@ -53,6 +53,18 @@ bool same_knobs(const Config& a, const Config& b) {
          a.ramp == b.ramp;
 }
 
+// `to` with `from`'s engine knobs (those same_knobs compares).
+void take_knobs(Config& to, const Config& from) {
+  to.threads = from.threads;
+  to.chunk_bytes = from.chunk_bytes;
+  to.d2h_chunk_bytes = from.d2h_chunk_bytes;
+  to.slots = from.slots;
+  to.h2d_method = from.h2d_method;
+  to.d2h_method = from.d2h_method;
+  to.spin_us = from.spin_us;
+  to.ramp = from.ramp;
+}
+
 std::string knobs_text(const Config& c) {
   return (c.threads ? std::to_string(c.threads) : std::string("auto")) + " threads, " +
          size_text(c.chunk_bytes) + " (D2H " + size_text(c.d2h_chunk_bytes) + ") x " +
@@ -494,14 +506,7 @@ TuneResult confirm_against_builtin(const ScoreFn& score_of, const TuneResult& ch
   if (m >= b * margin) {
     out.score_gbps = m;
   } else {
-    out.config.threads = builtin.threads;
-    out.config.chunk_bytes = builtin.chunk_bytes;
-    out.config.d2h_chunk_bytes = builtin.d2h_chunk_bytes;
-    out.config.slots = builtin.slots;
-    out.config.h2d_method = builtin.h2d_method;
-    out.config.d2h_method = builtin.d2h_method;
-    out.config.spin_us = builtin.spin_us;
-    out.config.ramp = builtin.ramp;
+    take_knobs(out.config, builtin);
     out.score_gbps = b;
   }
   return out;

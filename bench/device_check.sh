@@ -10,6 +10,8 @@
 #              shared one in configs/ and the built-in defaults (bench/compare.py), about 4 minutes
 #   io         safetensors and DCP with and without cmt, 2 rounds, with cmt's own copy time
 #              (cmt_copy_s), to see how much of their time the copies are, about 2 minutes
+#   torch      the README's PyTorch table: .to('cuda') and .cpu() of 1 GiB with and without cmt,
+#              built-in defaults, about 1 minute
 # usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
 set -u
 build=$1
@@ -63,8 +65,12 @@ for stage in "$@"; do
       timeout 200 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 2 \
         --only safetensors_load,dcp_save --json "$out/workloads-io.json" > "$out/workloads-io.txt" 2>&1
       tail -4 "$out/workloads-io.txt" ;;
+    torch)
+      CMT_CONFIGS_DIR= timeout 150 python3 "$here/../tests/gpu_framework_test.py" "$build/cmt" torch \
+        --require-taken --json "$out/torch.json" > "$out/torch.txt" 2>&1
+      tail -4 "$out/torch.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune or io)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io or torch)" >&2
       exit 2 ;;
   esac
 done

@@ -8,7 +8,7 @@
 //            the mix the most GB/s, if it wins again when measured a second time. Interruptible:
 //            the best so far is kept.
 // Either way the choice is then measured against the built-in defaults, alternately, and kept
-// only if it beats them: a profile never makes cmt slower than having none.
+// only if it beats them, so that a profile does not make cmt slower than having none.
 //   grid:    every configuration of a small space, measured: the yardstick for `full`.
 //
 // Everything is measured through the same CopyEngine that libcmt.so runs.

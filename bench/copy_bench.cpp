@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "fingerprint.h"
-#include "profile.h"
+#include "config/fingerprint.h"
+#include "config/profile.h"
 
 namespace {
 

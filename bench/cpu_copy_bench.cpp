@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "memcpy_scaling.h"
-#include "options.h"
+#include "config/options.h"
 
 int main(int argc, char** argv) {
   std::size_t bytes = 1u << 30, ring = 32u << 20;

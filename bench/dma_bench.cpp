@@ -65,8 +65,8 @@
 #include <immintrin.h>
 #endif
 
-#include "host_copy.h"  // copy_streaming
-#include "options.h"    // parse_byte_size
+#include "engine/host_copy.h"  // copy_streaming
+#include "config/options.h"    // parse_byte_size
 
 namespace {
 

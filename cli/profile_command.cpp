@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "profile.h"
+#include "config/profile.h"
 
 namespace cmt::cli {
 namespace {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "profile.h"
+#include "config/profile.h"
 
 namespace cmt::cli {
 

@@ -9,7 +9,7 @@
 #include <cstring>
 #include <sstream>
 
-#include "options.h"
+#include "config/options.h"
 #include "profile_command.h"
 
 namespace cmt::cli {

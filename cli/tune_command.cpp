@@ -18,8 +18,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "fingerprint.h"
-#include "profile.h"
+#include "config/fingerprint.h"
+#include "config/profile.h"
 #include "profile_writer.h"
 #include "run_command.h"
 #include "topology.h"

@@ -6,10 +6,10 @@
 #include <cstring>
 #include <vector>
 
-#include "classify.h"
+#include "interposer/classify.h"
 #include "fake_driver.h"
-#include "interposer.h"
-#include "stats.h"
+#include "interposer/interposer.h"
+#include "interposer/stats.h"
 
 namespace cmt {
 namespace {

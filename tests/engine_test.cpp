@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "copy_engine.h"
+#include "engine/copy_engine.h"
 #include "fake_driver.h"
-#include "fresh_pages.h"
-#include "host_copy.h"
-#include "log.h"
+#include "engine/fresh_pages.h"
+#include "engine/host_copy.h"
+#include "common/log.h"
 
 namespace cmt {
 namespace {

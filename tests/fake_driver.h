@@ -16,7 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include "driver_api.h"
+#include "cuda/driver_api.h"
 
 namespace cmt::fake {
 

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "classify.h"
-#include "copy_engine.h"
-#include "driver_api.h"
+#include "interposer/classify.h"
+#include "engine/copy_engine.h"
+#include "cuda/driver_api.h"
 
 namespace cmt {
 namespace {

@@ -5,8 +5,8 @@
 #include <map>
 #include <string>
 
-#include "gpu_locality.h"
-#include "options.h"
+#include "engine/gpu_locality.h"
+#include "config/options.h"
 
 namespace cmt {
 namespace {

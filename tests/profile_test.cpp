@@ -9,7 +9,7 @@
 #include <random>
 #include <string>
 
-#include "profile.h"
+#include "config/profile.h"
 
 namespace cmt {
 namespace {

@@ -2,7 +2,7 @@
 // with its [machine] matching the machine it describes and its measurements kept.
 #include <gtest/gtest.h>
 
-#include "profile.h"
+#include "config/profile.h"
 #include "profile_writer.h"
 #include "tune.h"
 

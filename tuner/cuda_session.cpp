@@ -2,7 +2,7 @@
 
 #include <dlfcn.h>
 
-#include "real_dl.h"
+#include "cuda/real_dl.h"
 
 namespace cmt {
 

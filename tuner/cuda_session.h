@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "driver_api.h"
+#include "cuda/driver_api.h"
 
 namespace cmt {
 

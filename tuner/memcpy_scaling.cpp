@@ -9,8 +9,8 @@
 #include <cstring>
 #include <thread>
 
-#include "fresh_pages.h"
-#include "host_copy.h"
+#include "engine/fresh_pages.h"
+#include "engine/host_copy.h"
 
 namespace cmt {
 namespace {

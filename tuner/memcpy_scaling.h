@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "options.h"
+#include "config/options.h"
 
 namespace cmt {
 

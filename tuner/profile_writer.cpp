@@ -4,10 +4,10 @@
 #include <cctype>
 #include <sstream>
 
-#include "profile.h"
+#include "config/profile.h"
 #include "tune.h"
 
-#include "tomlpp.h"
+#include "config/tomlpp.h"
 
 namespace cmt {
 

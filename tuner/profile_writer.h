@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "copy_engine.h"
-#include "fingerprint.h"
-#include "options.h"
+#include "engine/copy_engine.h"
+#include "config/fingerprint.h"
+#include "config/options.h"
 
 namespace cmt {
 

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "tomlpp.h"
+#include "config/tomlpp.h"
 
 namespace cmt {
 namespace {

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "copy_engine.h"
+#include "engine/copy_engine.h"
 #include "cuda_session.h"
-#include "options.h"
+#include "config/options.h"
 #include "topology.h"
 
 namespace cmt {

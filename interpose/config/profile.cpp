@@ -1,0 +1,360 @@
+#include "config/profile.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include "config/tomlpp.h"
+
+namespace cmt {
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diag = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string where(const std::string& name, const toml::source_region& src) {
+  std::ostringstream out;
+  out << name;
+  if (src.begin.line) out << ":" << src.begin.line << ":" << src.begin.column;
+  return out.str();
+}
+
+// A TOML value as the text the option table parses: integers and booleans spelled out, strings
+// as they are. Returns false for tables, arrays, floats and dates.
+bool as_option_text(const toml::node& node, std::string* text) {
+  if (auto s = node.value<std::string>(); s && node.is_string()) {
+    *text = *s;
+  } else if (node.is_integer()) {
+    *text = std::to_string(node.as_integer()->get());
+  } else if (node.is_boolean()) {
+    *text = node.as_boolean()->get() ? "1" : "0";
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// Applies one knob's TOML value through the option table's parser; false, with an error naming
+// the file, line, column and key and what was expected, if the value is not valid.
+bool apply_knob(const OptionSpec& row, const toml::node& node, const std::string& key,
+                const std::string& name, Config& config, ProfileReport& report) {
+  std::string value;
+  if (!as_option_text(node, &value)) {
+    report.errors.push_back(where(name, node.source()) + ": key '" + key +
+                            "' must be a string, integer or boolean");
+    return false;
+  }
+  std::string expected = row.apply(config, value);
+  if (!expected.empty()) {
+    report.errors.push_back(where(name, node.source()) + ": key '" + key + "' = '" + value +
+                            "' is not valid: expected " + expected);
+    return false;
+  }
+  return true;
+}
+
+const char* const kTopLevel[] = {"schema", "cmt_version", "machine", "cmt", "gpu", "measured"};
+
+// "0000:1b:00.0": domain, bus, device, function, in hex, as CUDA and sysfs write them.
+bool is_pci_bus_id(const std::string& s) {
+  auto hex = [&](std::size_t from, std::size_t n) {
+    for (std::size_t i = from; i < from + n; ++i)
+      if (i >= s.size() || !std::isxdigit(static_cast<unsigned char>(s[i]))) return false;
+    return true;
+  };
+  return s.size() == 12 && hex(0, 4) && s[4] == ':' && hex(5, 2) && s[7] == ':' && hex(8, 2) &&
+         s[10] == '.' && s[11] >= '0' && s[11] <= '7';
+}
+
+// Compares a profile's [machine] with this machine: another CPU or GPU model is an error (its
+// knobs were tuned for different hardware), another driver or link a warning.
+void check_machine(const toml::table& m, const MachineFingerprint& here, const std::string& name,
+                   ProfileReport& report) {
+  std::vector<std::string> differ;
+  auto text = [&](const char* key) { return m[key].value<std::string>(); };
+  if (auto cpu = text("cpu"); cpu && *cpu != here.cpu_model)
+    differ.push_back("CPU '" + *cpu + "' (here '" + here.cpu_model + "')");
+  if (auto cpus = m["cpus"].value<int64_t>(); cpus && *cpus != here.cpus)
+    differ.push_back(std::to_string(*cpus) + " CPUs (here " + std::to_string(here.cpus) + ")");
+  if (const toml::array* gpus = m["gpus"].as_array()) {
+    std::vector<std::string> theirs;
+    for (auto&& g : *gpus)
+      if (auto v = g.value<std::string>()) theirs.push_back(*v);
+    if (theirs != here.gpus) {
+      auto join = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& x : v) out += (out.empty() ? "" : ", ") + x;
+        return "[" + out + "]";
+      };
+      differ.push_back("GPUs " + join(theirs) + " (here " + join(here.gpus) + ")");
+    }
+  }
+  if (!differ.empty()) {
+    std::string msg = name + ": tuned on another machine:";
+    for (const auto& d : differ) msg += " " + d + ";";
+    msg.back() = ';';
+    report.errors.push_back(msg + " re-tune here, or remove [machine] to use it anyway");
+  }
+  if (auto driver = text("driver"); driver && !here.driver.empty() && *driver != here.driver)
+    report.warnings.push_back(name + ": tuned with driver " + *driver + ", this machine has " +
+                              here.driver);
+  if (auto pcie = text("pcie"); pcie && !here.pcie.empty() && *pcie != here.pcie)
+    report.warnings.push_back(name + ": tuned on a " + *pcie + " link, this GPU has " + here.pcie);
+}
+
+// "threads, chunk_bytes, ... and d2h_method": the knobs a [gpu."BUS"] table may set.
+std::string per_gpu_list() {
+  const auto& names = per_gpu_knobs();
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return out;
+}
+
+}  // namespace
+
+std::string nearest_option(const std::string& key) {
+  std::string best;
+  std::size_t best_distance = 3;  // further than this is no suggestion
+  for (const OptionSpec& row : option_table()) {
+    std::size_t d = edit_distance(key, row.name);
+    if (d < best_distance) {
+      best_distance = d;
+      best = row.name;
+    }
+  }
+  return best;
+}
+
+ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config,
+                                const MachineFingerprint* here) {
+  ProfileReport report;
+  try {
+    toml::parse_result parsed = toml::parse(text, name);
+    if (!parsed) {
+      const toml::parse_error& e = parsed.error();
+      report.errors.push_back(where(name, e.source()) +
+                              ": not valid TOML: " + std::string(e.description()));
+      return report;
+    }
+    const toml::table& root = parsed.table();
+    for (auto&& [key, node] : root) {
+      std::string k(key.str());
+      if (std::find(std::begin(kTopLevel), std::end(kTopLevel), k) == std::end(kTopLevel))
+        report.warnings.push_back(where(name, node.source()) + ": unknown top-level key '" + k +
+                                  "' is ignored");
+    }
+    const toml::node* schema = root.get("schema");
+    if (!schema) {
+      report.errors.push_back(
+          name + ": no 'schema' key; expected schema = " + std::to_string(kProfileSchema));
+      return report;
+    }
+    if (!schema->is_integer() || schema->as_integer()->get() != kProfileSchema) {
+      std::string got;
+      as_option_text(*schema, &got);
+      report.errors.push_back(where(name, schema->source()) + ": schema " +
+                              (got.empty() ? std::string("of the wrong type") : "'" + got + "'") +
+                              " is not supported; this cmt reads schema " +
+                              std::to_string(kProfileSchema));
+      return report;
+    }
+    if (const toml::node* machine = root.get("machine"); machine && here) {
+      if (const toml::table* m = machine->as_table())
+        check_machine(*m, *here, name, report);
+      else
+        report.errors.push_back(where(name, machine->source()) + ": 'machine' must be a table");
+      if (!report.errors.empty()) return report;
+    }
+    Config updated = config;
+    if (const toml::node* section = root.get("cmt")) {
+      const toml::table* knobs = section->as_table();
+      if (!knobs) {
+        report.errors.push_back(where(name, section->source()) + ": 'cmt' must be a table");
+        return report;
+      }
+      for (auto&& [key, node] : *knobs) {
+        std::string k(key.str());
+        auto row = std::find_if(option_table().begin(), option_table().end(),
+                                [&](const OptionSpec& r) { return k == r.name; });
+        if (row == option_table().end()) {
+          std::string hint = nearest_option(k);
+          report.warnings.push_back(where(name, node.source()) + ": unknown key 'cmt." + k +
+                                    "' is ignored" +
+                                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+          continue;
+        }
+        if (apply_knob(*row, node, "cmt." + k, name, updated, report))
+          updated.origin[row->name] = "profile " + name;
+      }
+    }
+    if (const toml::node* section = root.get("gpu")) {
+      const toml::table* gpus = section->as_table();
+      if (!gpus) {
+        report.errors.push_back(where(name, section->source()) +
+                                ": 'gpu' must be a table of tables, e.g. [gpu.\"0000:1b:00.0\"]");
+        return report;
+      }
+      for (auto&& [bus_key, gpu_node] : *gpus) {
+        std::string bus(bus_key.str());
+        const toml::table* knobs = gpu_node.as_table();
+        if (!is_pci_bus_id(bus) || !knobs) {
+          report.errors.push_back(where(name, gpu_node.source()) + ": 'gpu." + bus +
+                                  "' must be a table named by a PCI bus id such as "
+                                  "\"0000:1b:00.0\" (nvidia-smi, cmt topo)");
+          continue;
+        }
+        for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        for (auto&& [key, node] : *knobs) {
+          std::string k(key.str());
+          const std::string full = "gpu." + bus + "." + k;
+          if (!is_per_gpu_knob(k)) {
+            std::string hint = nearest_option(k);
+            report.warnings.push_back(
+                where(name, node.source()) + ": '" + full + "' is ignored: per GPU, only " +
+                per_gpu_list() + " can be set" +
+                (hint.empty() || !is_per_gpu_knob(hint) ? std::string()
+                                                        : " (did you mean '" + hint + "'?)"));
+            continue;
+          }
+          auto row = std::find_if(option_table().begin(), option_table().end(),
+                                  [&](const OptionSpec& r) { return k == r.name; });
+          Config scratch;  // checked now, applied to the GPU's lanes when they are built
+          if (apply_knob(*row, node, full, name, scratch, report)) {
+            as_option_text(node, &updated.per_gpu[bus][k]);
+            updated.origin["gpu " + bus] = "profile " + name;
+          }
+        }
+      }
+    }
+    if (report.errors.empty()) config = updated;
+  } catch (const std::exception& e) {
+    report.errors.push_back(name + ": " + e.what());
+  } catch (...) {
+    report.errors.push_back(name + ": could not be read");
+  }
+  return report;
+}
+
+LoadedConfiguration load_configuration(const std::string& profile_path,
+                                       const MachineFingerprint& here,
+                                       const std::function<const char*(const char*)>& getenv_fn) {
+  LoadedConfiguration out;
+  auto absorb = [&out](const ProfileReport& r) {
+    out.profile.errors.insert(out.profile.errors.end(), r.errors.begin(), r.errors.end());
+    out.profile.warnings.insert(out.profile.warnings.end(), r.warnings.begin(), r.warnings.end());
+  };
+  std::string mine = user_profile_path(here);
+  if (!mine.empty() && access(mine.c_str(), R_OK) == 0) {
+    out.machine_profile = mine;
+    absorb(load_profile_file(mine, out.config, &here));
+  } else if (SharedProfile shared = find_shared_profile(shared_profiles_dir(getenv_fn), here);
+             !shared.path.empty()) {
+    // Matched on models: the CPU count may differ, and another driver or link is expected of a
+    // profile from someone else's machine, so only errors count.
+    MachineFingerprint models = here;
+    Config config = out.config;
+    if (shared.match != "exact machine") {
+      std::ifstream in(shared.path);
+      std::ostringstream text;
+      text << in.rdbuf();
+      toml::parse_result parsed = toml::parse(text.str(), shared.path);
+      if (parsed)
+        if (auto cpus = parsed.table()["machine"]["cpus"].value<int64_t>())
+          models.cpus = static_cast<int>(*cpus);
+    }
+    ProfileReport r = load_profile_file(shared.path, config, &models);
+    if (r.ok()) {
+      out.config = config;
+      out.shared_profile = shared.path;
+      out.shared_match = shared.match;
+    } else {
+      out.profile.warnings.push_back("shared profile " + shared.path +
+                                     " not used: " + r.errors.front());
+    }
+  }
+  if (!profile_path.empty()) absorb(load_profile_file(profile_path, out.config, &here));
+  apply_environment(out.config, out.env_errors, getenv_fn);
+  return out;
+}
+
+std::string shared_profiles_dir(const std::function<const char*(const char*)>& getenv_fn) {
+  const char* env = getenv_fn ? getenv_fn("CMT_CONFIGS_DIR") : std::getenv("CMT_CONFIGS_DIR");
+  if (env) return env;  // set but empty: no shared profiles
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<void*>(&shared_profiles_dir), &self) || !self.dli_fname) return {};
+  std::string binary = self.dli_fname;
+  if (binary.find('/') == std::string::npos) return {};
+  const std::string dir = binary.substr(0, binary.rfind('/'));
+  for (const char* rel : {"/../configs", "/../share/cmt/configs"}) {
+    std::string candidate = dir + rel;
+    if (access((candidate + "/README.md").c_str(), R_OK) == 0) return candidate;
+  }
+  return {};
+}
+
+SharedProfile find_shared_profile(const std::string& dir, const MachineFingerprint& here) {
+  if (dir.empty()) return {};
+  const std::string exact = dir + "/" + here.key() + ".toml";
+  if (access(exact.c_str(), R_OK) == 0) return {exact, "exact machine"};
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n.compare(n.size() - 5, 5, ".toml") == 0) names.push_back(n);
+    }
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& n : names) {
+    const std::string path = dir + "/" + n;
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    toml::parse_result parsed = toml::parse(text.str(), path);
+    if (!parsed) continue;
+    const toml::node_view<const toml::node> m = std::as_const(parsed.table())["machine"];
+    auto cpu = m["cpu"].value<std::string>();
+    std::vector<std::string> gpus;
+    if (const toml::array* a = m["gpus"].as_array())
+      for (auto&& g : *a)
+        if (auto v = g.value<std::string>()) gpus.push_back(*v);
+    if (cpu && *cpu == here.cpu_model && gpus == here.gpus && !gpus.empty())
+      return {path, "same CPU and GPU models"};
+  }
+  return {};
+}
+
+ProfileReport load_profile_file(const std::string& path, Config& config,
+                                const MachineFingerprint* here) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    ProfileReport report;
+    report.errors.push_back(path + ": cannot open the profile");
+    return report;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return load_profile_text(text.str(), path, config, here);
+}
+
+}  // namespace cmt

@@ -1,0 +1,66 @@
+// Reading a cmt profile: a TOML file with a schema version, the machine it was tuned on, and the
+// knobs under [cmt] (the option table's names). Loading is all-or-nothing: any error leaves the
+// configuration untouched. Every message names the file, line, column and key, and what was
+// expected; unknown keys are warnings that suggest the nearest known key. Never throws.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/fingerprint.h"
+#include "config/options.h"
+
+namespace cmt {
+
+constexpr int kProfileSchema = 1;
+
+struct ProfileReport {
+  std::vector<std::string> errors;    // the profile was not applied
+  std::vector<std::string> warnings;  // applied, but something was ignored
+  bool ok() const { return errors.empty(); }
+};
+
+// Applies the profile at `path` to `config` (recording "profile PATH" as each knob's origin). With
+// `here`, a profile whose [machine] names another CPU or GPU model (or count) is an error, and
+// one from another driver or PCIe link a warning.
+ProfileReport load_profile_file(const std::string& path, Config& config,
+                                const MachineFingerprint* here = nullptr);
+// The same, from text; `name` stands for the file in messages.
+ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config,
+                                const MachineFingerprint* here = nullptr);
+
+// The configuration libcmt.so runs with, by precedence: each CMT_* variable > the profile named
+// by `profile_path` ("" for none) > this user's tuned profile for `here`, if there is one > a
+// shared profile from configs/ that matches this machine (when the user has none) > the
+// built-in defaults. Every problem found is kept; a bad profile is skipped as a whole.
+struct LoadedConfiguration {
+  Config config;
+  std::string machine_profile;  // the user's profile for this machine, if one was found
+  std::string shared_profile;   // else the shared profile used, if any
+  std::string shared_match;     // how it matched: "exact machine" or "same CPU and GPU models"
+  ProfileReport profile;        // problems of the profiles applied
+  std::vector<std::string> env_errors;
+};
+LoadedConfiguration load_configuration(
+    const std::string& profile_path, const MachineFingerprint& here,
+    const std::function<const char*(const char*)>& getenv_fn = nullptr);
+
+// Shared profiles (configs/ of the source tree, contributed by pull request): $CMT_CONFIGS_DIR,
+// else configs/ or share/cmt/configs/ beside the directory of the binary holding this code
+// (libcmt.so or cmt). "" if there is none.
+std::string shared_profiles_dir(const std::function<const char*(const char*)>& getenv_fn = nullptr);
+
+// The shared profile for `here` in `dir`: KEY.toml for this exact machine first, else the first
+// (by name) whose [machine] has this CPU model and these GPU models. Empty path if none.
+struct SharedProfile {
+  std::string path;
+  std::string match;
+};
+SharedProfile find_shared_profile(const std::string& dir, const MachineFingerprint& here);
+
+// The known name closest to `key` (edit distance), or "" if none is close.
+std::string nearest_option(const std::string& key);
+
+}  // namespace cmt

@@ -1,0 +1,122 @@
+#include "engine/staging_ring.h"
+
+#include <dlfcn.h>
+#include <numaif.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "common/log.h"
+#include "cuda/real_dl.h"
+
+namespace cmt {
+namespace {
+
+// Lets this thread make allocation calls even while another thread captures a CUDA graph in
+// global mode (which would otherwise forbid them and invalidate that capture).
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(const DriverApi& d) : driver_(d) {
+    ok_ = driver_.thread_exchange_capture_mode(&mode_) == CUDA_SUCCESS;
+  }
+  ~RelaxedCaptureMode() {
+    if (ok_) driver_.thread_exchange_capture_mode(&mode_);
+  }
+
+ private:
+  const DriverApi& driver_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool ok_ = false;
+};
+
+using MbindFn = long (*)(void*, unsigned long, int, const unsigned long*, unsigned long, unsigned);
+
+// libnuma's mbind, loaded on first need: a process that never stages a copy never loads libnuma.
+MbindFn libnuma_mbind() {
+  static MbindFn fn = [] {
+    void* lib = dlopen("libnuma.so.1", RTLD_NOW | RTLD_LOCAL);
+    return lib ? reinterpret_cast<MbindFn>(real_dlsym(lib, "mbind")) : nullptr;
+  }();
+  return fn;
+}
+
+void bind_to_node(void* memory, std::size_t bytes, int numa_node) {
+  constexpr unsigned kMaxNodes = 1024;
+  constexpr unsigned kBits = 8 * sizeof(unsigned long);
+  if (numa_node < 0 || static_cast<unsigned>(numa_node) >= kMaxNodes) return;
+  MbindFn mbind_fn = libnuma_mbind();
+  if (!mbind_fn) {
+    CMT_WARN_ONCE("libnuma.so.1 not found: staging memory is not bound to the GPU's NUMA node");
+    return;
+  }
+  unsigned long mask[kMaxNodes / kBits] = {};
+  mask[numa_node / kBits] |= 1ul << (numa_node % kBits);
+  // Preferred, not strict: if the node is full the pages land elsewhere instead of failing.
+  if (mbind_fn(memory, bytes, MPOL_PREFERRED, mask, kMaxNodes, 0) != 0)
+    CMT_LOG(debug, "mbind to NUMA node {} failed: {}", numa_node, std::strerror(errno));
+}
+
+}  // namespace
+
+std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsigned slots,
+                                                 std::size_t slot_bytes, int numa_node,
+                                                 CUresult* error) {
+  *error = CUDA_SUCCESS;
+  std::unique_ptr<StagingRing> ring(new StagingRing(driver));
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  ring->slot_bytes_ = (slot_bytes + page - 1) / page * page;
+  ring->mapped_bytes_ = ring->slot_bytes_ * slots;
+  void* mem = mmap(nullptr, ring->mapped_bytes_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    *error = CUDA_ERROR_OUT_OF_MEMORY;
+    return nullptr;
+  }
+  ring->memory_ = mem;
+  bind_to_node(mem, ring->mapped_bytes_, numa_node);
+  // A forked child must not share (or lose) the parent's pinned pages.
+  madvise(mem, ring->mapped_bytes_, MADV_DONTFORK);
+  std::memset(mem, 0, ring->mapped_bytes_);  // fault the pages in on the chosen node
+
+  RelaxedCaptureMode relaxed(driver);
+  *error = driver.mem_host_register(mem, ring->mapped_bytes_, CU_MEMHOSTREGISTER_PORTABLE);
+  if (*error != CUDA_SUCCESS) return nullptr;
+  ring->registered_ = true;
+  for (unsigned i = 0; i < slots; ++i) {
+    auto s = std::make_unique<StagingSlot>();
+    s->data = static_cast<char*>(mem) + i * ring->slot_bytes_;
+    *error = driver.event_create(&s->dma_done, CU_EVENT_DISABLE_TIMING);
+    if (*error != CUDA_SUCCESS) return nullptr;
+    ring->slots_.push_back(std::move(s));
+  }
+  return ring;
+}
+
+StagingRing::~StagingRing() {
+  RelaxedCaptureMode relaxed(driver_);
+  for (auto& s : slots_) {
+    // A DMA still in flight would read or write freed memory: wait for it unless the driver
+    // cannot tell, in which case the memory is leaked rather than reused.
+    while (s->dma_pending) {
+      CUresult r = poll_idle(*s);
+      if (r == CUDA_ERROR_NOT_READY) continue;
+      if (r != CUDA_SUCCESS) {
+        CMT_WARN_ONCE("a staging buffer's DMA state is unknown; its memory is leaked");
+        return;
+      }
+    }
+    if (s->dma_done) driver_.event_destroy(s->dma_done);
+  }
+  if (registered_) driver_.mem_host_unregister(memory_);
+  if (memory_) munmap(memory_, mapped_bytes_);
+}
+
+CUresult StagingRing::poll_idle(StagingSlot& s) {
+  if (!s.dma_pending) return CUDA_SUCCESS;
+  CUresult r = driver_.event_query(s.dma_done);
+  if (r == CUDA_SUCCESS) s.dma_pending = false;
+  return r;
+}
+
+}  // namespace cmt

@@ -1,0 +1,62 @@
+// A ring of pinned host buffers that copies pass through on their way to or from a GPU. The
+// memory is mapped once, bound to the GPU's NUMA node, pre-faulted and registered with the driver;
+// each slot carries an event marking when the last DMA touching it has finished.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cuda/driver_api.h"
+
+namespace cmt {
+
+struct StagingSlot {
+  char* data = nullptr;
+  CUevent dma_done = nullptr;  // recorded after the last DMA that reads or writes `data`
+  bool dma_pending = false;    // dma_done was recorded and not yet seen complete
+  CUstream dma_stream = nullptr;
+  // Set by the worker that finished with this slot, to the ticket of the piece it handled; the
+  // issuer waits for exactly that ticket, so a value left from an earlier copy never matches.
+  std::atomic<std::uint64_t> ticket{0};
+  std::atomic<std::size_t> units_done{0};  // units of the current piece finished so far
+};
+
+class StagingRing {
+ public:
+  // Allocates `slots` buffers of `slot_bytes` each. Returns nullptr and sets *error on failure
+  // (everything allocated so far is released). Must be called with the owning context current.
+  static std::unique_ptr<StagingRing> create(const DriverApi& driver, unsigned slots,
+                                             std::size_t slot_bytes, int numa_node,
+                                             CUresult* error);
+  ~StagingRing();
+  StagingRing(const StagingRing&) = delete;
+  StagingRing& operator=(const StagingRing&) = delete;
+
+  std::size_t slot_bytes() const { return slot_bytes_; }
+  unsigned size() const { return static_cast<unsigned>(slots_.size()); }
+  StagingSlot& slot(std::size_t i) { return *slots_[i % slots_.size()]; }
+
+  // Non-blocking: CUDA_SUCCESS once the slot has no DMA in flight, CUDA_ERROR_NOT_READY while it
+  // has, or the driver's error.
+  CUresult poll_idle(StagingSlot& s);
+
+  // Marks the ring unusable (a driver error left its events in doubt); the engine replaces it.
+  void mark_broken() { broken_ = true; }
+  bool broken() const { return broken_; }
+
+ private:
+  StagingRing(const DriverApi& driver) : driver_(driver) {}
+
+  const DriverApi& driver_;
+  std::vector<std::unique_ptr<StagingSlot>> slots_;
+  void* memory_ = nullptr;
+  std::size_t mapped_bytes_ = 0;
+  bool registered_ = false;
+  std::size_t slot_bytes_ = 0;
+  bool broken_ = false;
+};
+
+}  // namespace cmt

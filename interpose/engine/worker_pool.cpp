@@ -1,0 +1,171 @@
+#include "engine/worker_pool.h"
+
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+
+#include <chrono>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CMT_CPU_RELAX() _mm_pause()
+#else
+#define CMT_CPU_RELAX() std::atomic_signal_fence(std::memory_order_seq_cst)
+#endif
+
+namespace cmt {
+namespace {
+
+// Sleeping on a bare futex rather than a condition variable: waking all workers then costs one
+// system call, with no herd queuing on a mutex afterwards.
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<std::uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+void pin_current_thread(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
+}
+
+}  // namespace
+
+void Backoff::pause() {
+  // A nap costs at least the kernel's timer slack (~50 us), longer than a DMA of a piece, so the
+  // issuer naps only after a long wait; yielding first lets workers run on small machines.
+  ++rounds_;
+  if (rounds_ < 2048) {
+    CMT_CPU_RELAX();
+  } else if (rounds_ < 32768) {
+    sched_yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
+                       std::chrono::microseconds idle_spin)
+    : idle_spin_(idle_spin) {
+  // Workers inherit the creator's signal mask: block everything while creating them.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  try {
+    for (unsigned i = 0; i < threads; ++i)
+      threads_.emplace_back([this, cpus] {
+        pin_current_thread(cpus);
+        t_worker_ = true;
+        worker_main();
+      });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    stop_.store(true);
+    wake_seq_.fetch_add(1);
+    futex_wake_all(&wake_seq_);
+    for (auto& t : threads_) t.join();
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+WorkerPool::~WorkerPool() {
+  stop_.store(true);
+  wake_seq_.fetch_add(1);
+  futex_wake_all(&wake_seq_);
+  for (auto& t : threads_) t.join();
+}
+
+void WorkerPool::wake() {
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+    wake_seq_.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&wake_seq_);
+  }
+}
+
+void WorkerPool::begin(PieceTask* task) {
+  published_.store(0, std::memory_order_relaxed);
+  claimed_.store(0, std::memory_order_relaxed);
+  finished_.store(0, std::memory_order_relaxed);
+  task_.store(task, std::memory_order_release);
+}
+
+void WorkerPool::publish(std::size_t limit) {
+  published_.store(limit, std::memory_order_seq_cst);
+  wake();
+}
+
+void WorkerPool::end() {
+  Backoff backoff;
+  // Every published piece is finished before the task is withdrawn...
+  while (finished_.load(std::memory_order_acquire) < published_.load(std::memory_order_acquire))
+    backoff.pause();
+  task_.store(nullptr, std::memory_order_seq_cst);
+  // ...and no worker may still be looking at it when the caller destroys it.
+  backoff.reset();
+  while (inside_.load(std::memory_order_seq_cst) != 0) backoff.pause();
+}
+
+bool WorkerPool::has_claimable() const {
+  return task_.load(std::memory_order_seq_cst) != nullptr &&
+         claimed_.load(std::memory_order_seq_cst) < published_.load(std::memory_order_seq_cst);
+}
+
+bool WorkerPool::try_run_one() {
+  // Read-only look first, so idle workers spin on shared cache lines instead of writing them.
+  if (claimed_.load(std::memory_order_relaxed) >= published_.load(std::memory_order_acquire))
+    return false;
+  inside_.fetch_add(1, std::memory_order_seq_cst);
+  bool ran = false;
+  if (PieceTask* task = task_.load(std::memory_order_seq_cst)) {
+    std::size_t c = claimed_.load(std::memory_order_acquire);
+    while (c < published_.load(std::memory_order_acquire)) {
+      if (claimed_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) {
+        task->run_piece(c);
+        finished_.fetch_add(1, std::memory_order_acq_rel);
+        ran = true;
+        break;
+      }
+    }
+  }
+  inside_.fetch_sub(1, std::memory_order_seq_cst);
+  return ran;
+}
+
+void WorkerPool::worker_main() {
+  auto idle_since = std::chrono::steady_clock::now();
+  unsigned spins = 0;
+  while (!stop_.load(std::memory_order_acquire)) {
+    if (try_run_one()) {
+      spins = 0;
+      continue;
+    }
+    if (spins++ == 0) idle_since = std::chrono::steady_clock::now();
+    if ((spins & 63) != 0 || std::chrono::steady_clock::now() - idle_since < idle_spin_) {
+      CMT_CPU_RELAX();
+      continue;
+    }
+    // Announce the sleep, then re-check: a publisher either sees us in sleepers_ and bumps the
+    // futex word (so the wait returns at once), or we see its work here.
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const std::uint32_t seq = wake_seq_.load(std::memory_order_seq_cst);
+    if (!stop_.load() && !has_claimable()) futex_wait(&wake_seq_, seq);
+    sleepers_.fetch_sub(1, std::memory_order_seq_cst);
+    spins = 0;
+  }
+}
+
+}  // namespace cmt

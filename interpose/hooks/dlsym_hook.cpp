@@ -1,0 +1,113 @@
+// libcmt.so's dlsym. Programs that never link cudart dynamically (nvcc's static cudart, XLA)
+// open libcuda.so.1 themselves and look up cuGetProcAddress or cuMemcpy* with dlsym(handle, ...),
+// which a preloaded definition of those names cannot intercept. This hook answers exactly those
+// names with cmt's hooks (driver_hooks.h), answers "not found" where a global lookup would find
+// only libcmt.so's own export (as it would without cmt), and hands every other lookup to the C
+// library's dlsym.
+//
+// It hands them over with a jump, not a call: glibc resolves RTLD_NEXT against its caller's
+// return address, so the real dlsym must see the application's return address, not libcmt's.
+// Hence the entry point is a few lines of assembly around a C++ decision; on other
+// architectures libcmt.so does not hook dlsym at all.
+#include <dlfcn.h>
+
+#include "hooks/driver_hooks.h"
+#include "cuda/real_dl.h"
+
+#if defined(__x86_64__)
+
+namespace {
+
+// Set on the thread while a decision runs: a lookup made from inside it goes straight through.
+thread_local bool t_deciding __attribute__((tls_model("initial-exec"))) = false;
+
+}  // namespace
+
+extern "C" {
+
+// Where the assembly jumps when cmt does not answer; set before the first decision returns.
+__attribute__((visibility("hidden"))) void* cmt_libc_dlsym = nullptr;
+
+// Returns 1 with *answer set when cmt answers the lookup itself, 0 to hand it to the C library.
+__attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const char* name,
+                                                           void** answer) {
+  if (!cmt_libc_dlsym) cmt_libc_dlsym = cmt::libc_dlsym_address();
+  if (!cmt_libc_dlsym) {  // no C library dlsym to hand over to: answer as a failed lookup
+    *answer = nullptr;
+    return 1;
+  }
+  // RTLD_NEXT depends on the caller, which only the real dlsym sees; a nested lookup is cmt's own.
+  if (handle == RTLD_NEXT || t_deciding) return 0;
+  const bool driver = cmt::is_hooked_driver_symbol(name);
+  if (!driver && !cmt::is_hooked_runtime_symbol(name)) return 0;
+  t_deciding = true;
+  void* found = cmt::real_dlsym(handle, name);
+  void* hook = nullptr;
+  bool answered = false;
+  if (found && cmt::is_libcmt_address(found)) {
+    // A global lookup found libcmt.so's own export. Without cmt it would have found the next
+    // definition, or none: a program probing for CUDA must still see "none" (and dlerror()
+    // then names the symbol, from this failed lookup).
+    if (!cmt::real_dlsym(RTLD_NEXT, name)) answered = true;
+  } else if (found && driver) {
+    hook = cmt::driver_hook_for_symbol(name, found);
+    answered = hook != found;
+  }
+  t_deciding = false;
+  if (!answered) return 0;
+  *answer = hook;
+  return 1;
+}
+
+}  // extern "C"
+
+namespace {
+
+// Found when the library loads, so threads racing through their first dlsym only read it (the
+// lazy lookup above covers calls made before this constructor runs).
+__attribute__((constructor)) void find_libc_dlsym_early() {
+  if (!cmt_libc_dlsym) cmt_libc_dlsym = cmt::libc_dlsym_address();
+}
+
+}  // namespace
+
+// dlsym(handle, name): keeps the stack 16-byte aligned around the call, passes a slot for the
+// answer, and on "not mine" restores the arguments and jumps, so the C library's dlsym returns
+// straight to the application.
+asm(R"(
+  .text
+  .globl dlsym
+  .type dlsym, @function
+  .p2align 4
+dlsym:
+  .cfi_startproc
+  endbr64
+  pushq %rdi
+  .cfi_adjust_cfa_offset 8
+  pushq %rsi
+  .cfi_adjust_cfa_offset 8
+  subq $24, %rsp
+  .cfi_adjust_cfa_offset 24
+  leaq 8(%rsp), %rdx
+  call cmt_dlsym_decide
+  testl %eax, %eax
+  jz 1f
+  movq 8(%rsp), %rax
+  .cfi_remember_state
+  addq $40, %rsp
+  .cfi_adjust_cfa_offset -40
+  ret
+  .cfi_restore_state
+1:
+  addq $24, %rsp
+  .cfi_adjust_cfa_offset -24
+  popq %rsi
+  .cfi_adjust_cfa_offset -8
+  popq %rdi
+  .cfi_adjust_cfa_offset -8
+  jmpq *cmt_libc_dlsym(%rip)
+  .cfi_endproc
+  .size dlsym, .-dlsym
+)");
+
+#endif  // __x86_64__

@@ -1,0 +1,149 @@
+#include "interposer/interposer.h"
+
+#include <pthread.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+
+#include "interposer/classify.h"
+#include "engine/copy_engine.h"
+#include "common/log.h"
+#include "config/profile.h"
+#include "interposer/stats.h"
+
+namespace cmt {
+namespace {
+
+std::mutex& engine_mu() {
+  static auto* mu = new std::mutex();  // leaked: usable from static destructors
+  return *mu;
+}
+
+// fork(): a child of a process whose engine started has no worker threads and cannot use the
+// parent's CUDA state; it forwards everything, exactly as CUDA alone would behave there.
+bool g_engine_started = false;
+bool g_forked_child = false;
+
+void before_fork() {
+  engine_mu().lock();
+}
+void after_fork_parent() {
+  engine_mu().unlock();
+}
+void after_fork_child() {
+  if (g_engine_started) g_forked_child = true;
+  engine_mu().unlock();
+}
+
+void write_stats_at_exit() {
+  Interposer& self = Interposer::instance();
+  const std::string& path = self.config().stats_file;
+  if (path.empty()) return;
+  if (FILE* f = std::fopen(path.c_str(), "w")) {
+    std::string json = self.stats().to_json();
+    std::fwrite(json.data(), 1, json.size(), f);
+    std::fclose(f);
+  } else {
+    CMT_WARN_ONCE("CMT_STATS: cannot write '{}'", path);
+  }
+}
+
+// `cmt run -v` (or CMT_LOG=info) ends with what cmt did in the process.
+void log_summary_at_exit() {
+  CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
+}
+
+}  // namespace
+
+Interposer& Interposer::instance() {
+  static Interposer* self = new Interposer();
+  return *self;
+}
+
+Interposer::Interposer() {
+  // Precedence: environment > CMT_PROFILE > the user's profile for this machine > built-in
+  // defaults. A bad profile is reported and ignored as a whole; a bad variable keeps its default.
+  const char* path = std::getenv("CMT_PROFILE");
+  LoadedConfiguration loaded = load_configuration(path ? path : "", read_fingerprint());
+  config_ = loaded.config;
+  set_log_level(config_.log_level);
+  for (const std::string& e : loaded.profile.errors) CMT_LOG(warn, "{} (profile ignored)", e);
+  for (const std::string& w : loaded.profile.warnings) CMT_LOG(warn, "{}", w);
+  for (const std::string& e : loaded.env_errors) CMT_LOG(warn, "{}", e);
+  if (!loaded.shared_profile.empty())
+    CMT_LOG(info, "using the shared profile {} ({})", loaded.shared_profile, loaded.shared_match);
+  stats_ = new Stats();
+  pthread_atfork(before_fork, after_fork_parent, after_fork_child);
+  if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
+  if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
+  CMT_LOG(debug, "configuration:\n{}", describe(config_));
+}
+
+Interposer::Interposer(const DriverApi* driver, const Config& config)
+    : config_(config), driver_(driver), driver_loaded_(true), stats_(new Stats()) {}
+
+CopyEngine* Interposer::engine() {
+  std::lock_guard<std::mutex> lk(engine_mu());
+  if (g_forked_child) return nullptr;
+  if (!driver_loaded_) {
+    driver_ = real_driver();
+    driver_loaded_ = true;
+    if (!driver_) CMT_WARN_ONCE("the CUDA driver could not be loaded; cmt forwards every copy");
+  }
+  if (!engine_ && driver_) {
+    engine_ = new CopyEngine(*driver_, config_);  // leaked on purpose, like this object
+    g_engine_started = true;
+  }
+  return engine_;
+}
+
+std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
+                                 CUstream stream, bool synchronous, Entry entry) noexcept {
+  try {
+    if (config_.disable || ThreadOptOut::active()) {
+      stats_->forwarded(ForwardReason::Disabled);
+      return 0;
+    }
+    if (bytes < config_.threshold) {
+      stats_->forwarded(ForwardReason::BelowThreshold);
+      return 0;
+    }
+    CopyEngine* eng = engine();
+    if (!eng) {
+      stats_->forwarded(ForwardReason::EngineUnavailable);
+      return 0;
+    }
+    CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, config_.threshold);
+    if (!d.taken()) {
+      stats_->forwarded(d.reason);
+      return 0;
+    }
+    d.request.synchronous = synchronous;
+    auto t0 = std::chrono::steady_clock::now();
+    CopyOutcome out = eng->copy(d.request);
+    auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+            .count();
+    if (out.bytes_done == 0) {
+      stats_->forwarded(ForwardReason::EngineUnavailable);
+      if (out.status != CUDA_SUCCESS)
+        CMT_WARN_ONCE("the engine could not start a copy (CUDA error {}); forwarding it",
+                      static_cast<int>(out.status));
+      return 0;
+    }
+    stats_->taken(d.request.direction, entry, out.bytes_done, static_cast<std::uint64_t>(ns));
+    if (out.fresh_bytes) stats_->fresh(out.fresh_bytes);
+    if (out.bytes_done < bytes) {
+      stats_->partial();
+      CMT_WARN_ONCE("a copy stopped after {} of {} bytes (CUDA error {}); CUDA finishes it",
+                    out.bytes_done, bytes, static_cast<int>(out.status));
+    }
+    return out.bytes_done;
+  } catch (...) {
+    return 0;
+  }
+}
+
+}  // namespace cmt

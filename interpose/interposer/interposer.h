@@ -1,0 +1,59 @@
+// The state libcmt.so keeps inside a host process: configuration read once from CMT_*, the engine
+// (built on the first copy worth taking), statistics, and fork/exit handling. Hooks ask it to
+// take a copy; it answers how many leading bytes it handled, and the hook forwards the rest.
+// Nothing here throws, exits or aborts.
+#pragma once
+
+#include <cstddef>
+
+#include "cuda/driver_api.h"
+#include "config/options.h"
+#include "interposer/stats.h"
+
+namespace cmt {
+
+// A thread that asked (cmt_forward_this_thread) to have every copy forwarded to CUDA untouched:
+// how a benchmark times CUDA's own path in the same process as cmt's.
+class ThreadOptOut {
+ public:
+  static bool active() { return forward_; }
+  static bool set(bool forward) {
+    bool was = forward_;
+    forward_ = forward;
+    return was;
+  }
+
+ private:
+  static inline thread_local bool forward_ __attribute__((tls_model("initial-exec"))) = false;
+};
+
+class Interposer {
+ public:
+  // The process-wide instance. It is never destroyed: hooks may run from the application's
+  // static destructors, after the CUDA driver is gone.
+  static Interposer& instance();
+
+  // Tries to run the copy through the engine. Returns the number of leading bytes handled (0:
+  // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle
+  // for the default stream).
+  std::size_t try_copy(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
+                       bool synchronous, Entry entry) noexcept;
+
+  const Config& config() const { return config_; }
+  Stats& stats() { return *stats_; }
+
+  // Builds an instance over a given driver (tests); `instance()` uses the real one.
+  Interposer(const DriverApi* driver, const Config& config);
+
+ private:
+  Interposer();
+  class CopyEngine* engine();
+
+  Config config_;
+  const DriverApi* driver_ = nullptr;
+  bool driver_loaded_ = false;
+  class CopyEngine* engine_ = nullptr;
+  Stats* stats_ = nullptr;
+};
+
+}  // namespace cmt

@@ -1,0 +1,111 @@
+#include "interposer/stats.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace cmt {
+
+void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
+  (entry == Entry::Runtime ? via_runtime_ : via_driver_).fetch_add(1, std::memory_order_relaxed);
+  const int dir = d == Direction::HostToDevice ? 0 : 1;
+  const int bucket = bytes ? std::min(kBuckets - 1, 63 - __builtin_clzll(bytes)) : 0;
+  size_calls_[dir][bucket].fetch_add(1, std::memory_order_relaxed);
+  size_bytes_[dir][bucket].fetch_add(bytes, std::memory_order_relaxed);
+  PerDirection& p = d == Direction::HostToDevice ? h2d_ : d2h_;
+  p.calls.fetch_add(1, std::memory_order_relaxed);
+  p.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  p.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
+}
+
+void Stats::forwarded(ForwardReason reason) {
+  forwarded_[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::uint64_t Stats::taken_calls() const {
+  return h2d_.calls.load(std::memory_order_relaxed) + d2h_.calls.load(std::memory_order_relaxed);
+}
+
+// "h2d": [[bucket_low_bytes, calls, bytes], ...], "d2h": [...], non-empty buckets only.
+std::string Stats::sizes_json() const {
+  std::string out;
+  for (int dir = 0; dir < 2; ++dir) {
+    out += std::string(dir ? ", " : "") + (dir ? "\"d2h\": [" : "\"h2d\": [");
+    bool first = true;
+    for (int b = 0; b < kBuckets; ++b) {
+      std::uint64_t calls = size_calls_[dir][b].load(std::memory_order_relaxed);
+      if (!calls) continue;
+      out += std::string(first ? "" : ", ") + "[" + std::to_string(1ull << b) + ", " +
+             std::to_string(calls) + ", " +
+             std::to_string(size_bytes_[dir][b].load(std::memory_order_relaxed)) + "]";
+      first = false;
+    }
+    out += "]";
+  }
+  return out;
+}
+
+std::string Stats::to_json() const {
+  auto direction = [](const char* name, const PerDirection& p) {
+    double bytes = static_cast<double>(p.bytes.load());
+    double ns = static_cast<double>(p.nanoseconds.load());
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f}",
+                  name, static_cast<unsigned long long>(p.calls.load()),
+                  static_cast<unsigned long long>(p.bytes.load()), ns / 1e9,
+                  ns > 0 ? bytes / ns : 0.0);
+    return std::string(buf);
+  };
+  std::string out =
+      "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) +
+      "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
+      ", \"driver\": " + std::to_string(via_driver_.load()) + "},\n  \"sizes\": {" + sizes_json() +
+      "},\n  \"partial\": " + std::to_string(partial_.load()) +
+      ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
+      ", \"bytes\": " + std::to_string(fresh_bytes_.load()) + "},\n  \"forwarded\": {";
+  bool first = true;
+  for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
+    if (!first) out += ", ";
+    first = false;
+    out += std::string("\"") + forward_reason_name(static_cast<ForwardReason>(i)) +
+           "\": " + std::to_string(forwarded_[i].load());
+  }
+  out += "}\n}\n";
+  return out;
+}
+
+std::string Stats::summary() const {
+  auto direction = [](const char* name, const PerDirection& p) {
+    double bytes = static_cast<double>(p.bytes.load());
+    double ns = static_cast<double>(p.nanoseconds.load());
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "%s %llu (%.2f GiB, %.1f GB/s)", name,
+                  static_cast<unsigned long long>(p.calls.load()), bytes / (1u << 30),
+                  ns > 0 ? bytes / ns : 0.0);
+    return std::string(buf);
+  };
+  std::string out = "copies taken: " + direction("H2D", h2d_) + ", " + direction("D2H", d2h_);
+  if (std::uint64_t n = via_driver_.load())
+    out += " (" + std::to_string(n) + " through driver entry points)";
+  if (std::uint64_t n = fresh_calls_.load()) {
+    char buf[96];
+    std::snprintf(buf, sizeof(buf), "; D2H into fresh memory: %llu (%.2f GiB prepared)",
+                  static_cast<unsigned long long>(n),
+                  static_cast<double>(fresh_bytes_.load()) / (1u << 30));
+    out += buf;
+  }
+  std::string forwards;
+  for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
+    std::uint64_t n = forwarded_[i].load();
+    if (n)
+      forwards += (forwards.empty() ? "" : ", ") +
+                  std::string(forward_reason_name(static_cast<ForwardReason>(i))) + " " +
+                  std::to_string(n);
+  }
+  out += "; forwarded to CUDA: " + (forwards.empty() ? std::string("none") : forwards);
+  if (std::uint64_t p = partial_.load())
+    out += "; finished by CUDA after a stop: " + std::to_string(p);
+  return out;
+}
+
+}  // namespace cmt

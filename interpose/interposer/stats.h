@@ -1,0 +1,48 @@
+// What cmt did inside a process: copies taken (calls, bytes, time in the engine, per direction)
+// and copies forwarded, per reason. Lock-free counters; written as JSON at exit when asked.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "interposer/classify.h"
+
+namespace cmt {
+
+// Which of cmt's hooks took a copy: a CUDA runtime entry point (cudaMemcpy*) or a driver one
+// (cuMemcpy*, reached directly, through dlsym or through cuGetProcAddress).
+enum class Entry { Runtime, Driver };
+
+class Stats {
+ public:
+  void taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
+  void forwarded(ForwardReason reason);
+  void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
+  // A D2H copy into memory never written before, `bytes` of it prepared (fresh_pages.h).
+  void fresh(std::uint64_t bytes) {
+    fresh_calls_.fetch_add(1, std::memory_order_relaxed);
+    fresh_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  std::string to_json() const;
+  // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
+  std::string summary() const;
+  std::uint64_t taken_calls() const;
+  std::string sizes_json() const;
+
+ private:
+  struct PerDirection {
+    std::atomic<std::uint64_t> calls{0}, bytes{0}, nanoseconds{0};
+  };
+  PerDirection h2d_, d2h_;
+  std::atomic<std::uint64_t> via_runtime_{0}, via_driver_{0};
+  // Taken copies by size (bucket b holds sizes in [2^b, 2^(b+1))) and direction: the mix that
+  // `cmt tune -- CMD` tunes for.
+  static constexpr int kBuckets = 48;
+  std::atomic<std::uint64_t> size_calls_[2][kBuckets] = {}, size_bytes_[2][kBuckets] = {};
+  std::atomic<std::uint64_t> forwarded_[static_cast<int>(ForwardReason::Count)] = {};
+  std::atomic<std::uint64_t> partial_{0};
+  std::atomic<std::uint64_t> fresh_calls_{0}, fresh_bytes_{0};
+};
+
+}  // namespace cmt

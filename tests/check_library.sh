@@ -1,19 +1,24 @@
 #!/bin/sh
-# libcmt.so exports its hooks and nothing else, and pulls no CUDA runtime, spdlog, fmt, hwloc or
-# numa shared library into the host process.
+# libcmt.so exports exactly the names of its version script (made from hooks/hook_table.h) and
+# nothing else, unversioned; among them the hooks every program needs and never a legacy 32-bit
+# driver entry; and it pulls no CUDA runtime, spdlog, fmt, hwloc or numa shared library into the
+# host process.
 set -eu
 lib=$1
+map=$2
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
-# The runtime hooks, the 64-bit driver copy hooks (never the legacy 32-bit cuMemcpyHtoD),
-# cuGetProcAddress and dlsym; and cmt's one function of its own.
-expected=$(printf '%s\n' cudaMemcpy cudaMemcpyAsync cudaMemcpyAsync_ptsz cudaMemcpy_ptds \
-  cuMemcpyHtoD_v2 cuMemcpyHtoD_v2_ptds cuMemcpyDtoH_v2 cuMemcpyDtoH_v2_ptds \
-  cuMemcpyHtoDAsync_v2 cuMemcpyHtoDAsync_v2_ptsz cuMemcpyDtoHAsync_v2 cuMemcpyDtoHAsync_v2_ptsz \
-  cuMemcpy cuMemcpy_ptds cuMemcpyAsync cuMemcpyAsync_ptsz cuGetProcAddress cuGetProcAddress_v2 \
-  dlsym cmt_forward_this_thread | sort | tr '\n' ' ')
+expected=$(sed -n '/global:/,/local:/p' "$map" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
+  grep -vx 'global\|local' | sort | tr '\n' ' ')
 if [ "$exported" != "$expected" ]; then
-  echo "FAIL: libcmt.so exports [$exported], expected [$expected]"; exit 1
+  echo "FAIL: libcmt.so exports [$exported], its version script names [$expected]"; exit 1
 fi
+for name in cudaMemcpy cudaMemcpyAsync cuMemcpyHtoD_v2 cuMemcpyDtoHAsync_v2_ptsz cuGetProcAddress_v2 \
+  dlsym cmt_forward_this_thread; do
+  case " $exported " in *" $name "*) ;; *) echo "FAIL: libcmt.so does not export $name"; exit 1;; esac
+done
+for name in cuMemcpyHtoD cuMemcpyDtoH cuMemcpyHtoDAsync cuMemcpyDtoHAsync; do
+  case " $exported " in *" $name "*) echo "FAIL: libcmt.so exports the legacy $name"; exit 1;; esac
+done
 if readelf -r "$lib" | grep -q TEXTREL || readelf -lW "$lib" | grep GNU_STACK | grep -q RWE; then
   echo "FAIL: libcmt.so has text relocations or asks for an executable stack"; exit 1
 fi

@@ -7,61 +7,37 @@
 #include <atomic>
 #include <cstring>
 
-#include "interposer/classify.h"
-#include "hooks/hook_scope.h"
-#include "interposer/interposer.h"
 #include "common/log.h"
 #include "cuda/real_dl.h"
+#include "hooks/exported.h"
+#include "hooks/hook_scope.h"
+#include "hooks/hook_table.h"
+#include "interposer/interposer.h"
 
-#undef cuGetProcAddress  // cuda.h maps it to _v2; both variants are hooked below, by real name
+#undef cuGetProcAddress  // cuda.h maps it to _v2; both variants are hooked, by real name
 
-namespace cmt {
+namespace cmt::hooks {
 namespace {
 
-// One libcuda entry point that cmt mirrors: its exported name and the real function cmt's hook
-// forwards to (the first one handed out, or found by RTLD_NEXT). The hooks themselves are in
-// g_hook_functions, at the same index.
+// One libcuda entry point that cmt mirrors (a CMT_DRIVER_HOOKS row): its exported name and the
+// real function cmt's hook forwards to (the first one handed out, or found by RTLD_NEXT). The
+// hooks themselves are in g_hook_functions, at the same index.
 struct DriverHook {
   const char* name;
+  bool per_thread_default;  // _ptds/_ptsz: a NULL stream is the calling thread's default stream
   std::atomic<void*> real{nullptr};
 };
 
-enum Index : int {
-  kHtoD,
-  kHtoDPtds,
-  kDtoH,
-  kDtoHPtds,
-  kHtoDAsync,
-  kHtoDAsyncPtsz,
-  kDtoHAsync,
-  kDtoHAsyncPtsz,
-  kMemcpy,
-  kMemcpyPtds,
-  kMemcpyAsync,
-  kMemcpyAsyncPtsz,
-  kGetProcAddress,
-  kGetProcAddressV2,
-  kHookCount,
-};
+enum class Driver : int { CMT_DRIVER_HOOKS(CMT_HOOK_ENUM) Count };
+constexpr int kHookCount = static_cast<int>(Driver::Count);
 
 // Constant-initialized, so it is complete before any code in the process can call a hook.
-DriverHook g_hooks[kHookCount] = {
-    {"cuMemcpyHtoD_v2"},
-    {"cuMemcpyHtoD_v2_ptds"},
-    {"cuMemcpyDtoH_v2"},
-    {"cuMemcpyDtoH_v2_ptds"},
-    {"cuMemcpyHtoDAsync_v2"},
-    {"cuMemcpyHtoDAsync_v2_ptsz"},
-    {"cuMemcpyDtoHAsync_v2"},
-    {"cuMemcpyDtoHAsync_v2_ptsz"},
-    {"cuMemcpy"},
-    {"cuMemcpy_ptds"},
-    {"cuMemcpyAsync"},
-    {"cuMemcpyAsync_ptsz"},
-    {"cuGetProcAddress"},
-    {"cuGetProcAddress_v2"},
-};
+#define CMT_DRIVER_ENTRY(name, shape, per_thread) {#name, (per_thread) != 0},
+DriverHook g_hooks[kHookCount] = {CMT_DRIVER_HOOKS(CMT_DRIVER_ENTRY)};
+#undef CMT_DRIVER_ENTRY
 extern void* const g_hook_functions[kHookCount];
+
+const char* const kRuntimeHookNames[] = {CMT_RUNTIME_HOOKS(CMT_HOOK_NAME)};
 
 bool is_ours(const void* p) {
   static const void* self_base = [] {
@@ -94,9 +70,15 @@ void* real_of(DriverHook& h) {
   return adopt(h, fn) ? h.real.load(std::memory_order_acquire) : nullptr;
 }
 
-CUstream explicit_stream(CUstream stream, bool per_thread_default) {
+template <Driver H>
+DriverHook& hook() {
+  return g_hooks[static_cast<int>(H)];
+}
+
+template <Driver H>
+CUstream explicit_stream(CUstream stream) {
   if (stream) return stream;
-  return per_thread_default ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  return hook<H>().per_thread_default ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
 }
 
 void* as_pointer(CUdeviceptr p) {
@@ -105,80 +87,77 @@ void* as_pointer(CUdeviceptr p) {
 
 // Offers the copy to the engine (unless a runtime hook on this thread already did), then
 // forwards whatever it did not handle to the real entry point: `forward(real, bytes_done)`.
-template <typename Fn, typename Forward>
-CUresult take_or_forward(DriverHook& h, void* dst, const void* src, std::size_t bytes, int kind,
-                         CUstream stream, bool synchronous, Forward&& forward) {
-  auto real = reinterpret_cast<Fn>(real_of(h));
+template <Driver H, typename Fn, typename Forward>
+CUresult take_or_forward(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
+                         bool synchronous, Forward&& forward) {
+  auto real = reinterpret_cast<Fn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   std::size_t done = 0;
   if (!RuntimeHookScope::active())
-    done =
-        Interposer::instance().try_copy(dst, src, bytes, kind, stream, synchronous, Entry::Driver);
+    done = Interposer::offer_copy(dst, src, bytes, kind, explicit_stream<H>(stream), synchronous,
+                                  Entry::Driver);
   if (done == bytes && bytes != 0) return CUDA_SUCCESS;
   return forward(real, done);
 }
 
-// ---- the copy hooks, one per variant -----------------------------------------------------------
+// ---- the copy shapes' handlers ---------------------------------------------------------------
 
 using HtoDFn = CUresult (*)(CUdeviceptr, const void*, size_t);
 using DtoHFn = CUresult (*)(void*, CUdeviceptr, size_t);
 using HtoDAsyncFn = CUresult (*)(CUdeviceptr, const void*, size_t, CUstream);
 using DtoHAsyncFn = CUresult (*)(void*, CUdeviceptr, size_t, CUstream);
-using MemcpyFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t);
-using MemcpyAsyncFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+using UnifiedFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t);
+using UnifiedAsyncFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 
-template <Index I, bool PerThread>
-CUresult htod(CUdeviceptr dst, const void* src, size_t n) {
-  return take_or_forward<HtoDFn>(
-      g_hooks[I], as_pointer(dst), src, n, kHostToDevice, explicit_stream(nullptr, PerThread), true,
-      [&](HtoDFn real, std::size_t done) {
+template <Driver H>
+CUresult HtoD(CUdeviceptr dst, const void* src, size_t n) {
+  return take_or_forward<H, HtoDFn>(
+      as_pointer(dst), src, n, kHostToDevice, nullptr, true, [&](HtoDFn real, std::size_t done) {
         return real(dst + done, static_cast<const char*>(src) + done, n - done);
       });
 }
 
-template <Index I, bool PerThread>
-CUresult dtoh(void* dst, CUdeviceptr src, size_t n) {
-  return take_or_forward<DtoHFn>(
-      g_hooks[I], dst, as_pointer(src), n, kDeviceToHost, explicit_stream(nullptr, PerThread), true,
-      [&](DtoHFn real, std::size_t done) {
+template <Driver H>
+CUresult DtoH(void* dst, CUdeviceptr src, size_t n) {
+  return take_or_forward<H, DtoHFn>(
+      dst, as_pointer(src), n, kDeviceToHost, nullptr, true, [&](DtoHFn real, std::size_t done) {
         return real(static_cast<char*>(dst) + done, src + done, n - done);
       });
 }
 
-template <Index I, bool PerThread>
-CUresult htod_async(CUdeviceptr dst, const void* src, size_t n, CUstream stream) {
-  return take_or_forward<HtoDAsyncFn>(
-      g_hooks[I], as_pointer(dst), src, n, kHostToDevice, explicit_stream(stream, PerThread), false,
+template <Driver H>
+CUresult HtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream stream) {
+  return take_or_forward<H, HtoDAsyncFn>(
+      as_pointer(dst), src, n, kHostToDevice, stream, false,
       [&](HtoDAsyncFn real, std::size_t done) {
         return real(dst + done, static_cast<const char*>(src) + done, n - done, stream);
       });
 }
 
-template <Index I, bool PerThread>
-CUresult dtoh_async(void* dst, CUdeviceptr src, size_t n, CUstream stream) {
-  return take_or_forward<DtoHAsyncFn>(
-      g_hooks[I], dst, as_pointer(src), n, kDeviceToHost, explicit_stream(stream, PerThread), false,
+template <Driver H>
+CUresult DtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream stream) {
+  return take_or_forward<H, DtoHAsyncFn>(
+      dst, as_pointer(src), n, kDeviceToHost, stream, false,
       [&](DtoHAsyncFn real, std::size_t done) {
         return real(static_cast<char*>(dst) + done, src + done, n - done, stream);
       });
 }
 
 // cuMemcpy: unified addressing, the direction comes from the pointers (cudaMemcpyDefault).
-template <Index I, bool PerThread>
-CUresult memcpy_any(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  return take_or_forward<MemcpyFn>(
-      g_hooks[I], as_pointer(dst), as_pointer(src), n, kDefault,
-      explicit_stream(nullptr, PerThread), true,
-      [&](MemcpyFn real, std::size_t done) { return real(dst + done, src + done, n - done); });
+template <Driver H>
+CUresult Unified(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return take_or_forward<H, UnifiedFn>(
+      as_pointer(dst), as_pointer(src), n, kDefault, nullptr, true,
+      [&](UnifiedFn real, std::size_t done) { return real(dst + done, src + done, n - done); });
 }
 
-template <Index I, bool PerThread>
-CUresult memcpy_any_async(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
-  return take_or_forward<MemcpyAsyncFn>(g_hooks[I], as_pointer(dst), as_pointer(src), n, kDefault,
-                                        explicit_stream(stream, PerThread), false,
-                                        [&](MemcpyAsyncFn real, std::size_t done) {
-                                          return real(dst + done, src + done, n - done, stream);
-                                        });
+template <Driver H>
+CUresult UnifiedAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
+  return take_or_forward<H, UnifiedAsyncFn>(as_pointer(dst), as_pointer(src), n, kDefault, stream,
+                                            false, [&](UnifiedAsyncFn real, std::size_t done) {
+                                              return real(dst + done, src + done, n - done,
+                                                          stream);
+                                            });
 }
 
 // ---- cuGetProcAddress: the real answer, with cmt's hook swapped in for the exact variant -----
@@ -210,132 +189,98 @@ void* swap_in_hook(const char* symbol, void* p) {
   return p;
 }
 
-using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t);
-using GetProcAddressV2Fn = CUresult (*)(const char*, void**, int, cuuint64_t,
-                                        CUdriverProcAddressQueryResult*);
-
 bool names_copy_entry(const char* symbol) {
   return symbol && (std::strncmp(symbol, "cuMemcpy", 8) == 0 ||
                     std::strncmp(symbol, "cuGetProcAddress", 16) == 0);
 }
 
-CUresult get_proc_address(const char* symbol, void** pfn, int version, cuuint64_t flags) {
-  auto real = reinterpret_cast<GetProcAddressFn>(real_of(g_hooks[kGetProcAddress]));
+using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t);
+using GetProcAddressV2Fn = CUresult (*)(const char*, void**, int, cuuint64_t,
+                                        CUdriverProcAddressQueryResult*);
+
+template <Driver H>
+CUresult GetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags) {
+  auto real = reinterpret_cast<GetProcAddressFn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(symbol, pfn, version, flags);
   if (r == CUDA_SUCCESS && pfn && *pfn && names_copy_entry(symbol)) {
-    (void)Interposer::instance();  // its configuration sets the log level
+    Interposer::configure();  // its configuration sets the log level
     *pfn = swap_in_hook(symbol, *pfn);
   }
   return r;
 }
 
-CUresult get_proc_address_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
-                             CUdriverProcAddressQueryResult* status) {
-  auto real = reinterpret_cast<GetProcAddressV2Fn>(real_of(g_hooks[kGetProcAddressV2]));
+template <Driver H>
+CUresult GetProcAddressV2(const char* symbol, void** pfn, int version, cuuint64_t flags,
+                          CUdriverProcAddressQueryResult* status) {
+  auto real = reinterpret_cast<GetProcAddressV2Fn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   CUresult r = real(symbol, pfn, version, flags, status);
   if (r == CUDA_SUCCESS && pfn && *pfn && names_copy_entry(symbol)) {
-    (void)Interposer::instance();
+    Interposer::configure();
     *pfn = swap_in_hook(symbol, *pfn);
   }
   return r;
 }
 
-void* const g_hook_functions[kHookCount] = {
-    reinterpret_cast<void*>(&htod<kHtoD, false>),
-    reinterpret_cast<void*>(&htod<kHtoDPtds, true>),
-    reinterpret_cast<void*>(&dtoh<kDtoH, false>),
-    reinterpret_cast<void*>(&dtoh<kDtoHPtds, true>),
-    reinterpret_cast<void*>(&htod_async<kHtoDAsync, false>),
-    reinterpret_cast<void*>(&htod_async<kHtoDAsyncPtsz, true>),
-    reinterpret_cast<void*>(&dtoh_async<kDtoHAsync, false>),
-    reinterpret_cast<void*>(&dtoh_async<kDtoHAsyncPtsz, true>),
-    reinterpret_cast<void*>(&memcpy_any<kMemcpy, false>),
-    reinterpret_cast<void*>(&memcpy_any<kMemcpyPtds, true>),
-    reinterpret_cast<void*>(&memcpy_any_async<kMemcpyAsync, false>),
-    reinterpret_cast<void*>(&memcpy_any_async<kMemcpyAsyncPtsz, true>),
-    reinterpret_cast<void*>(&get_proc_address),
-    reinterpret_cast<void*>(&get_proc_address_v2),
-};
+#define CMT_DRIVER_HOOK_FUNCTION(name, shape, per_thread) \
+  reinterpret_cast<void*>(&shape<Driver::name>),
+void* const g_hook_functions[kHookCount] = {CMT_DRIVER_HOOKS(CMT_DRIVER_HOOK_FUNCTION)};
+#undef CMT_DRIVER_HOOK_FUNCTION
 
 int find_hook(const char* name) {
   for (int i = 0; i < kHookCount; ++i)
     if (std::strcmp(g_hooks[i].name, name) == 0) return i;
   return -1;
 }
+
 }  // namespace
+}  // namespace cmt::hooks
+
+namespace cmt {
 
 bool is_libcmt_address(const void* address) {
-  return is_ours(address);
+  return hooks::is_ours(address);
 }
 
 bool is_hooked_runtime_symbol(const char* name) {
-  if (!name || std::strncmp(name, "cudaMemcpy", 10) != 0) return false;
-  for (const char* n : {"cudaMemcpy", "cudaMemcpy_ptds", "cudaMemcpyAsync", "cudaMemcpyAsync_ptsz"})
+  if (!name || name[0] != 'c' || name[1] != 'u') return false;
+  for (const char* n : hooks::kRuntimeHookNames)
     if (std::strcmp(name, n) == 0) return true;
   return false;
 }
 
 bool is_hooked_driver_symbol(const char* name) {
-  return name && name[0] == 'c' && name[1] == 'u' && (name[2] == 'M' || name[2] == 'G') &&
-         find_hook(name) >= 0;
+  return name && name[0] == 'c' && name[1] == 'u' && hooks::find_hook(name) >= 0;
 }
 
 void* driver_hook_for_symbol(const char* name, void* found) {
-  int i = name ? find_hook(name) : -1;
-  if (i < 0 || !adopt(g_hooks[i], found)) return found;
-  return g_hook_functions[i];
+  int i = name ? hooks::find_hook(name) : -1;
+  if (i < 0 || !hooks::adopt(hooks::g_hooks[i], found)) return found;
+  return hooks::g_hook_functions[i];
 }
 
 }  // namespace cmt
 
 // ---- exported names: programs that link libcuda bind to these ----------------------------------
 
-#define CMT_EXPORT extern "C" __attribute__((visibility("default")))
-
-CMT_EXPORT CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) {
-  return cmt::htod<cmt::kHtoD, false>(dst, src, n);
-}
-CMT_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) {
-  return cmt::htod<cmt::kHtoDPtds, true>(dst, src, n);
-}
-CMT_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) {
-  return cmt::dtoh<cmt::kDtoH, false>(dst, src, n);
-}
-CMT_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) {
-  return cmt::dtoh<cmt::kDtoHPtds, true>(dst, src, n);
-}
-CMT_EXPORT CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
-  return cmt::htod_async<cmt::kHtoDAsync, false>(dst, src, n, s);
-}
-CMT_EXPORT CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n,
-                                              CUstream s) {
-  return cmt::htod_async<cmt::kHtoDAsyncPtsz, true>(dst, src, n, s);
-}
-CMT_EXPORT CUresult cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) {
-  return cmt::dtoh_async<cmt::kDtoHAsync, false>(dst, src, n, s);
-}
-CMT_EXPORT CUresult cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n, CUstream s) {
-  return cmt::dtoh_async<cmt::kDtoHAsyncPtsz, true>(dst, src, n, s);
-}
-CMT_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  return cmt::memcpy_any<cmt::kMemcpy, false>(dst, src, n);
-}
-CMT_EXPORT CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) {
-  return cmt::memcpy_any<cmt::kMemcpyPtds, true>(dst, src, n);
-}
-CMT_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  return cmt::memcpy_any_async<cmt::kMemcpyAsync, false>(dst, src, n, s);
-}
-CMT_EXPORT CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
-  return cmt::memcpy_any_async<cmt::kMemcpyAsyncPtsz, true>(dst, src, n, s);
-}
-CMT_EXPORT CUresult cuGetProcAddress(const char* symbol, void** pfn, int version,
-                                     cuuint64_t flags) {
-  return cmt::get_proc_address(symbol, pfn, version, flags);
-}
-CMT_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
-                                        cuuint64_t flags, CUdriverProcAddressQueryResult* status) {
-  return cmt::get_proc_address_v2(symbol, pfn, version, flags, status);
-}
+#define CMT_SHAPE_HtoD CUresult, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n)
+#define CMT_SHAPE_DtoH CUresult, (void* dst, CUdeviceptr src, size_t n), (dst, src, n)
+#define CMT_SHAPE_HtoDAsync \
+  CUresult, (CUdeviceptr dst, const void* src, size_t n, CUstream s), (dst, src, n, s)
+#define CMT_SHAPE_DtoHAsync \
+  CUresult, (void* dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
+#define CMT_SHAPE_Unified CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n)
+#define CMT_SHAPE_UnifiedAsync \
+  CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
+#define CMT_SHAPE_GetProcAddress                                                          \
+  CUresult, (const char* symbol, void** pfn, int version, cuuint64_t flags), \
+      (symbol, pfn, version, flags)
+#define CMT_SHAPE_GetProcAddressV2                                                 \
+  CUresult,                                                                        \
+      (const char* symbol, void** pfn, int version, cuuint64_t flags,              \
+       CUdriverProcAddressQueryResult* status),                                    \
+      (symbol, pfn, version, flags, status)
+#define CMT_EXPORT_DRIVER_HOOK(name, shape, per_thread) \
+  CMT_DEFINE_EXPORT(name, cmt::hooks::shape<cmt::hooks::Driver::name>, CMT_SHAPE_##shape)
+CMT_DRIVER_HOOKS(CMT_EXPORT_DRIVER_HOOK)

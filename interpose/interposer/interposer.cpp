@@ -62,6 +62,22 @@ Interposer& Interposer::instance() {
   return *self;
 }
 
+std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes, int kind,
+                                   CUstream stream, bool synchronous, Entry entry) noexcept {
+  try {
+    return instance().try_copy(dst, src, bytes, kind, stream, synchronous, entry);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void Interposer::configure() noexcept {
+  try {
+    (void)instance();
+  } catch (...) {
+  }
+}
+
 Interposer::Interposer() {
   // Precedence: environment > CMT_PROFILE > the user's profile for this machine > built-in
   // defaults. A bad profile is reported and ignored as a whole; a bad variable keeps its default.

@@ -33,6 +33,13 @@ class Interposer {
   // static destructors, after the CUDA driver is gone.
   static Interposer& instance();
 
+  // What a hook calls: the instance's try_copy, except that nothing (not even building the
+  // instance) can throw past it. Returns 0 on any failure: forward the whole call.
+  static std::size_t offer_copy(void* dst, const void* src, std::size_t bytes, int kind,
+                                CUstream stream, bool synchronous, Entry entry) noexcept;
+  // Reads the configuration now, if no copy has yet (it sets the log level); never throws.
+  static void configure() noexcept;
+
   // Tries to run the copy through the engine. Returns the number of leading bytes handled (0:
   // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle
   // for the default stream).

@@ -1,0 +1,45 @@
+/* The one table of entry points libcmt.so exports. Adding an entry point of a shape that exists is
+   one row here: the hooks' enum, names, real-function slots, exported wrappers, the "is this
+   hooked" queries and the linker's version script (libcmt.map, made from this file by the C
+   preprocessor at build time) all follow from it. A new shape also needs its signature
+   (CMT_SHAPE_*, in the family's hooks file) and its handler.
+
+   Plain preprocessor only: the version script is generated from this header.
+
+   X(name, shape, per_thread_default): per_thread_default is 1 for the _ptds/_ptsz variants, whose
+   NULL stream is the calling thread's default stream rather than the legacy one. */
+#pragma once
+
+/* The CUDA runtime's copies (hooks/runtime_hooks.cpp). Reached by programs that link libcudart
+   dynamically; found past libcmt.so with RTLD_NEXT, or in the libcudart.so the process loaded. */
+#define CMT_RUNTIME_HOOKS(X)               \
+  X(cudaMemcpy, RuntimeCopy, 0)            \
+  X(cudaMemcpy_ptds, RuntimeCopy, 1)       \
+  X(cudaMemcpyAsync, RuntimeCopyAsync, 0)  \
+  X(cudaMemcpyAsync_ptsz, RuntimeCopyAsync, 1)
+
+/* The CUDA driver's copies and its symbol lookup (hooks/driver_hooks.cpp), by exact variant: the
+   64-bit _v2 entries, never the legacy 32-bit ones such as cuMemcpyHtoD. Reached directly by
+   programs that link libcuda, and through dlsym and cuGetProcAddress by those that open it (a
+   static cudart, XLA): those answer these names with cmt's hook of the same variant. */
+#define CMT_DRIVER_HOOKS(X)                  \
+  X(cuMemcpyHtoD_v2, HtoD, 0)                \
+  X(cuMemcpyHtoD_v2_ptds, HtoD, 1)           \
+  X(cuMemcpyDtoH_v2, DtoH, 0)                \
+  X(cuMemcpyDtoH_v2_ptds, DtoH, 1)           \
+  X(cuMemcpyHtoDAsync_v2, HtoDAsync, 0)      \
+  X(cuMemcpyHtoDAsync_v2_ptsz, HtoDAsync, 1) \
+  X(cuMemcpyDtoHAsync_v2, DtoHAsync, 0)      \
+  X(cuMemcpyDtoHAsync_v2_ptsz, DtoHAsync, 1) \
+  X(cuMemcpy, Unified, 0)                    \
+  X(cuMemcpy_ptds, Unified, 1)               \
+  X(cuMemcpyAsync, UnifiedAsync, 0)          \
+  X(cuMemcpyAsync_ptsz, UnifiedAsync, 1)     \
+  X(cuGetProcAddress, GetProcAddress, 0)     \
+  X(cuGetProcAddress_v2, GetProcAddressV2, 0)
+
+/* Exported, written by hand: the C library's dlsym (hooks/dlsym_hook.cpp, x86-64 assembly around
+   a C++ decision) and cmt's own function (hooks/runtime_hooks.cpp). X(name) */
+#define CMT_OTHER_EXPORTS(X) \
+  X(dlsym)                   \
+  X(cmt_forward_this_thread)

@@ -375,10 +375,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
     // The machine's fingerprint and the configuration libcmt.so runs with here (the same loader).
     const cmt::MachineFingerprint machine = cmt::read_fingerprint();
-    const char* profile_env = std::getenv("CMT_PROFILE");
-    const cmt::LoadedConfiguration loaded =
-        cmt::load_configuration(profile_env ? profile_env : "", machine);
-    const std::string profile_used = profile_env                       ? profile_env
+    const cmt::LoadedConfiguration loaded = cmt::load_configuration("", machine);
+    const std::string profile_used = !loaded.config.profile.empty()    ? loaded.config.profile
                                      : !loaded.machine_profile.empty() ? loaded.machine_profile
                                                                        : loaded.shared_profile;
     std::fprintf(f,

@@ -60,6 +60,10 @@ int main(int argc, char** argv) {
   CLI::App* show = profile->add_subcommand(
       "show", "Print the effective configuration and where each value comes from");
   show->add_option("--profile", show_profile, "A profile to apply under the environment");
+  bool options_markdown = false;
+  CLI::App* options_cmd = profile->add_subcommand(
+      "options", "List every option: variable, profile key, where it applies, default, meaning");
+  options_cmd->add_flag("--markdown", options_markdown, "As the README's Markdown table");
   std::string export_output;
   CLI::App* export_cmd = profile->add_subcommand(
       "export", "Print this machine's tuned profile, checked, to contribute it to configs/");
@@ -152,16 +156,14 @@ int main(int argc, char** argv) {
   if (validate->parsed()) return cmt::cli::validate_profile(validate_path);
   if (path->parsed()) return cmt::cli::show_machine_profile_path();
   if (export_cmd->parsed()) return cmt::cli::export_profile(export_output);
+  if (options_cmd->parsed()) return cmt::cli::show_options(options_markdown);
   if (topo->parsed()) {
     cmt::HostTopology t = cmt::read_topology();
     std::fputs((topo_json ? cmt::topology_json(t) : cmt::format_topology(t)).c_str(), stdout);
     return t.error.empty() ? 0 : 1;
   }
   if (show->parsed()) {
-    const char* env_profile = std::getenv("CMT_PROFILE");
-    return cmt::cli::show_configuration(!show_profile.empty() ? show_profile
-                                        : env_profile         ? env_profile
-                                                              : "");
+    return cmt::cli::show_configuration(show_profile);
   }
   return 0;
 }

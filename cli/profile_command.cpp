@@ -42,6 +42,44 @@ int show_configuration(const std::string& profile) {
   return loaded.profile.ok() && loaded.env_errors.empty() ? 0 : 1;
 }
 
+int show_options(bool markdown) {
+  if (markdown) {
+    std::printf("| variable | profile key | where | default | meaning |\n");
+    std::printf("| --- | --- | --- | --- | --- |\n");
+  }
+  for (const OptionSpec& row : option_table()) {
+    const std::string key = row.profile_may_set() ? row.name : "";
+    const std::string def = row.default_text();
+    if (markdown) {
+      std::printf("| `%s` | %s | %s | %s | %s |\n", row.env,
+                  key.empty() ? "" : ("`" + key + "`").c_str(), scope_text(row).c_str(),
+                  def.empty() ? "" : ("`" + def + "`").c_str(), row.help);
+      continue;
+    }
+    std::printf("%s%s  [%s]  default: %s\n", row.env, key.empty() ? "" : (" (" + key + ")").c_str(),
+                scope_text(row).c_str(), def.empty() ? "(none)" : def.c_str());
+    // The help, wrapped at 96 columns under a 4-space indent.
+    std::string line;
+    std::string word;
+    auto flush = [&] { std::printf("    %s\n", line.c_str()); line.clear(); };
+    for (const char* p = row.help;; ++p) {
+      if (*p == ' ' || *p == '\0') {
+        if (!line.empty() && line.size() + 1 + word.size() > 92) flush();
+        line += (line.empty() ? "" : " ") + word;
+        word.clear();
+        if (*p == '\0') break;
+      } else {
+        word += *p;
+      }
+    }
+    if (!line.empty()) flush();
+  }
+  if (!markdown)
+    std::printf("\nA profile (TOML) sets options under [cmt] by their keys, and per-GPU ones under "
+                "[gpu.\"BUS\"]; CMT_* variables override it.\n");
+  return 0;
+}
+
 int export_profile(const std::string& output) {
   const MachineFingerprint here = read_fingerprint();
   const std::string path = user_profile_path(here);

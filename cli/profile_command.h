@@ -1,5 +1,5 @@
-// `cmt profile validate FILE` and `cmt profile show [--profile FILE]`: check a profile, and print
-// the configuration the library would use, with where each value comes from.
+// `cmt profile validate FILE`, `show`, `options`, `export` and `path`: check a profile, print the
+// configuration the library would use (with where each value comes from) and the options it has.
 #pragma once
 
 #include <string>
@@ -19,6 +19,10 @@ int show_configuration(const std::string& profile);
 // Writes this user's tuned profile for this machine, checked, to `output` ("" or "-": stdout), for
 // contributing to configs/; returns 1 if there is none or it is not valid.
 int export_profile(const std::string& output);
+
+// Prints the option table: every CMT_* variable with its profile key, where it applies, its
+// default and its help; as plain text, or (`markdown`) as the README's table.
+int show_options(bool markdown);
 
 // Prints where this user's tuned profile for this machine lives (and, on stderr, the machine).
 int show_machine_profile_path();

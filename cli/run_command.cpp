@@ -29,11 +29,19 @@ std::string executable_dir() {
 
 }  // namespace
 
-std::string find_library() {
-  if (const char* env = std::getenv("CMT_LIBRARY"); env && *env) return env;
+std::string find_library(std::string* why) {
+  Config env;
+  std::vector<std::string> ignored;
+  apply_environment(env, ignored, nullptr, EnvRows::EnvOnly);
+  if (!env.library.empty()) {
+    if (is_file(env.library)) return env.library;
+    *why = "CMT_LIBRARY='" + env.library + "' is not a readable file";
+    return {};
+  }
   const std::string dir = executable_dir();
   for (const char* rel : {"/libcmt.so", "/../lib/libcmt.so", "/../lib/cmt/libcmt.so"})
     if (is_file(dir + rel)) return dir + rel;
+  *why = "libcmt.so not found beside " + dir + " or in ../lib; set CMT_LIBRARY to its path";
   return {};
 }
 
@@ -80,19 +88,16 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
     std::fprintf(stderr, "cmt run: no command given; usage: cmt run [-v] -- CMD [ARGS...]\n");
     return 2;
   }
-  const std::string library = find_library();
+  std::string why;
+  const std::string library = find_library(&why);
   if (library.empty()) {
-    std::fprintf(stderr,
-                 "cmt run: libcmt.so not found beside %s or in ../lib; set CMT_LIBRARY to its "
-                 "path\n",
-                 executable_dir().c_str());
+    std::fprintf(stderr, "cmt run: %s\n", why.c_str());
     return 2;
   }
   const std::string preload = preload_value(library, std::getenv("LD_PRELOAD"));
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (verbose) {
-    const char* profile = std::getenv("CMT_PROFILE");
-    LoadedConfiguration loaded = load_configuration(profile ? profile : "", read_fingerprint());
+    LoadedConfiguration loaded = load_configuration("", read_fingerprint());
     if (!loaded.machine_profile.empty())
       std::fprintf(stderr, "cmt run: this machine's profile: %s\n", loaded.machine_profile.c_str());
     if (!loaded.shared_profile.empty())

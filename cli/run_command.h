@@ -7,9 +7,9 @@
 
 namespace cmt::cli {
 
-// Where libcmt.so is: $CMT_LIBRARY, else beside the cmt executable, else ../lib[/cmt]. Empty if
-// not found.
-std::string find_library();
+// Where libcmt.so is: $CMT_LIBRARY, else beside the cmt executable, else ../lib[/cmt]. Empty, with
+// `*why` saying what was looked for, if there is none (or CMT_LIBRARY names no readable file).
+std::string find_library(std::string* why);
 
 // LD_PRELOAD for the child: libcmt.so first, any value already set kept after it (once).
 std::string preload_value(const std::string& library, const char* existing);

@@ -121,13 +121,14 @@ int tune_command(const TuneOptions& o) {
   }
   const auto start = std::chrono::steady_clock::now();
   const MachineFingerprint machine = read_fingerprint();
-  const std::string library = find_library();
+  std::string no_library;
+  const std::string library = find_library(&no_library);
 
   // 1. The mix: the command's own copies if there is one, else a spread of sizes.
   CopyMix mix = default_mix(largest);
   if (!o.command.empty()) {
     if (library.empty()) {
-      std::fprintf(stderr, "%slibcmt.so not found; set CMT_LIBRARY to its path\n", me);
+      std::fprintf(stderr, "%s%s\n", me, no_library.c_str());
       return 2;
     }
     const std::string stats = temp_path(".json");
@@ -198,7 +199,7 @@ int tune_command(const TuneOptions& o) {
                       "check: the full search's choice (%u threads, %s x %u, H2D %s, D2H %s) "
                       "%.1f GB/s vs the grid's best %.1f GB/s, measured again alternately: "
                       "full/grid = %.3f",
-                      full.config.threads, size_text(full.config.chunk_bytes).c_str(),
+                      full.config.threads, format_byte_size(full.config.chunk_bytes).c_str(),
                       full.config.slots, copy_method_name(full.config.h2d_method),
                       copy_method_name(full.config.d2h_method), f[f.size() / 2], g[g.size() / 2],
                       f[f.size() / 2] / std::max(1e-9, g[g.size() / 2]));
@@ -239,10 +240,10 @@ int tune_command(const TuneOptions& o) {
       "  threads %u, chunk_bytes %s, d2h_chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, "
       "threshold %s\n",
       o.search.c_str(), search_seconds, std::max(1, result.evaluated), result.score_gbps,
-      result.config.threads, size_text(result.config.chunk_bytes).c_str(),
-      size_text(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
+      result.config.threads, format_byte_size(result.config.chunk_bytes).c_str(),
+      format_byte_size(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
       copy_method_name(result.config.h2d_method), copy_method_name(result.config.d2h_method),
-      size_text(result.config.threshold).c_str());
+      format_byte_size(result.config.threshold).c_str());
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());
   std::printf("\n%10s %4s %9s %9s %9s %9s %9s %9s\n", "size", "dir", "CUDA", "builtin", "tuned",
               "pinned", "tuned/CUDA", "tuned/pin");
@@ -258,7 +259,7 @@ int tune_command(const TuneOptions& o) {
                       bench.cmt(result.config, c, 5).median,
                       bench.cuda_pinned(c, 5).median};
       record.rows.push_back(row);
-      std::printf("%10s %4s %9.1f %9.1f %9.1f %9.1f %9.2fx %9.2f\n", size_text(bytes).c_str(),
+      std::printf("%10s %4s %9.1f %9.1f %9.1f %9.1f %9.2fx %9.2f\n", format_byte_size(bytes).c_str(),
                   d == Direction::HostToDevice ? "H2D" : "D2H", row.cuda_gbps, row.builtin_gbps,
                   row.tuned_gbps, row.pinned_gbps, row.tuned_gbps / std::max(1e-9, row.cuda_gbps),
                   row.tuned_gbps / std::max(1e-9, row.pinned_gbps));

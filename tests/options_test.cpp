@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <string>
 
 #include "engine/gpu_locality.h"
@@ -81,6 +82,72 @@ TEST(Options, BadValuesKeepDefaultsAndSayWhy) {
     named_fresh |= e.find("CMT_FRESH_PAGES='always'") != std::string::npos &&
                    e.find("one of huge, populate, off") != std::string::npos;
   EXPECT_TRUE(named_fresh);
+}
+
+// Defaults are written once, as the Config initializers; each row prints its own, and that text
+// parses back to the same value.
+TEST(OptionTable, EachDefaultIsTheConfigInitializerAndReadsBack) {
+  const Config defaults;
+  for (const OptionSpec& row : option_table()) {
+    Config c;
+    EXPECT_EQ(row.apply(c, row.default_text()), "") << row.name;
+    EXPECT_EQ(row.show(c), row.show(defaults)) << row.name;
+  }
+  EXPECT_EQ(find_option("chunk_bytes")->default_text(), "2M");
+  EXPECT_EQ(find_option("fresh_pages")->default_text(), "huge");
+  EXPECT_EQ(find_option("stats_file")->default_text(), "");
+}
+
+TEST(OptionTable, NamesAndVariablesAreUniqueAndEveryRowIsDocumented) {
+  std::set<std::string> names, envs;
+  for (const OptionSpec& row : option_table()) {
+    EXPECT_TRUE(names.insert(row.name).second) << row.name;
+    EXPECT_TRUE(envs.insert(row.env).second) << row.env;
+    EXPECT_EQ(std::string(row.env).rfind("CMT_", 0), 0u) << row.env;
+    EXPECT_GT(std::string(row.help).size(), 20u) << row.name;
+    EXPECT_FALSE(row.tuned && row.scope == Scope::EnvOnly) << row.name;
+  }
+}
+
+// The per-GPU and tuned knob lists, and what makes two lanes alike, follow from the table.
+TEST(OptionTable, ScopesMakeTheKnobLists) {
+  EXPECT_EQ(per_gpu_knobs(),
+            (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
+                                      "spin_us", "ramp", "h2d_method", "d2h_method"}));
+  EXPECT_EQ(tuned_knobs(),
+            (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
+                                      "threshold", "h2d_method", "d2h_method"}));
+  Config a, b;
+  b.spin_us = 5;
+  b.h2d_method = CopyMethod::Streaming;
+  EXPECT_FALSE(same_lane_knobs(a, b));
+  copy_lane_knobs(a, b);
+  EXPECT_TRUE(same_lane_knobs(a, b));
+  EXPECT_EQ(a.spin_us, 5u);
+  EXPECT_EQ(a.h2d_method, CopyMethod::Streaming);
+  b.threshold = 1;  // a process knob: lanes are alike without it
+  EXPECT_TRUE(same_lane_knobs(a, b));
+  EXPECT_EQ(scope_text(*find_option("threads")), "per GPU, tuned");
+  EXPECT_EQ(scope_text(*find_option("stats_file")), "environment only");
+}
+
+TEST(OptionTable, EnvironmentRowsCanBeReadApart) {
+  std::map<std::string, std::string> env = {{"CMT_THREADS", "6"}, {"CMT_PROFILE", "/p.toml"},
+                                            {"CMT_CONFIGS_DIR", ""}};
+  auto get = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  Config c;
+  std::vector<std::string> errors;
+  apply_environment(c, errors, get, EnvRows::EnvOnly);
+  EXPECT_EQ(c.threads, 0u);
+  EXPECT_EQ(c.profile, "/p.toml");
+  ASSERT_TRUE(c.configs_dir.has_value());  // set but empty: no shared profiles
+  EXPECT_EQ(*c.configs_dir, "");
+  apply_environment(c, errors, get, EnvRows::Knobs);
+  EXPECT_EQ(c.threads, 6u);
+  EXPECT_TRUE(errors.empty());
 }
 
 TEST(GpuLocality, ParsesCpuLists) {

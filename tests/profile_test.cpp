@@ -257,6 +257,44 @@ TEST(Profile, TheUsersProfileForThisMachineSitsUnderExplicitOnesAndTheEnvironmen
   std::system(("rm -rf '" + home + "'").c_str());
 }
 
+// Where output goes and which files are read never come from a profile: profiles arrive by pull
+// request, and a shared one applies to every matching program.
+TEST(Profile, EnvironmentOnlyOptionsAreIgnoredInProfilesWithAReason) {
+  Config c;
+  ProfileReport r = load_profile_text(
+      "schema = 1\n[cmt]\nstats_file = \"x\"\nprofile = \"/etc/other.toml\"\nthreads = 3\n",
+      "p.toml", c);
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(mentions(r.warnings, "p.toml:3:14: 'cmt.stats_file' is ignored: only the "
+                                   "environment sets it (CMT_STATS)"))
+      << r.warnings[0];
+  EXPECT_TRUE(mentions(r.warnings, "'cmt.profile' is ignored"));
+  EXPECT_EQ(c.stats_file, "");
+  EXPECT_EQ(c.profile, "");
+  EXPECT_EQ(c.threads, 3u);
+  EXPECT_EQ(nearest_option("stats_fil"), "");  // no hint toward a key a profile may not set
+}
+
+TEST(Profile, CmtProfileIsReadThroughTheOptionTable) {
+  std::string home = temp_dir();
+  ScopedConfigHome config_home(home);
+  write_file(home + "/named.toml", "schema = 1\n[cmt]\nslots = 6\n");
+  const std::string named = home + "/named.toml";
+  auto env = [&](const char* n) -> const char* {
+    const std::string name = n;
+    if (name == "CMT_PROFILE") return named.c_str();
+    if (name == "CMT_CONFIGS_DIR") return "";
+    return nullptr;
+  };
+  MachineFingerprint here;
+  LoadedConfiguration loaded = load_configuration("", here, env);
+  EXPECT_TRUE(loaded.profile.ok());
+  EXPECT_EQ(loaded.config.slots, 6u);
+  EXPECT_EQ(loaded.config.profile, named);
+  EXPECT_EQ(loaded.config.origin["slots"], "profile " + named);
+  std::system(("rm -rf '" + home + "'").c_str());
+}
+
 // [gpu."BUS"] tables: lane knobs per GPU, checked like the rest, with file:line:column.
 TEST(Profile, PerGpuKnobs) {
   Config c;

@@ -82,10 +82,10 @@ TEST(ProfileWriter, PerGpuTablesMergeIntoOneProfile) {
 }
 
 TEST(ProfileWriter, SizesAreWrittenTheWayPeopleWriteThem) {
-  EXPECT_EQ(size_text(4u << 20), "4M");
-  EXPECT_EQ(size_text(256u << 10), "256K");
-  EXPECT_EQ(size_text(std::size_t{1} << 30), "1G");
-  EXPECT_EQ(size_text(1000), "1000");
+  EXPECT_EQ(format_byte_size(4u << 20), "4M");
+  EXPECT_EQ(format_byte_size(256u << 10), "256K");
+  EXPECT_EQ(format_byte_size(std::size_t{1} << 30), "1G");
+  EXPECT_EQ(format_byte_size(1000), "1000");
 }
 
 }  // namespace

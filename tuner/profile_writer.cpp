@@ -37,17 +37,14 @@ std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
   toml::table knobs, lane_knobs;
   if (const toml::table* old = root["cmt"].as_table()) knobs = *old;
   for (const OptionSpec& row : option_table()) {
-    const auto& keys = tuned_keys();
-    if (std::find(keys.begin(), keys.end(), row.name) == keys.end()) continue;
-    std::string value = row.show(tuned);
-    toml::table& into = !gpu_bus_id.empty() && is_per_gpu_knob(row.name) ? lane_knobs : knobs;
-    // Counts as TOML integers; sizes ("2M", or bytes where not a whole unit) as strings, as
-    // their defaults are written.
-    auto digits = [](const std::string& t) {
-      return !t.empty() && std::all_of(t.begin(), t.end(), ::isdigit);
-    };
-    if (digits(value) && digits(row.default_text))
+    if (!row.tuned) continue;
+    const std::string value = row.show(tuned);
+    toml::table& into = !gpu_bus_id.empty() && row.scope == Scope::PerGpu ? lane_knobs : knobs;
+    // Counts as TOML integers, flags as booleans; sizes ("2M") and choices as strings.
+    if (row.kind == ValueKind::Count)
       into.insert_or_assign(row.name, static_cast<int64_t>(std::stoll(value)));
+    else if (row.kind == ValueKind::Flag)
+      into.insert_or_assign(row.name, value == "1");
     else
       into.insert_or_assign(row.name, value);
   }
@@ -78,7 +75,7 @@ std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
       return static_cast<double>(static_cast<long long>(x * 10 + 0.5)) / 10;
     };
     rows.push_back(toml::table{
-        {"bytes", size_text(r.bytes)},
+        {"bytes", format_byte_size(r.bytes)},
         {"direction", r.direction == Direction::HostToDevice ? "h2d" : "d2h"},
         {"cuda_gbps", round1(r.cuda_gbps)},
         {"builtin_gbps", round1(r.builtin_gbps)},

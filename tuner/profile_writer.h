@@ -31,7 +31,7 @@ struct TuneRecord {
   std::vector<std::string> notes;
 };
 
-// The profile's text; `tuned` supplies the knobs named by tuned_keys(). With `gpu_bus_id`, the
+// The profile's text; `tuned` supplies the knobs the option table marks tuned. With `gpu_bus_id`, the
 // lane knobs go under [gpu."BUS"] (the threshold stays under [cmt]), merged into `existing` (the
 // profile's current text, if any), so tuning each GPU in turn builds one profile.
 std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,

@@ -46,28 +46,9 @@ Rate time_copies(std::size_t bytes, int reps, Copy&& copy,
   return summarize(gbps);
 }
 
-bool same_knobs(const Config& a, const Config& b) {
-  return a.threads == b.threads && a.chunk_bytes == b.chunk_bytes &&
-         a.d2h_chunk_bytes == b.d2h_chunk_bytes && a.slots == b.slots &&
-         a.h2d_method == b.h2d_method && a.d2h_method == b.d2h_method && a.spin_us == b.spin_us &&
-         a.ramp == b.ramp;
-}
-
-// `to` with `from`'s engine knobs (those same_knobs compares).
-void take_knobs(Config& to, const Config& from) {
-  to.threads = from.threads;
-  to.chunk_bytes = from.chunk_bytes;
-  to.d2h_chunk_bytes = from.d2h_chunk_bytes;
-  to.slots = from.slots;
-  to.h2d_method = from.h2d_method;
-  to.d2h_method = from.d2h_method;
-  to.spin_us = from.spin_us;
-  to.ramp = from.ramp;
-}
-
 std::string knobs_text(const Config& c) {
   return (c.threads ? std::to_string(c.threads) : std::string("auto")) + " threads, " +
-         size_text(c.chunk_bytes) + " (D2H " + size_text(c.d2h_chunk_bytes) + ") x " +
+         format_byte_size(c.chunk_bytes) + " (D2H " + format_byte_size(c.d2h_chunk_bytes) + ") x " +
          std::to_string(c.slots) + " slots, H2D " + copy_method_name(c.h2d_method) + ", D2H " +
          copy_method_name(c.d2h_method);
 }
@@ -85,20 +66,6 @@ unsigned slots_for(std::size_t ring_bytes, std::size_t chunk) {
 }
 
 }  // namespace
-
-std::string size_text(std::size_t bytes) {
-  if (bytes && bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "G";
-  if (bytes && bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "M";
-  if (bytes && bytes % kKiB == 0) return std::to_string(bytes / kKiB) + "K";
-  return std::to_string(bytes);
-}
-
-const std::vector<std::string>& tuned_keys() {
-  static const std::vector<std::string> keys = {"threads",  "chunk_bytes", "d2h_chunk_bytes",
-                                                "slots",    "h2d_method",  "d2h_method",
-                                                "threshold"};
-  return keys;
-}
 
 // ---- mixes ---------------------------------------------------------------------------------
 
@@ -158,7 +125,7 @@ std::string describe_mix(const CopyMix& mix) {
   for (const CopyCase& c : mix) {
     char buf[96];
     std::snprintf(buf, sizeof(buf), "%s%s %s %.0f%%", out.empty() ? "" : ", ",
-                  size_text(c.bytes).c_str(),
+                  format_byte_size(c.bytes).c_str(),
                   c.direction == Direction::HostToDevice ? "H2D" : "D2H", c.weight * 100);
     out += buf;
   }
@@ -204,7 +171,7 @@ Rate CopyBench::cuda_pinned(const CopyCase& c, int reps) {
 }
 
 CopyEngine& CopyBench::engine_for(const Config& config) {
-  if (!engine_ || !same_knobs(engine_config_, config)) {
+  if (!engine_ || !same_lane_knobs(engine_config_, config)) {
     engine_.reset();  // its staging memory and threads go before the next one's arrive
     engine_config_ = config;
     engine_ = std::make_unique<CopyEngine>(session_.driver(), config);
@@ -345,7 +312,7 @@ TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopolo
   snprintf(buf, sizeof(buf),
            "model: %u threads (CPU %.0f%% of the link), %s pieces (~%.0f us of link time each), "
            "%u slots, H2D %s, D2H %s",
-           threads, best_rate * 100, size_text(chunk).c_str(),
+           threads, best_rate * 100, format_byte_size(chunk).c_str(),
            static_cast<double>(chunk) / (link * 1e3), out.config.slots,
            copy_method_name(out.config.h2d_method), copy_method_name(out.config.d2h_method));
   out.notes.push_back(buf);
@@ -379,19 +346,19 @@ std::vector<Axis> search_axes(unsigned max_threads) {
       c.chunk_bytes = b;
       c.slots = slots_for(ring, b);
     });
-    chunk.labels.push_back(size_text(b) + " chunks");
+    chunk.labels.push_back(format_byte_size(b) + " chunks");
   }
   axes.push_back(chunk);
   Axis d2h_chunk{"d2h_chunk_bytes", {}, {}};
   for (std::size_t b : {2 * kMiB, 4 * kMiB, 8 * kMiB}) {
     d2h_chunk.candidates.push_back([b](Config& c) { c.d2h_chunk_bytes = b; });
-    d2h_chunk.labels.push_back("D2H " + size_text(b) + " chunks");
+    d2h_chunk.labels.push_back("D2H " + format_byte_size(b) + " chunks");
   }
   axes.push_back(d2h_chunk);
   Axis ring{"slots", {}, {}};
   for (std::size_t r : {16 * kMiB, 32 * kMiB, 64 * kMiB}) {
     ring.candidates.push_back([r](Config& c) { c.slots = slots_for(r, c.chunk_bytes); });
-    ring.labels.push_back(size_text(r) + " ring");
+    ring.labels.push_back(format_byte_size(r) + " ring");
   }
   axes.push_back(ring);
   for (int dir = 0; dir < 2; ++dir) {
@@ -445,7 +412,7 @@ TuneResult tune_full(const ScoreFn& score_of, const TuneResult& start, unsigned 
         axis.candidates[i](trial);
         p.trying = knobs_text(trial);
         if (progress) progress(p);
-        if (same_knobs(trial, out.config)) {
+        if (same_lane_knobs(trial, out.config)) {
           ++p.done;
           continue;
         }
@@ -487,7 +454,7 @@ TuneResult confirm_against_builtin(const ScoreFn& score_of, const TuneResult& ch
                                    double margin, const std::atomic<bool>& stop) {
   TuneResult out = chosen;
   const Config builtin;
-  if (same_knobs(chosen.config, builtin) || chosen.interrupted) return out;
+  if (same_lane_knobs(chosen.config, builtin) || chosen.interrupted) return out;
   std::vector<double> mine, theirs;
   for (int r = 0; r < rounds && !stop.load(); ++r) {  // alternating, so drift hits both alike
     mine.push_back(score_of(chosen.config));
@@ -506,7 +473,7 @@ TuneResult confirm_against_builtin(const ScoreFn& score_of, const TuneResult& ch
   if (m >= b * margin) {
     out.score_gbps = m;
   } else {
-    take_knobs(out.config, builtin);
+    copy_lane_knobs(out.config, builtin);
     out.score_gbps = b;
   }
   return out;
@@ -562,7 +529,7 @@ std::size_t pick_threshold(CopyBench& bench, const Config& config,
       double ratio =
           bench.cmt(config, c, 5).median / std::max(1e-9, bench.cuda_pageable(c, 5).median);
       char buf[64];
-      std::snprintf(buf, sizeof(buf), " %s %s %.2f;", size_text(*it).c_str(),
+      std::snprintf(buf, sizeof(buf), " %s %s %.2f;", format_byte_size(*it).c_str(),
                     d == Direction::HostToDevice ? "H2D" : "D2H", ratio);
       line += buf;
       wins = wins && ratio >= 1.05;
@@ -570,7 +537,7 @@ std::size_t pick_threshold(CopyBench& bench, const Config& config,
     if (!wins) break;  // from the largest size down: stop at the first size where cmt loses
     threshold = *it;
   }
-  if (notes) notes->push_back(line + " -> " + size_text(threshold));
+  if (notes) notes->push_back(line + " -> " + format_byte_size(threshold));
   return threshold;
 }
 

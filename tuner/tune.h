@@ -89,9 +89,6 @@ struct TuneResult {
   std::vector<std::string> notes;  // what was measured and why the knobs are what they are
 };
 
-// The knobs a search may set, as profile keys, in the order they are tuned.
-const std::vector<std::string>& tuned_keys();
-
 // How a search rates a configuration: GB/s for the mix (higher is better, 0 if it failed). The
 // CLI measures (CopyBench::cmt_score); tests hand in a synthetic landscape.
 using ScoreFn = std::function<double(const Config&)>;
@@ -113,8 +110,5 @@ TuneResult confirm_against_builtin(const ScoreFn& score, const TuneResult& chose
 // The smallest copy size from which cmt beats CUDA's own path in both directions (by 5%), with
 // `config`'s other knobs; at least 256 KiB.
 std::size_t pick_threshold(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
-
-// "4M", "256K", "1G" where exact, else bytes.
-std::string size_text(std::size_t bytes);
 
 }  // namespace cmt

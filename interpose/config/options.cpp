@@ -27,41 +27,77 @@ bool parse_unsigned(std::string_view text, unsigned long long* out) {
   return true;
 }
 
-std::string format_bytes(std::size_t bytes) {
-  static const char* const kSuffix[] = {"", "K", "M", "G", "T"};
-  int i = 0;
-  while (i < 4 && bytes != 0 && bytes % 1024 == 0) {
-    bytes /= 1024;
-    ++i;
-  }
-  return std::to_string(bytes) + kSuffix[i];
-}
-
-// Row builders: each knob is declared once with its range, and parsing/printing follow from it.
-OptionSpec size_option(const char* name, const char* env, const char* def, const char* help,
-                       std::size_t Config::*field, std::size_t min, std::size_t max) {
+// Row builders: each option is declared once with its range, and parsing and printing follow.
+OptionSpec size_option(const char* name, const char* env, Scope scope, bool tuned,
+                       const char* help, std::size_t Config::*field, std::size_t min,
+                       std::size_t max) {
   return {name,
           env,
-          def,
+          scope,
+          tuned,
+          ValueKind::Size,
           help,
           [field, min, max](Config& c, std::string_view v) -> std::string {
             std::size_t bytes = 0;
             if (!parse_byte_size(v, &bytes) || bytes < min || bytes > max)
-              return "a byte size from " + format_bytes(min) + " to " + format_bytes(max) +
+              return "a byte size from " + format_byte_size(min) + " to " + format_byte_size(max) +
                      " such as 4M or 1048576";
             c.*field = bytes;
             return {};
           },
-          [field](const Config& c) { return format_bytes(c.*field); }};
+          [field](const Config& c) { return format_byte_size(c.*field); }};
+}
+
+OptionSpec count_option(const char* name, const char* env, Scope scope, bool tuned,
+                        const char* help, unsigned Config::*field, unsigned min, unsigned max) {
+  return {name,
+          env,
+          scope,
+          tuned,
+          ValueKind::Count,
+          help,
+          [field, min, max](Config& c, std::string_view v) -> std::string {
+            unsigned long long n = 0;
+            if (!parse_unsigned(v, &n) || n < min || n > max)
+              return "an integer from " + std::to_string(min) + " to " + std::to_string(max);
+            c.*field = static_cast<unsigned>(n);
+            return {};
+          },
+          [field](const Config& c) { return std::to_string(c.*field); }};
+}
+
+OptionSpec flag_option(const char* name, const char* env, Scope scope, const char* help,
+                       bool Config::*field) {
+  return {name,
+          env,
+          scope,
+          false,
+          ValueKind::Flag,
+          help,
+          [field](Config& c, std::string_view v) -> std::string {
+            std::string s = lower(v);
+            if (s == "1" || s == "true" || s == "yes" || s == "on") {
+              c.*field = true;
+            } else if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) {
+              c.*field = false;
+            } else {
+              return "1/0, true/false, yes/no or on/off";
+            }
+            return {};
+          },
+          [field](const Config& c) { return std::string(c.*field ? "1" : "0"); }};
 }
 
 // A knob with a few named values; `name_of` prints one.
 template <typename E>
-OptionSpec choice_option(const char* name, const char* env, const char* def, const char* help,
-                         E Config::*field, std::vector<E> choices, const char* (*name_of)(E)) {
+OptionSpec choice_option(const char* name, const char* env, Scope scope, bool tuned,
+                         const char* help, E Config::*field, std::vector<E> choices,
+                         const char* (*name_of)(E)) {
   return {name,
           env,
-          def,
+          scope,
+          tuned,
+          ValueKind::Choice,
           help,
           [field, choices, name_of](Config& c, std::string_view v) -> std::string {
             const std::string s = lower(v);
@@ -80,118 +116,123 @@ OptionSpec choice_option(const char* name, const char* env, const char* def, con
 
 OptionSpec method_option(const char* name, const char* env, const char* help,
                          CopyMethod Config::*field) {
-  return choice_option(name, env, "auto", help, field,
+  return choice_option(name, env, Scope::PerGpu, true, help, field,
                        {CopyMethod::Auto, CopyMethod::Memcpy, CopyMethod::Streaming},
                        copy_method_name);
 }
 
-OptionSpec count_option(const char* name, const char* env, const char* def, const char* help,
-                        unsigned Config::*field, unsigned min, unsigned max) {
+// Free text, taken as it is.
+OptionSpec text_option(const char* name, const char* env, Scope scope, const char* help,
+                       std::string Config::*field) {
   return {name,
           env,
-          def,
-          help,
-          [field, min, max](Config& c, std::string_view v) -> std::string {
-            unsigned long long n = 0;
-            if (!parse_unsigned(v, &n) || n < min || n > max)
-              return "an integer from " + std::to_string(min) + " to " + std::to_string(max);
-            c.*field = static_cast<unsigned>(n);
-            return {};
-          },
-          [field](const Config& c) { return std::to_string(c.*field); }};
-}
-
-OptionSpec bool_option(const char* name, const char* env, const char* def, const char* help,
-                       bool Config::*field) {
-  return {name,
-          env,
-          def,
+          scope,
+          false,
+          ValueKind::Text,
           help,
           [field](Config& c, std::string_view v) -> std::string {
-            std::string s = lower(v);
-            if (s == "1" || s == "true" || s == "yes" || s == "on") {
-              c.*field = true;
-            } else if (s == "0" || s == "false" || s == "no" || s == "off" || s.empty()) {
-              c.*field = false;
-            } else {
-              return "1/0, true/false, yes/no or on/off";
-            }
+            c.*field = std::string(v);
             return {};
           },
-          [field](const Config& c) { return std::string(c.*field ? "1" : "0"); }};
+          [field](const Config& c) { return c.*field; }};
+}
+
+const char* log_level_name(int i) {
+  static const char* const kLevels[] = {"off", "error", "warn", "info", "debug"};
+  return kLevels[i];
 }
 
 std::vector<OptionSpec> build_table() {
   std::vector<OptionSpec> t;
-  t.push_back(bool_option("disable", "CMT_DISABLE", "0",
-                          "Forward every copy to CUDA untouched (kill switch).", &Config::disable));
-  t.push_back(count_option("threads", "CMT_THREADS", "0",
+  t.push_back(flag_option("disable", "CMT_DISABLE", Scope::Process,
+                          "Forward every copy to CUDA untouched (the kill switch).",
+                          &Config::disable));
+  t.push_back(count_option("threads", "CMT_THREADS", Scope::PerGpu, true,
                            "CPU copy threads per GPU and direction; 0 picks half the GPU's local "
                            "cores, at most 8.",
                            &Config::threads, 0, 256));
-  t.push_back(size_option("chunk_bytes", "CMT_CHUNK_BYTES", "2M",
-                          "Size of each pinned staging buffer of host-to-device copies, and the "
-                          "largest piece of any copy shorter than 64 pieces.",
+  t.push_back(size_option("chunk_bytes", "CMT_CHUNK_BYTES", Scope::PerGpu, true,
+                          "The largest piece (one DMA) of a copy shorter than 64 pieces, either "
+                          "way; host-to-device staging buffers are this size.",
                           &Config::chunk_bytes, 4096, std::size_t{1} << 30));
-  t.push_back(size_option("d2h_chunk_bytes", "CMT_D2H_CHUNK_BYTES", "4M",
-                          "Size of each pinned staging buffer of device-to-host copies, and "
-                          "their largest piece; copies shorter than 64 such pieces keep pieces "
-                          "of at most chunk_bytes.",
+  t.push_back(size_option("d2h_chunk_bytes", "CMT_D2H_CHUNK_BYTES", Scope::PerGpu, true,
+                          "The size of each device-to-host staging buffer, and the largest piece "
+                          "of a device-to-host copy of 64 pieces or more (256 MiB at 4M): fewer, "
+                          "larger DMAs for long copies.",
                           &Config::d2h_chunk_bytes, 4096, std::size_t{1} << 30));
-  t.push_back(count_option("slots", "CMT_SLOTS", "12",
-                           "Pinned staging buffers per GPU and direction.", &Config::slots, 2,
-                           1024));
-  t.push_back(count_option("lanes", "CMT_LANES", "1",
+  t.push_back(count_option("slots", "CMT_SLOTS", Scope::PerGpu, true,
+                           "Pinned staging buffers per GPU, direction and lane, allocated at a "
+                           "direction's first copy (by default 24 MiB for host-to-device copies "
+                           "and 48 MiB for device-to-host ones).",
+                           &Config::slots, 2, 1024));
+  t.push_back(count_option("lanes", "CMT_LANES", Scope::Process, false,
                            "Copy lanes per GPU and direction: copies made at the same time by "
-                           "different threads each get a lane (its own threads and staging "
-                           "buffers), up to this many; the rest wait for one.",
+                           "different threads each get one (its own threads and staging "
+                           "buffers), up to this many; the rest wait up to 200 ms for one, then "
+                           "go to CUDA.",
                            &Config::lanes, 1, 16));
-  t.push_back(size_option("threshold", "CMT_THRESHOLD", "2M",
+  t.push_back(size_option("threshold", "CMT_THRESHOLD", Scope::Process, true,
                           "Copies smaller than this are forwarded to CUDA.", &Config::threshold, 0,
-                          std::numeric_limits<std::size_t>::max() / 2));
-  t.push_back(count_option("spin_us", "CMT_SPIN_US", "1000",
+                          std::size_t{1} << 40));
+  t.push_back(count_option("spin_us", "CMT_SPIN_US", Scope::PerGpu, false,
                            "Microseconds an idle copy thread spins before it sleeps: longer "
                            "answers the next copy sooner and costs CPU time.",
                            &Config::spin_us, 0, 1000000));
-  t.push_back(bool_option("ramp", "CMT_RAMP", "1",
-                          "Start and end each copy with smaller pieces, so the first DMA starts "
-                          "and the last one ends sooner; 0 cuts every piece at full size.",
+  t.push_back(flag_option("ramp", "CMT_RAMP", Scope::PerGpu,
+                          "Start and end each copy with smaller pieces (doubling up to the piece "
+                          "size, then halving), so the first DMA starts and the last one ends "
+                          "sooner; 0 cuts every piece at full size.",
                           &Config::ramp));
   t.push_back(method_option("h2d_method", "CMT_H2D_METHOD",
-                            "How host-to-device copies write the pinned staging buffers: auto, "
-                            "memcpy, or streaming (non-temporal stores).",
+                            "How host-to-device copies write the pinned staging buffers: memcpy, "
+                            "streaming (non-temporal stores), or auto (streaming below 256 MiB).",
                             &Config::h2d_method));
   t.push_back(method_option("d2h_method", "CMT_D2H_METHOD",
-                            "How device-to-host copies write the user's buffer: auto, memcpy, or "
-                            "streaming (non-temporal stores).",
+                            "How device-to-host copies write the user's buffer: memcpy, "
+                            "streaming (non-temporal stores), or auto (streaming).",
                             &Config::d2h_method));
   t.push_back(choice_option(
-      "fresh_pages", "CMT_FRESH_PAGES", "huge",
-      "Device-to-host copies of 8 MiB or more into memory never written yet (a new tensor's "
-      ".cpu()): huge (ask for transparent huge pages there, then fault the pages in on all copy "
-      "threads before draining), populate (fault them in, 4 KiB pages), or off (let the drain "
-      "fault them one by one).",
+      "fresh_pages", "CMT_FRESH_PAGES", Scope::Process, false,
+      "Device-to-host copies of 8 MiB or more into memory never written yet (no sampled page "
+      "resident, as a new tensor's .cpu()): huge asks for transparent huge pages over the "
+      "destination's whole 2 MiB blocks and faults them in on all copy threads before draining "
+      "(before Linux 5.14 such destinations are left alone); populate faults them in as 4 KiB "
+      "pages; off lets the drain fault them one by one.",
       &Config::fresh_pages, {FreshPages::Huge, FreshPages::Populate, FreshPages::Off},
       fresh_pages_name));
-  t.push_back(
-      {"log", "CMT_LOG", "warn",
-       "Log level: off, error, warn, info, debug (traces every copy, and makes host-to-device "
-       "copies wait for their DMAs to log when they completed).",
-       [](Config& c, std::string_view v) -> std::string {
-         std::string s = lower(v);
-         if (s != "off" && s != "error" && s != "warn" && s != "info" && s != "debug")
-           return "one of off, error, warn, info, debug";
-         c.log_level = s;
-         return {};
-       },
-       [](const Config& c) { return c.log_level; }});
-  t.push_back({"stats_file", "CMT_STATS", "",
-               "Write a JSON summary of taken and forwarded copies to this file at exit.",
+  t.push_back({"log", "CMT_LOG", Scope::Process, false, ValueKind::Choice,
+               "Log level, to stderr with the prefix [cmt]: off, error, warn, info, or debug "
+               "(traces every copy, and makes host-to-device copies wait for their DMAs to log "
+               "when they completed, so it slows copies down).",
                [](Config& c, std::string_view v) -> std::string {
-                 c.stats_file = std::string(v);
+                 const std::string s = lower(v);
+                 for (int i = 0; i < 5; ++i)
+                   if (s == log_level_name(i)) {
+                     c.log_level = s;
+                     return {};
+                   }
+                 return "one of off, error, warn, info, debug";
+               },
+               [](const Config& c) { return c.log_level; }});
+  t.push_back(text_option("stats_file", "CMT_STATS", Scope::EnvOnly,
+                          "Write a JSON summary (copies taken, bytes, GB/s, copies into fresh "
+                          "memory, forwards by reason) to this file at exit.",
+                          &Config::stats_file));
+  t.push_back(text_option("profile", "CMT_PROFILE", Scope::EnvOnly,
+                          "A profile to apply over this machine's (cmt run --profile sets it).",
+                          &Config::profile));
+  t.push_back({"configs_dir", "CMT_CONFIGS_DIR", Scope::EnvOnly, false, ValueKind::Text,
+               "Where the shared profiles are (unset: configs/ or share/cmt/configs beside the "
+               "library); empty: use none.",
+               [](Config& c, std::string_view v) -> std::string {
+                 c.configs_dir = std::string(v);
                  return {};
                },
-               [](const Config& c) { return c.stats_file; }});
+               [](const Config& c) { return c.configs_dir.value_or(""); }});
+  t.push_back(text_option("library", "CMT_LIBRARY", Scope::EnvOnly,
+                          "The libcmt.so that cmt run and cmt tune preload (unset: the one "
+                          "installed with cmt).",
+                          &Config::library));
   return t;
 }
 
@@ -203,45 +244,50 @@ const std::vector<OptionSpec>& option_table() {
   return *table;
 }
 
-bool parse_byte_size(std::string_view text, std::size_t* out) {
-  std::size_t digits = 0;
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
-  unsigned long long value = 0;
-  if (!parse_unsigned(text.substr(0, digits), &value)) return false;
-  std::string suffix = lower(text.substr(digits));
-  unsigned shift = 0;
-  if (!suffix.empty()) {
-    switch (suffix[0]) {
-      case 'k':
-        shift = 10;
-        break;
-      case 'm':
-        shift = 20;
-        break;
-      case 'g':
-        shift = 30;
-        break;
-      case 't':
-        shift = 40;
-        break;
-      case 'b':
-        shift = 0;
-        break;
-      default:
-        return false;
-    }
-    std::string rest = suffix.substr(1);
-    if (suffix[0] == 'b' ? !rest.empty() : !(rest.empty() || rest == "b" || rest == "ib"))
-      return false;
-  }
-  if (shift && value > (std::numeric_limits<std::size_t>::max() >> shift)) return false;
-  *out = static_cast<std::size_t>(value) << shift;
+const OptionSpec* find_option(std::string_view name) {
+  for (const OptionSpec& row : option_table())
+    if (name == row.name) return &row;
+  return nullptr;
+}
+
+const std::vector<std::string>& per_gpu_knobs() {
+  static const auto* names = [] {
+    auto* out = new std::vector<std::string>();
+    for (const OptionSpec& row : option_table())
+      if (row.scope == Scope::PerGpu) out->push_back(row.name);
+    return out;
+  }();
+  return *names;
+}
+
+bool is_per_gpu_knob(const std::string& name) {
+  const auto& names = per_gpu_knobs();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+std::vector<std::string> tuned_knobs() {
+  std::vector<std::string> out;
+  for (const OptionSpec& row : option_table())
+    if (row.tuned) out.push_back(row.name);
+  return out;
+}
+
+bool same_lane_knobs(const Config& a, const Config& b) {
+  for (const OptionSpec& row : option_table())
+    if (row.scope == Scope::PerGpu && row.show(a) != row.show(b)) return false;
   return true;
 }
 
+void copy_lane_knobs(Config& to, const Config& from) {
+  for (const OptionSpec& row : option_table())
+    if (row.scope == Scope::PerGpu) (void)row.apply(to, row.show(from));
+}
+
 void apply_environment(Config& config, std::vector<std::string>& errors,
-                       const std::function<const char*(const char*)>& getenv_fn) {
+                       const std::function<const char*(const char*)>& getenv_fn, EnvRows rows) {
   for (const OptionSpec& row : option_table()) {
+    const bool env_only = row.scope == Scope::EnvOnly;
+    if ((rows == EnvRows::EnvOnly && !env_only) || (rows == EnvRows::Knobs && env_only)) continue;
     const char* value = getenv_fn ? getenv_fn(row.env) : std::getenv(row.env);
     if (!value) continue;
     std::string expected = row.apply(config, value);
@@ -249,7 +295,7 @@ void apply_environment(Config& config, std::vector<std::string>& errors,
       config.origin[row.name] = std::string("env ") + row.env;
     else
       errors.push_back(std::string(row.env) + "='" + value + "' is not valid: expected " +
-                       expected + "; using the default " + row.default_text);
+                       expected + "; using the default " + row.default_text());
   }
 }
 
@@ -269,29 +315,23 @@ std::string describe(const Config& config) {
   return out;
 }
 
-const std::vector<std::string>& per_gpu_knobs() {
-  static const auto* names =
-      new std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
-                                   "spin_us", "ramp",        "h2d_method",      "d2h_method"};
-  return *names;
-}
-
-bool is_per_gpu_knob(const std::string& name) {
-  const auto& names = per_gpu_knobs();
-  return std::find(names.begin(), names.end(), name) != names.end();
+std::string scope_text(const OptionSpec& row) {
+  const char* where = row.scope == Scope::PerGpu    ? "per GPU"
+                      : row.scope == Scope::EnvOnly ? "environment only"
+                                                    : "process";
+  return std::string(where) + (row.tuned ? ", tuned" : "");
 }
 
 Config config_for_gpu(const Config& config, const std::string& pci_bus_id) {
-  std::string bus = pci_bus_id;
-  for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string bus = lower(pci_bus_id);
   auto it = config.per_gpu.find(bus);
   if (it == config.per_gpu.end()) return config;
   Config out = config;
   for (const auto& [name, value] : it->second) {
     auto from = config.origin.find(name);
     if (from != config.origin.end() && from->second.rfind("env", 0) == 0) continue;  // CMT_* wins
-    for (const OptionSpec& row : option_table())
-      if (name == row.name) (void)row.apply(out, value);  // checked when the profile was read
+    if (const OptionSpec* row = find_option(name))
+      (void)row->apply(out, value);  // checked when the profile was read
   }
   return out;
 }

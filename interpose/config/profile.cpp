@@ -136,6 +136,7 @@ std::string nearest_option(const std::string& key) {
   std::string best;
   std::size_t best_distance = 3;  // further than this is no suggestion
   for (const OptionSpec& row : option_table()) {
+    if (!row.profile_may_set()) continue;
     std::size_t d = edit_distance(key, row.name);
     if (d < best_distance) {
       best_distance = d;
@@ -194,9 +195,14 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
       }
       for (auto&& [key, node] : *knobs) {
         std::string k(key.str());
-        auto row = std::find_if(option_table().begin(), option_table().end(),
-                                [&](const OptionSpec& r) { return k == r.name; });
-        if (row == option_table().end()) {
+        const OptionSpec* row = find_option(k);
+        if (row && !row->profile_may_set()) {
+          report.warnings.push_back(where(name, node.source()) + ": 'cmt." + k +
+                                    "' is ignored: only the environment sets it (" + row->env +
+                                    "); a profile never says which files are read or written");
+          continue;
+        }
+        if (!row) {
           std::string hint = nearest_option(k);
           report.warnings.push_back(where(name, node.source()) + ": unknown key 'cmt." + k +
                                     "' is ignored" +
@@ -236,8 +242,7 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                                                         : " (did you mean '" + hint + "'?)"));
             continue;
           }
-          auto row = std::find_if(option_table().begin(), option_table().end(),
-                                  [&](const OptionSpec& r) { return k == r.name; });
+          const OptionSpec* row = find_option(k);
           Config scratch;  // checked now, applied to the GPU's lanes when they are built
           if (apply_knob(*row, node, full, name, scratch, report)) {
             as_option_text(node, &updated.per_gpu[bus][k]);
@@ -263,11 +268,14 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
     out.profile.errors.insert(out.profile.errors.end(), r.errors.begin(), r.errors.end());
     out.profile.warnings.insert(out.profile.warnings.end(), r.warnings.begin(), r.warnings.end());
   };
+  // The environment-only options say which profiles to read; no profile can change them.
+  apply_environment(out.config, out.env_errors, getenv_fn, EnvRows::EnvOnly);
   std::string mine = user_profile_path(here);
   if (!mine.empty() && access(mine.c_str(), R_OK) == 0) {
     out.machine_profile = mine;
     absorb(load_profile_file(mine, out.config, &here));
-  } else if (SharedProfile shared = find_shared_profile(shared_profiles_dir(getenv_fn), here);
+  } else if (SharedProfile shared =
+                 find_shared_profile(shared_profiles_dir(out.config.configs_dir), here);
              !shared.path.empty()) {
     // Matched on models: the CPU count may differ, and another driver or link is expected of a
     // profile from someone else's machine, so only errors count.
@@ -292,14 +300,14 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
                                      " not used: " + r.errors.front());
     }
   }
-  if (!profile_path.empty()) absorb(load_profile_file(profile_path, out.config, &here));
-  apply_environment(out.config, out.env_errors, getenv_fn);
+  const std::string& explicit_profile = !profile_path.empty() ? profile_path : out.config.profile;
+  if (!explicit_profile.empty()) absorb(load_profile_file(explicit_profile, out.config, &here));
+  apply_environment(out.config, out.env_errors, getenv_fn, EnvRows::Knobs);
   return out;
 }
 
-std::string shared_profiles_dir(const std::function<const char*(const char*)>& getenv_fn) {
-  const char* env = getenv_fn ? getenv_fn("CMT_CONFIGS_DIR") : std::getenv("CMT_CONFIGS_DIR");
-  if (env) return env;  // set but empty: no shared profiles
+std::string shared_profiles_dir(const std::optional<std::string>& configured) {
+  if (configured) return *configured;  // set but empty: no shared profiles
   Dl_info self{};
   if (!dladdr(reinterpret_cast<void*>(&shared_profiles_dir), &self) || !self.dli_fname) return {};
   std::string binary = self.dli_fname;

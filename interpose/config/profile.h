@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,9 +33,11 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                                 const MachineFingerprint* here = nullptr);
 
 // The configuration libcmt.so runs with, by precedence: each CMT_* variable > the profile named
-// by `profile_path` ("" for none) > this user's tuned profile for `here`, if there is one > a
-// shared profile from configs/ that matches this machine (when the user has none) > the
-// built-in defaults. Every problem found is kept; a bad profile is skipped as a whole.
+// by `profile_path` (or, when that is "", by CMT_PROFILE) > this user's tuned profile for `here`,
+// if there is one > a shared profile from configs/ that matches this machine (when the user has
+// none) > the built-in defaults. The environment-only options (CMT_PROFILE, CMT_CONFIGS_DIR,
+// CMT_STATS, ...) come from the environment alone. Every problem found is kept; a bad profile is
+// skipped as a whole.
 struct LoadedConfiguration {
   Config config;
   std::string machine_profile;  // the user's profile for this machine, if one was found
@@ -47,10 +50,10 @@ LoadedConfiguration load_configuration(
     const std::string& profile_path, const MachineFingerprint& here,
     const std::function<const char*(const char*)>& getenv_fn = nullptr);
 
-// Shared profiles (configs/ of the source tree, contributed by pull request): $CMT_CONFIGS_DIR,
-// else configs/ or share/cmt/configs/ beside the directory of the binary holding this code
-// (libcmt.so or cmt). "" if there is none.
-std::string shared_profiles_dir(const std::function<const char*(const char*)>& getenv_fn = nullptr);
+// Shared profiles (configs/ of the source tree, contributed by pull request): `configured`
+// (CMT_CONFIGS_DIR) if set, else configs/ or share/cmt/configs/ beside the directory of the
+// binary holding this code (libcmt.so or cmt). "" if there is none.
+std::string shared_profiles_dir(const std::optional<std::string>& configured);
 
 // The shared profile for `here` in `dir`: KEY.toml for this exact machine first, else the first
 // (by name) whose [machine] has this CPU model and these GPU models. Empty path if none.

@@ -81,8 +81,7 @@ void Interposer::configure() noexcept {
 Interposer::Interposer() {
   // Precedence: environment > CMT_PROFILE > the user's profile for this machine > built-in
   // defaults. A bad profile is reported and ignored as a whole; a bad variable keeps its default.
-  const char* path = std::getenv("CMT_PROFILE");
-  LoadedConfiguration loaded = load_configuration(path ? path : "", read_fingerprint());
+  LoadedConfiguration loaded = load_configuration("", read_fingerprint());
   config_ = loaded.config;
   set_log_level(config_.log_level);
   for (const std::string& e : loaded.profile.errors) CMT_LOG(warn, "{} (profile ignored)", e);

@@ -1,7 +1,7 @@
-// What the tuner needs from CUDA to measure copies on one GPU: the driver (opened with dlopen, so
-// `cmt` itself runs on machines without one), the GPU's primary context made current, device
-// memory, pinned host memory, and CUDA's own copy paths (pageable and pinned) for comparison.
-// The copy engine is driven through the same DriverApi that libcmt.so uses.
+// What the tuner needs from CUDA to measure copies on one GPU: the driver (through libcmt's own
+// driver table, opened with dlopen, so `cmt` itself runs on machines without one), the GPU's
+// primary context made current, device memory, pinned host memory, and CUDA's own copy paths
+// (pageable and pinned) for comparison. The copy engine runs over the same table.
 #pragma once
 
 #include <cstddef>
@@ -39,8 +39,6 @@ class CudaSession {
 
  private:
   CudaSession() = default;
-  struct Functions;
-  std::unique_ptr<Functions> fn_;
   const DriverApi* api_ = nullptr;
   CUcontext ctx_ = nullptr;
   CUdevice device_ = 0;

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <cstring>
 #include <mutex>
 
 #include "common/log.h"
@@ -40,23 +41,10 @@ const DriverApi* load() {
   auto get = reinterpret_cast<GetProcAddress>(real_dlsym(lib, "cuGetProcAddress_v2"));
   if (!get) return nullptr;
   static DriverApi api{};
-  bool ok = fetch(get, "cuCtxGetCurrent", &api.ctx_get_current) &&
-            fetch(get, "cuCtxGetDevice", &api.ctx_get_device) &&
-            fetch(get, "cuStreamGetCtx", &api.stream_get_ctx) &&
-            fetch(get, "cuStreamIsCapturing", &api.stream_is_capturing) &&
-            fetch(get, "cuStreamSynchronize", &api.stream_synchronize) &&
-            fetch(get, "cuThreadExchangeStreamCaptureMode", &api.thread_exchange_capture_mode) &&
-            fetch(get, "cuPointerGetAttributes", &api.pointer_get_attributes) &&
-            fetch(get, "cuMemGetAddressRange", &api.mem_get_address_range) &&
-            fetch(get, "cuMemHostRegister", &api.mem_host_register) &&
-            fetch(get, "cuMemHostUnregister", &api.mem_host_unregister) &&
-            fetch(get, "cuMemcpyHtoDAsync", &api.memcpy_htod_async) &&
-            fetch(get, "cuMemcpyDtoHAsync", &api.memcpy_dtoh_async) &&
-            fetch(get, "cuEventCreate", &api.event_create) &&
-            fetch(get, "cuEventRecord", &api.event_record) &&
-            fetch(get, "cuEventQuery", &api.event_query) &&
-            fetch(get, "cuEventDestroy", &api.event_destroy) &&
-            fetch(get, "cuDeviceGetPCIBusId", &api.device_get_pci_bus_id);
+  bool ok = true;
+#define CMT_FETCH(name, member, ...) ok = ok && fetch(get, #name, &api.member);
+  CMT_DRIVER_FUNCTIONS(CMT_FETCH)
+#undef CMT_FETCH
   return ok ? &api : nullptr;
 }
 
@@ -67,6 +55,25 @@ const DriverApi* real_driver() {
   static const DriverApi* api = nullptr;
   std::call_once(once, [] { api = load(); });
   return api;
+}
+
+std::string cuda_error_text(const DriverApi& driver, CUresult r) {
+  const char* name = nullptr;
+  if (driver.error_name && driver.error_name(r, &name) == CUDA_SUCCESS && name)
+    return std::string(name) + " (" + std::to_string(static_cast<int>(r)) + ")";
+  return "CUDA error " + std::to_string(static_cast<int>(r));
+}
+
+bool cuda_call_failed(const DriverApi& driver, CUresult r, const char* call, const char* file,
+                      int line, CUresult* status) {
+  if (r == CUDA_SUCCESS) return false;
+  *status = r;
+  if (log().should_log(spdlog::level::debug)) {
+    const char* base = std::strrchr(file, '/');
+    CMT_LOG(debug, "{}:{}: {} failed: {}", base ? base + 1 : file, line, call,
+            cuda_error_text(driver, r));
+  }
+  return true;
 }
 
 }  // namespace cmt

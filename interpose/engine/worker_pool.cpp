@@ -96,7 +96,7 @@ void WorkerPool::wake() {
   }
 }
 
-void WorkerPool::begin(PieceTask* task) {
+void WorkerPool::begin(UnitTask* task) {
   published_.store(0, std::memory_order_relaxed);
   claimed_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
@@ -110,7 +110,7 @@ void WorkerPool::publish(std::size_t limit) {
 
 void WorkerPool::end() {
   Backoff backoff;
-  // Every published piece is finished before the task is withdrawn...
+  // Every published unit is finished before the task is withdrawn...
   while (finished_.load(std::memory_order_acquire) < published_.load(std::memory_order_acquire))
     backoff.pause();
   task_.store(nullptr, std::memory_order_seq_cst);
@@ -130,11 +130,11 @@ bool WorkerPool::try_run_one() {
     return false;
   inside_.fetch_add(1, std::memory_order_seq_cst);
   bool ran = false;
-  if (PieceTask* task = task_.load(std::memory_order_seq_cst)) {
+  if (UnitTask* task = task_.load(std::memory_order_seq_cst)) {
     std::size_t c = claimed_.load(std::memory_order_acquire);
     while (c < published_.load(std::memory_order_acquire)) {
       if (claimed_.compare_exchange_weak(c, c + 1, std::memory_order_acq_rel)) {
-        task->run_piece(c);
+        task->run_unit(c);
         finished_.fetch_add(1, std::memory_order_acq_rel);
         ran = true;
         break;

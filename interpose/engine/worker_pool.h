@@ -1,5 +1,5 @@
-// A persistent pool of CPU threads that run the pieces of one job at a time: the issuing thread
-// publishes piece indices as they become runnable (a staging slot frees up, a DMA lands) and the
+// A persistent pool of CPU threads that run the units of one job at a time: the issuing thread
+// publishes unit indices as they become runnable (a staging slot frees up, a DMA lands) and the
 // workers claim them in order. Workers are pinned to the GPU's local cores, block every signal
 // (the host application's handlers never run on them), spin briefly when idle and then sleep.
 #pragma once
@@ -13,16 +13,16 @@
 
 namespace cmt {
 
-class PieceTask {
+class UnitTask {
  public:
-  virtual ~PieceTask() = default;
-  virtual void run_piece(std::size_t index) = 0;
+  virtual ~UnitTask() = default;
+  virtual void run_unit(std::size_t index) = 0;
 };
 
 class WorkerPool {
  public:
   // Starts `threads` workers allowed on `cpus` (empty: anywhere); an idle worker spins for
-  // `idle_spin` before it sleeps, bridging the gaps between pieces and between back-to-back
+  // `idle_spin` before it sleeps, bridging the gaps between units and between back-to-back
   // copies. Throws std::system_error if a thread cannot start; the caller then forwards.
   WorkerPool(unsigned threads, const std::vector<int>& cpus,
              std::chrono::microseconds idle_spin = std::chrono::microseconds(1000));
@@ -36,15 +36,15 @@ class WorkerPool {
   // (waking a sleeping core can take tens of microseconds, in a VM more).
   void wake();
 
-  // Begins a job; pieces [0, limit) become claimable as publish(limit) raises the limit.
-  void begin(PieceTask* task);
+  // Begins a job; units [0, limit) become claimable as publish(limit) raises the limit.
+  void begin(UnitTask* task);
   void publish(std::size_t limit);
-  // Pieces finished so far (in any order); the issuer reads it to know when all are done.
+  // Units finished so far (in any order); the issuer reads it to know when all are done.
   std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
-  // Runs one claimable piece on the calling thread, if there is one, so an issuer with nothing
-  // to issue helps instead of spinning. Returns whether it ran a piece.
+  // Runs one claimable unit on the calling thread, if there is one, so an issuer with nothing
+  // to issue helps instead of spinning. Returns whether it ran a unit.
   bool help() { return try_run_one(); }
-  // Waits until every published piece has run and no worker still holds the task.
+  // Waits until every published unit has run and no worker still holds the task.
   void end();
 
   // True on a pool's worker thread (false on the issuer helping), for timing traces.
@@ -59,7 +59,7 @@ class WorkerPool {
   std::vector<std::thread> threads_;
   // Each counter on its own cache line: idle workers poll published_ while the issuer writes it,
   // and must not slow each other down through a shared line.
-  alignas(64) std::atomic<PieceTask*> task_{nullptr};
+  alignas(64) std::atomic<UnitTask*> task_{nullptr};
   alignas(64) std::atomic<std::size_t> published_{0};
   alignas(64) std::atomic<std::size_t> claimed_{0};
   alignas(64) std::atomic<std::size_t> finished_{0};

@@ -144,16 +144,19 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
     if (out.bytes_done == 0) {
       stats_->forwarded(ForwardReason::EngineUnavailable);
       if (out.status != CUDA_SUCCESS)
-        CMT_WARN_ONCE("the engine could not start a copy (CUDA error {}); forwarding it",
-                      static_cast<int>(out.status));
+        CMT_WARN_ONCE("the engine could not start a copy ({}); forwarding it",
+                      cuda_error_text(*driver_, out.status));
       return 0;
     }
     stats_->taken(d.request.direction, entry, out.bytes_done, static_cast<std::uint64_t>(ns));
     if (out.fresh_bytes) stats_->fresh(out.fresh_bytes);
     if (out.bytes_done < bytes) {
       stats_->partial();
-      CMT_WARN_ONCE("a copy stopped after {} of {} bytes (CUDA error {}); CUDA finishes it",
-                    out.bytes_done, bytes, static_cast<int>(out.status));
+      CMT_WARN_ONCE("a copy stopped after {} of {} bytes ({}); CUDA finishes it", out.bytes_done,
+                    bytes,
+                    out.status == CUDA_SUCCESS
+                        ? std::string("a staging buffer was held by another stream's DMA")
+                        : cuda_error_text(*driver_, out.status));
     }
     return out.bytes_done;
   } catch (...) {

@@ -1,0 +1,69 @@
+#include "engine/copy_trace.h"
+
+#include <string>
+
+#include "common/log.h"
+#include "engine/staging_ring.h"
+#include "engine/worker_pool.h"
+
+namespace cmt {
+
+CopyTrace::CopyTrace() : on_(log().should_log(spdlog::level::debug)), t0_(Clock::now()) {}
+
+void CopyTrace::unit_started() {
+  if (!on_) return;
+  if (!WorkerPool::on_worker_thread()) {
+    issuer_units_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  std::int64_t none = -1;
+  if (first_worker_us_.load(std::memory_order_relaxed) == -1)
+    first_worker_us_.compare_exchange_strong(none, now_us());
+}
+
+void CopyTrace::dma_enqueued() {
+  if (!on_) return;
+  try {
+    enqueued_us_.push_back(now_us());
+  } catch (...) {  // a trace never stops a copy
+  }
+}
+
+void CopyTrace::report(const char* direction, const CopyLayout& l) {
+  if (!on_) return;
+  CMT_LOG(debug,
+          "{} {} KiB: {} pieces ({} ramp) x {} units; ready {} us, first worker {} us, "
+          "first DMA {} us, last piece {} us, return {} us; issuer copied {} units; "
+          "{} us in driver enqueue calls",
+          direction, l.bytes >> 10, l.pieces, l.ramp, l.units_per_piece, ready_us,
+          first_worker_us_.load(), first_dma_us, last_piece_us, now_us(), issuer_units_.load(),
+          driver_us_);
+}
+
+void CopyTrace::report_dma_completions(StagingRing& ring, std::size_t first,
+                                       std::size_t end) noexcept {
+  if (!on_ || first >= end) return;
+  try {
+    log_dma_completions(ring, first, end);
+  } catch (...) {  // a trace never fails a copy
+  }
+}
+
+void CopyTrace::log_dma_completions(StagingRing& ring, std::size_t first, std::size_t end) {
+  std::string times;
+  const auto give_up = Clock::now() + std::chrono::seconds(1);
+  for (std::size_t p = first; p < end; ++p) {
+    CUresult r;
+    while ((r = ring.poll_idle(ring.slot(p))) == CUDA_ERROR_NOT_READY && Clock::now() < give_up) {
+    }
+    if (r != CUDA_SUCCESS) break;
+    times += (times.empty() ? "" : " ") + std::to_string(now_us());
+  }
+  std::string enqueued;
+  for (std::int64_t t : enqueued_us_)
+    enqueued += (enqueued.empty() ? "" : " ") + std::to_string(t);
+  CMT_LOG(debug, "H2D DMAs enqueued at (us): {}; those of pieces {}..{} completed by: {}",
+          enqueued, first, end - 1, times);
+}
+
+}  // namespace cmt

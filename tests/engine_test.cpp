@@ -268,7 +268,7 @@ TEST(CopyEngineFaults, FailedDriverCallsLeaveABreadcrumbNamingThem) {
           h2d ? "driver_.memcpy_htod_async(device, slot.data, length, req_.stream) failed: "
               : "driver_.memcpy_dtoh_async(slot.data, device, length, req_.stream) failed: ";
       if (std::string(level) == "debug") {
-        EXPECT_NE(logged.find("copy_engine.cpp:"), std::string::npos) << logged;
+        EXPECT_NE(logged.find("pipeline.cpp:"), std::string::npos) << logged;
         EXPECT_NE(logged.find(call + "CUDA error 700"), std::string::npos) << logged;
       } else {
         EXPECT_EQ(logged.find("failed"), std::string::npos) << logged;

@@ -7,20 +7,16 @@
 #include <string>
 
 #include "common/log.h"
+#include "engine/copy_tasks.h"
 #include "engine/copy_trace.h"
 #include "engine/fresh_pages.h"
 #include "engine/gpu_locality.h"
-#include "engine/host_copy.h"
+#include "engine/pipeline.h"
 #include "engine/staging_ring.h"
 #include "engine/worker_pool.h"
 
 namespace cmt {
 namespace {
-
-// A slot still busy with a DMA on *another* stream may wait on work that only this caller can
-// release (a cross-stream event). Past this long without progress the engine stops and lets CUDA
-// finish the copy, so it can never deadlock where plain CUDA would not.
-constexpr auto kForeignStallLimit = std::chrono::milliseconds(100);
 
 // How long a copy waits for a free lane (every one busy with another thread's copy) before
 // leaving it to CUDA.
@@ -159,219 +155,6 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
   }
 }
 
-namespace {
-
-// Tracks how long the issuer has waited on a slot owned by another stream.
-class StallClock {
- public:
-  bool expired(const StagingSlot& slot, CUstream stream) {
-    if (slot.dma_stream == stream) {
-      started_ = false;
-      return false;
-    }
-    auto now = std::chrono::steady_clock::now();
-    if (!started_) {
-      started_ = true;
-      since_ = now;
-    }
-    return now - since_ > kForeignStallLimit;
-  }
-  void progress() { started_ = false; }
-
- private:
-  bool started_ = false;
-  std::chrono::steady_clock::time_point since_;
-};
-
-void copy_by(CopyMethod method, char* dst, const char* src, std::size_t bytes) {
-  switch (method) {
-    case CopyMethod::Streaming:
-      return copy_streaming(dst, src, bytes);
-    default:
-      return copy_memcpy(dst, src, bytes);
-  }
-}
-
-// Copies unit `u` of a copy: the slice of its piece that one worker copies. The worker that
-// finishes a piece's last unit stamps the slot with the piece's ticket, for the issuer.
-template <typename CopyFn>
-void copy_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::size_t u,
-               CopyFn&& copy_slice) {
-  const std::size_t p = u / l.units_per_piece;
-  const std::size_t unit = l.unit_length(p);
-  const std::size_t begin = (u % l.units_per_piece) * unit;
-  const std::size_t length = l.piece_length(p);
-  StagingSlot& slot = ring.slot(p);
-  if (begin < length)
-    copy_slice(slot.data + begin, l.piece_offset(p) + begin, std::min(unit, length - begin));
-  if (slot.units_done.fetch_add(1, std::memory_order_acq_rel) + 1 == l.units_per_piece) {
-    slot.units_done.store(0, std::memory_order_relaxed);
-    slot.ticket.store(base + p, std::memory_order_release);
-  }
-}
-
-class StageIn final : public UnitTask {  // H2D: user buffer -> slot
- public:
-  StageIn(const char* src, const CopyLayout& l, StagingRing& ring, std::uint64_t base,
-          CopyMethod method, CopyTrace& trace)
-      : src_(src), layout_(l), ring_(ring), base_(base), method_(method), trace_(trace) {}
-  void run_unit(std::size_t u) override {
-    trace_.unit_started();
-    copy_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
-      copy_by(method_, staging, src_ + off, n);
-    });
-  }
-
- private:
-  const char* src_;
-  CopyLayout layout_;
-  StagingRing& ring_;
-  std::uint64_t base_;
-  CopyMethod method_;
-  CopyTrace& trace_;
-};
-
-class DrainOut final : public UnitTask {  // D2H: slot -> user buffer
- public:
-  DrainOut(char* dst, const CopyLayout& l, StagingRing& ring, std::uint64_t base, CopyMethod method,
-           CopyTrace& trace)
-      : dst_(dst), layout_(l), ring_(ring), base_(base), method_(method), trace_(trace) {}
-  void run_unit(std::size_t u) override {
-    trace_.unit_started();
-    copy_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
-      copy_by(method_, dst_ + off, staging, n);
-    });
-  }
-
- private:
-  char* dst_;
-  CopyLayout layout_;
-  StagingRing& ring_;
-  std::uint64_t base_;
-  CopyMethod method_;
-  CopyTrace& trace_;
-};
-
-class PopulateFresh final : public UnitTask {  // D2H, first: fault a fresh destination in
- public:
-  explicit PopulateFresh(const FreshBlocks& blocks) : blocks_(blocks) {}
-  void run_unit(std::size_t i) override {
-    // One refusal (an old kernel) means all would be refused: stop asking.
-    if (!refused_.load(std::memory_order_relaxed) && !populate_block(blocks_, i))
-      refused_.store(true, std::memory_order_relaxed);
-  }
-  bool refused() const { return refused_.load(std::memory_order_relaxed); }
-
- private:
-  FreshBlocks blocks_;
-  std::atomic<bool> refused_{false};
-};
-
-enum class SlotState { Free, Busy, Stop };
-
-// The issuer's side of one copy that both directions share: whether a slot is free for the next
-// piece, enqueuing a piece's DMA between its slot and the device, and what to do with a turn of
-// the loop that found nothing to do. Whatever stops the copy is kept in status() (CUDA_SUCCESS
-// when the issuer merely declined to wait on another stream).
-class Pipeline {
- public:
-  Pipeline(const DriverApi& driver, StagingRing& ring, WorkerPool& pool, const CopyRequest& req,
-           const CopyLayout& layout, CopyTrace& trace)
-      : driver_(driver), ring_(ring), pool_(pool), req_(req), layout_(layout), trace_(trace) {}
-
-  // Before piece `p` takes its slot: free once the slot's last DMA has finished. Waiting too long
-  // on a DMA of another stream (StallClock), or a driver error (the ring is then broken): Stop.
-  SlotState slot_free(std::size_t p) {
-    StagingSlot& slot = ring_.slot(p);
-    const CUresult r = ring_.poll_idle(slot);
-    if (r == CUDA_ERROR_NOT_READY)
-      return stall_.expired(slot, req_.stream) ? SlotState::Stop : SlotState::Busy;
-    if (failed(r, "the event of a staging slot")) return SlotState::Stop;
-    stall_.progress();
-    return SlotState::Free;
-  }
-
-  // D2H: whether the DMA of piece `p`, on the caller's own stream, has landed in its slot.
-  SlotState landed(std::size_t p) {
-    const CUresult r = ring_.poll_idle(ring_.slot(p));
-    if (r == CUDA_ERROR_NOT_READY) return SlotState::Busy;
-    return failed(r, "the event of a landing piece") ? SlotState::Stop : SlotState::Free;
-  }
-
-  // Enqueues the DMA of piece `p` on the caller's stream and records its slot's event. False if
-  // the copy must stop; `*enqueued` says whether the DMA itself went in (only the event may
-  // have failed: then the stream was drained, so the slot is safe, or the ring is broken).
-  bool enqueue_dma(std::size_t p, bool* enqueued) {
-    StagingSlot& slot = ring_.slot(p);
-    const CUdeviceptr device = req_.device + layout_.piece_offset(p);
-    const std::size_t length = layout_.piece_length(p);
-    *enqueued = false;
-    {
-      CopyTrace::InDriver timing(trace_);
-      const bool failed =
-          req_.direction == Direction::HostToDevice
-              ? CMT_CUDA_FAILED(
-                    driver_,
-                    driver_.memcpy_htod_async(device, slot.data, length, req_.stream), status_)
-              : CMT_CUDA_FAILED(
-                    driver_,
-                    driver_.memcpy_dtoh_async(slot.data, device, length, req_.stream), status_);
-      if (failed) return false;
-    }
-    *enqueued = true;
-    bool recorded = false;
-    {
-      CopyTrace::InDriver timing(trace_);
-      recorded =
-          !CMT_CUDA_FAILED(driver_, driver_.event_record(slot.dma_done, req_.stream), status_);
-    }
-    trace_.mark_once(trace_.first_dma_us);
-    trace_.dma_enqueued();
-    if (recorded) {
-      slot.dma_pending = true;
-      slot.dma_stream = req_.stream;
-      return true;
-    }
-    CUresult drained = CUDA_SUCCESS;
-    if (CMT_CUDA_FAILED(driver_, driver_.stream_synchronize(req_.stream), drained))
-      ring_.mark_broken();
-    return false;
-  }
-
-  // The end of a turn of the loop: an issuer that found nothing to issue copies a unit for the
-  // workers rather than spin, and backs off when there is none.
-  void pace(bool progress) {
-    if (progress || pool_.help())
-      backoff_.reset();
-    else
-      backoff_.pause();
-  }
-
-  CUresult status() const { return status_; }
-
- private:
-  bool failed(CUresult r, const char* what) {
-    if (r == CUDA_SUCCESS) return false;
-    ring_.mark_broken();
-    status_ = r;
-    CMT_LOG(debug, "querying {} failed: {}; the ring is given up", what,
-            cuda_error_text(driver_, r));
-    return true;
-  }
-
-  const DriverApi& driver_;
-  StagingRing& ring_;
-  WorkerPool& pool_;
-  const CopyRequest& req_;
-  const CopyLayout& layout_;
-  CopyTrace& trace_;
-  CUresult status_ = CUDA_SUCCESS;
-  Backoff backoff_;
-  StallClock stall_;
-};
-
-}  // namespace
-
 CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   StagingRing& ring = *lane.ring;
   WorkerPool& pool = *lane.pool;
@@ -379,7 +162,8 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   if (req.synchronous) {
     // cudaMemcpy from pageable memory synchronizes the stream before it copies.
     CUresult status = CUDA_SUCCESS;
-    if (CMT_CUDA_FAILED(driver_, driver_.stream_synchronize(req.stream), status)) return {0, status};
+    if (CMT_CUDA_FAILED(driver_, driver_.stream_synchronize(req.stream), status))
+      return {0, status};
   }
   trace.mark(trace.ready_us);
   const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes(),
@@ -464,8 +248,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
       // DMA into every slot that is free: its previous piece drained, no DMA in flight.
       while (issued < layout.pieces && issued < landed + ring.size()) {
         if (issued >= ring.size() &&
-            ring.slot(issued).ticket.load(std::memory_order_acquire) !=
-                base + issued - ring.size())
+            ring.slot(issued).ticket.load(std::memory_order_acquire) != base + issued - ring.size())
           break;
         const SlotState s = pipe.slot_free(issued);
         if (s == SlotState::Stop) return;

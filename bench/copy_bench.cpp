@@ -28,19 +28,11 @@
 
 #include "config/fingerprint.h"
 #include "config/profile.h"
+#include "cuda_check.h"
 
 namespace {
 
 using MemcpyFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
-
-#define CHECK(x)                                                                           \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "cmt-bench-copy: %s failed: %s\n", #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
 
 struct Options {
   std::vector<size_t> sizes = {256u << 10, 1u << 20,   4u << 20, 16u << 20,
@@ -62,20 +54,11 @@ struct Options {
 }
 
 size_t parse_size(const std::string& s) {
-  char* end = nullptr;
-  unsigned long long v = std::strtoull(s.c_str(), &end, 10);
-  std::string suffix(end);
-  if (end == s.c_str()) usage(("bad size '" + s + "'").c_str());
-  if (suffix == "K" || suffix == "k")
-    v <<= 10;
-  else if (suffix == "M" || suffix == "m")
-    v <<= 20;
-  else if (suffix == "G" || suffix == "g")
-    v <<= 30;
-  else if (!suffix.empty())
-    usage(("bad size suffix in '" + s + "' (expected K, M or G)").c_str());
+  std::size_t v = 0;
+  if (!cmt::parse_byte_size(s, &v))
+    usage(("bad size '" + s + "' (expected a size such as 64M)").c_str());
   if (v == 0) usage("sizes must be positive");
-  return static_cast<size_t>(v);
+  return v;
 }
 
 Options parse(int argc, char** argv) {
@@ -238,7 +221,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (opt.device < 0 || opt.device >= devices) usage("--device out of range");
-  CHECK(cudaSetDevice(opt.device));
+  CMT_CHECK_CUDA(cudaSetDevice(opt.device));
   MemcpyFn cuda_own = cuda_own_memcpy();
   g_forward_this_thread =
       reinterpret_cast<int (*)(int)>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
@@ -254,7 +237,7 @@ int main(int argc, char** argv) {
   MemcpyFn cmt_memcpy = &cudaMemcpy;
 
   cudaDeviceProp prop{};
-  CHECK(cudaGetDeviceProperties(&prop, opt.device));
+  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, opt.device));
   int driver = 0;
   cudaDriverGetVersion(&driver);
   char host[256] = {};
@@ -279,9 +262,9 @@ int main(int argc, char** argv) {
   unsigned char* check = nullptr;
   void* dev = nullptr;
   if (!pageable || !pageable_out) usage("out of host memory");
-  CHECK(cudaMallocHost(&pinned, max_bytes));
-  CHECK(cudaMallocHost(&check, max_bytes));
-  CHECK(cudaMalloc(&dev, max_bytes));
+  CMT_CHECK_CUDA(cudaMallocHost(&pinned, max_bytes));
+  CMT_CHECK_CUDA(cudaMallocHost(&check, max_bytes));
+  CMT_CHECK_CUDA(cudaMalloc(&dev, max_bytes));
   for (size_t i = 0; i < max_bytes; ++i) pageable[i] = static_cast<unsigned char>(i * 131 + 7);
   std::memcpy(pinned, pageable, max_bytes);
   std::memset(pageable_out, 0, max_bytes);
@@ -318,12 +301,13 @@ int main(int argc, char** argv) {
             MemcpyFn fn = mode == 1 ? cmt_memcpy : cuda_memcpy;
             void* mapped = nullptr;  // this round's fresh mapping, if any (counted in the time)
             if (!h2d) {
-              CHECK(cuda_memcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));  // known contents
-              CHECK(cudaDeviceSynchronize());
+              CMT_CHECK_CUDA(
+                  cuda_memcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));  // known contents
+              CMT_CHECK_CUDA(cudaDeviceSynchronize());
               if (mode != 2) std::memset(hostbuf, 0, bytes);  // (its pages stay mapped)
             } else {
-              CHECK(cudaMemset(dev, 0, bytes));
-              CHECK(cudaDeviceSynchronize());
+              CMT_CHECK_CUDA(cudaMemset(dev, 0, bytes));
+              CMT_CHECK_CUDA(cudaDeviceSynchronize());
             }
             auto t0 = std::chrono::steady_clock::now();
             if (mode != 2 && kind == "fresh") {
@@ -337,15 +321,15 @@ int main(int argc, char** argv) {
               hostbuf = static_cast<unsigned char*>(mapped);
             }
             if (h2d)
-              CHECK(fn(dev, hostbuf, bytes, cudaMemcpyHostToDevice));
+              CMT_CHECK_CUDA(fn(dev, hostbuf, bytes, cudaMemcpyHostToDevice));
             else
-              CHECK(fn(hostbuf, dev, bytes, cudaMemcpyDeviceToHost));
-            CHECK(cudaDeviceSynchronize());
+              CMT_CHECK_CUDA(fn(hostbuf, dev, bytes, cudaMemcpyDeviceToHost));
+            CMT_CHECK_CUDA(cudaDeviceSynchronize());
             double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             if (rep >= 0) row.s[mode].gbps.push_back(bytes / s / 1e9);
             // Every copy's bytes are checked.
             if (h2d) {
-              CHECK(cuda_memcpy(check, dev, bytes, cudaMemcpyDeviceToHost));
+              CMT_CHECK_CUDA(cuda_memcpy(check, dev, bytes, cudaMemcpyDeviceToHost));
               if (std::memcmp(check, pageable, bytes) != 0) ++wrong;
             } else if (std::memcmp(hostbuf, pinned, bytes) != 0) {
               ++wrong;

@@ -4,8 +4,8 @@
 #   tests      the GPU tests (ctest), about 4 minutes
 #   sweep      `cmt bench copy` 4 KiB..4 GiB with built-in defaults, plus the page-fault cases
 #   workloads  bench/workloads/run_all.py in two rounds, then DCP again with CMT_LANES=2
-#   dma        cmt-bench-dma: the engine's DMA pattern without the engine, every mode, then the
-#              staged pipeline three other ways (NOTES.md 15-24), about 2 minutes
+#   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
+#              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
 #   retune     `cmt tune --search full` into OUT/profile.toml, then that profile against the
 #              shared one in configs/ and the built-in defaults (bench/compare.py), about 4 minutes
 #   io         safetensors and DCP with and without cmt, 2 rounds, with cmt's own copy time
@@ -40,19 +40,14 @@ for stage in "$@"; do
         --only dcp_save > "$out/dcp-lanes2.txt" 2>&1
       tail -3 "$out/dcp-lanes2.txt" ;;
     dma)
+      # The lab's yardsticks (bench/lab/NOTES.md 15-24): the DMA side alone, under CPU load, and
+      # the bare staged pipeline with either store.
       timeout 150 "$build/cmt-bench-dma" --sizes 16M,64M,256M,1G --cpu-threads 9 \
         --json "$out/dma.json" > "$out/dma.txt" 2>&1
       cat "$out/dma.txt"
-      # The staged pipeline other ways (NOTES.md 23): whole pieces per thread with memcpy; the
-      # ring flushed from the caches after each unit, with either store.
-      for way in "memcpy --units 1" "memcpy --flush-ring" "nt --flush-ring"; do
-        name=$(echo "$way" | tr -d ' -')
-        # shellcheck disable=SC2086 # $way is several arguments
-        timeout 100 "$build/cmt-bench-dma" --sizes 16M,64M,1G --cpu-threads 9 --reps 5 \
-          --modes one,staged,pullstaged --staging $way --json "$out/dma-$name.json" \
-          > "$out/dma-$name.txt" 2>&1
-        cat "$out/dma-$name.txt"
-      done ;;
+      timeout 100 "$build/cmt-bench-dma" --sizes 16M,64M,1G --cpu-threads 9 --reps 5 \
+        --modes one,staged --staging memcpy --json "$out/dma-memcpy.json" > "$out/dma-memcpy.txt" 2>&1
+      cat "$out/dma-memcpy.txt" ;;
     retune)
       CMT_CONFIGS_DIR= timeout 150 "$build/cmt" tune --search full -o "$out/profile.toml" \
         > "$out/tune.txt" 2>&1

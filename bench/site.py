@@ -82,7 +82,7 @@ def main():
     results_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "results")
     configs_dir = sys.argv[3] if len(sys.argv) > 3 else os.path.join(os.path.dirname(HERE), "configs")
     sections = []
-    for path in sorted(glob.glob(os.path.join(results_dir, "*.json"))):
+    for path in sorted(glob.glob(os.path.join(results_dir, "**", "*.json"), recursive=True)):
         try:
             r = json.load(open(path))
         except ValueError:

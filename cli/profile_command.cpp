@@ -31,6 +31,8 @@ int validate_profile(const std::string& path, bool quiet, const char* prefix) {
 
 int show_configuration(const std::string& profile) {
   LoadedConfiguration loaded = load_configuration(profile, read_fingerprint());
+  const std::string shared_dir = shared_profiles_dir(loaded.config.configs_dir);
+  std::printf("# shared profiles: %s\n", shared_dir.empty() ? "none" : shared_dir.c_str());
   if (!loaded.machine_profile.empty())
     std::printf("# this machine's profile: %s\n", loaded.machine_profile.c_str());
   if (!loaded.shared_profile.empty())
@@ -61,7 +63,10 @@ int show_options(bool markdown) {
     // The help, wrapped at 96 columns under a 4-space indent.
     std::string line;
     std::string word;
-    auto flush = [&] { std::printf("    %s\n", line.c_str()); line.clear(); };
+    auto flush = [&] {
+      std::printf("    %s\n", line.c_str());
+      line.clear();
+    };
     for (const char* p = row.help;; ++p) {
       if (*p == ' ' || *p == '\0') {
         if (!line.empty() && line.size() + 1 + word.size() > 92) flush();
@@ -75,8 +80,9 @@ int show_options(bool markdown) {
     if (!line.empty()) flush();
   }
   if (!markdown)
-    std::printf("\nA profile (TOML) sets options under [cmt] by their keys, and per-GPU ones under "
-                "[gpu.\"BUS\"]; CMT_* variables override it.\n");
+    std::printf(
+        "\nA profile (TOML) sets options under [cmt] by their keys, and per-GPU ones under "
+        "[gpu.\"BUS\"]; CMT_* variables override it.\n");
   return 0;
 }
 

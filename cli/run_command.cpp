@@ -19,6 +19,12 @@ bool is_file(const std::string& path) {
   return access(path.c_str(), R_OK) == 0;
 }
 
+// The path without "..", "." or links, as LD_PRELOAD and messages should show it.
+std::string canonical(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
 std::string executable_dir() {
   char buf[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
@@ -39,23 +45,25 @@ std::string find_library(std::string* why) {
     return {};
   }
   const std::string dir = executable_dir();
-  for (const char* rel : {"/libcmt.so", "/../lib/libcmt.so", "/../lib/cmt/libcmt.so"})
-    if (is_file(dir + rel)) return dir + rel;
-  *why = "libcmt.so not found beside " + dir + " or in ../lib; set CMT_LIBRARY to its path";
+  // Beside cmt in a build tree; installed, in the package's library directory.
+  for (const char* rel : {"/libcmt.so", "/" CMT_BIN_TO_PKGLIB "/libcmt.so"})
+    if (is_file(dir + rel)) return canonical(dir + rel);
+  *why = "libcmt.so not found beside " + dir + " or in " + dir +
+         "/" CMT_BIN_TO_PKGLIB "; set CMT_LIBRARY to its path";
   return {};
 }
 
 int run_tool(const std::string& name, const std::vector<std::string>& args) {
   const std::string dir = executable_dir();
   std::string path;
-  for (const char* rel : {"/", "/../lib/cmt/"})
+  for (const char* rel : {"/", "/" CMT_BIN_TO_PKGLIB "/"})
     if (access((dir + rel + name).c_str(), X_OK) == 0) {
       path = dir + rel + name;
       break;
     }
   if (path.empty()) {
-    std::fprintf(stderr, "cmt: %s not found beside %s or in ../lib/cmt\n", name.c_str(),
-                 dir.c_str());
+    std::fprintf(stderr, "cmt: %s not found beside %s or in %s/%s\n", name.c_str(), dir.c_str(),
+                 dir.c_str(), CMT_BIN_TO_PKGLIB);
     return 127;
   }
   std::vector<std::string> all = {path};

@@ -259,9 +259,10 @@ int tune_command(const TuneOptions& o) {
                       bench.cmt(result.config, c, 5).median,
                       bench.cuda_pinned(c, 5).median};
       record.rows.push_back(row);
-      std::printf("%10s %4s %9.1f %9.1f %9.1f %9.1f %9.2fx %9.2f\n", format_byte_size(bytes).c_str(),
-                  d == Direction::HostToDevice ? "H2D" : "D2H", row.cuda_gbps, row.builtin_gbps,
-                  row.tuned_gbps, row.pinned_gbps, row.tuned_gbps / std::max(1e-9, row.cuda_gbps),
+      std::printf("%10s %4s %9.1f %9.1f %9.1f %9.1f %9.2fx %9.2f\n",
+                  format_byte_size(bytes).c_str(), d == Direction::HostToDevice ? "H2D" : "D2H",
+                  row.cuda_gbps, row.builtin_gbps, row.tuned_gbps, row.pinned_gbps,
+                  row.tuned_gbps / std::max(1e-9, row.cuda_gbps),
                   row.tuned_gbps / std::max(1e-9, row.pinned_gbps));
     }
   }

@@ -6,13 +6,25 @@ set -eu
 src=$1
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-for json in "$src"/bench/results/*-copy.json; do
+# Every committed copy result (archive included) with a 1 GiB host-to-device row of plain copies.
+copies=$(python3 - "$src/bench/results" <<'PY'
+import glob, json, os, sys
+for p in sorted(glob.glob(os.path.join(sys.argv[1], "**", "*.json"), recursive=True)):
+    r = json.load(open(p))
+    rows = r.get("results", []) if r.get("benchmark") == "cmt-bench-copy" else []
+    if any(x.get("case", "plain") == "plain" and x["bytes"] == 1 << 30 and x["direction"] == "h2d"
+           for x in rows):
+        print(p)
+PY
+)
+[ -n "$copies" ] || { echo "FAIL: no copy result found under bench/results"; exit 1; }
+for json in $copies; do
   python3 "$src/bench/summarize.py" "$json" | grep -q "| 1 GiB | h2d |"
   python3 "$src/bench/plot.py" "$json" "$out/plot.svg"
   n=$(grep -c 'class="curve"' "$out/plot.svg")
   [ "$n" -eq 6 ] || { echo "FAIL: $json gave $n curves, expected 6"; exit 1; }
 done
-echo "ok: summarize.py and plot.py read every copy result"
+echo "ok: summarize.py and plot.py read every copy result ($(echo $copies | wc -w))"
 
 cat > "$out/fake-bench" <<'PY'
 #!/usr/bin/env python3

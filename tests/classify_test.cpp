@@ -6,8 +6,8 @@
 #include <cstring>
 #include <vector>
 
-#include "interposer/classify.h"
 #include "fake_driver.h"
+#include "interposer/classify.h"
 #include "interposer/interposer.h"
 #include "interposer/stats.h"
 

@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/log.h"
 #include "engine/copy_engine.h"
-#include "fake_driver.h"
 #include "engine/fresh_pages.h"
 #include "engine/host_copy.h"
-#include "common/log.h"
+#include "fake_driver.h"
 
 namespace cmt {
 namespace {

@@ -9,9 +9,9 @@
 #include <thread>
 #include <vector>
 
-#include "interposer/classify.h"
-#include "engine/copy_engine.h"
 #include "cuda/driver_api.h"
+#include "engine/copy_engine.h"
+#include "interposer/classify.h"
 
 namespace cmt {
 namespace {

@@ -6,8 +6,8 @@
 #include <set>
 #include <string>
 
-#include "engine/gpu_locality.h"
 #include "config/options.h"
+#include "engine/gpu_locality.h"
 
 namespace cmt {
 namespace {
@@ -132,8 +132,8 @@ TEST(OptionTable, ScopesMakeTheKnobLists) {
 }
 
 TEST(OptionTable, EnvironmentRowsCanBeReadApart) {
-  std::map<std::string, std::string> env = {{"CMT_THREADS", "6"}, {"CMT_PROFILE", "/p.toml"},
-                                            {"CMT_CONFIGS_DIR", ""}};
+  std::map<std::string, std::string> env = {
+      {"CMT_THREADS", "6"}, {"CMT_PROFILE", "/p.toml"}, {"CMT_CONFIGS_DIR", ""}};
   auto get = [&](const char* name) -> const char* {
     auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();

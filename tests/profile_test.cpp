@@ -265,8 +265,9 @@ TEST(Profile, EnvironmentOnlyOptionsAreIgnoredInProfilesWithAReason) {
       "schema = 1\n[cmt]\nstats_file = \"x\"\nprofile = \"/etc/other.toml\"\nthreads = 3\n",
       "p.toml", c);
   ASSERT_TRUE(r.ok());
-  EXPECT_TRUE(mentions(r.warnings, "p.toml:3:14: 'cmt.stats_file' is ignored: only the "
-                                   "environment sets it (CMT_STATS)"))
+  EXPECT_TRUE(mentions(r.warnings,
+                       "p.toml:3:14: 'cmt.stats_file' is ignored: only the "
+                       "environment sets it (CMT_STATS)"))
       << r.warnings[0];
   EXPECT_TRUE(mentions(r.warnings, "'cmt.profile' is ignored"));
   EXPECT_EQ(c.stats_file, "");

@@ -20,7 +20,7 @@ python3 - "$root" "$tmp/dom.html" <<'PY' || exit 1
 import glob, json, os, re, sys
 root, dom = sys.argv[1], open(sys.argv[2]).read()
 expected = 0
-for path in glob.glob(os.path.join(root, "bench/results/*.json")):
+for path in glob.glob(os.path.join(root, "bench/results/**/*.json"), recursive=True):
     try:
         r = json.load(open(path))
     except ValueError:

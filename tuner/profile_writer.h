@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/copy_engine.h"
 #include "config/fingerprint.h"
 #include "config/options.h"
+#include "engine/copy_engine.h"
 
 namespace cmt {
 
@@ -31,9 +31,9 @@ struct TuneRecord {
   std::vector<std::string> notes;
 };
 
-// The profile's text; `tuned` supplies the knobs the option table marks tuned. With `gpu_bus_id`, the
-// lane knobs go under [gpu."BUS"] (the threshold stays under [cmt]), merged into `existing` (the
-// profile's current text, if any), so tuning each GPU in turn builds one profile.
+// The profile's text; `tuned` supplies the knobs the option table marks tuned. With `gpu_bus_id`,
+// the lane knobs go under [gpu."BUS"] (the threshold stays under [cmt]), merged into `existing`
+// (the profile's current text, if any), so tuning each GPU in turn builds one profile.
 std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
                          const TuneRecord& record, const std::string& gpu_bus_id = "",
                          const std::string& existing = "");

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "engine/copy_engine.h"
-#include "cuda_session.h"
 #include "config/options.h"
+#include "cuda_session.h"
+#include "engine/copy_engine.h"
 #include "topology.h"
 
 namespace cmt {

@@ -28,9 +28,8 @@ bool parse_unsigned(std::string_view text, unsigned long long* out) {
 }
 
 // Row builders: each option is declared once with its range, and parsing and printing follow.
-OptionSpec size_option(const char* name, const char* env, Scope scope, bool tuned,
-                       const char* help, std::size_t Config::*field, std::size_t min,
-                       std::size_t max) {
+OptionSpec size_option(const char* name, const char* env, Scope scope, bool tuned, const char* help,
+                       std::size_t Config::*field, std::size_t min, std::size_t max) {
   return {name,
           env,
           scope,

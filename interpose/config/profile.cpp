@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -313,9 +314,13 @@ std::string shared_profiles_dir(const std::optional<std::string>& configured) {
   std::string binary = self.dli_fname;
   if (binary.find('/') == std::string::npos) return {};
   const std::string dir = binary.substr(0, binary.rfind('/'));
-  for (const char* rel : {"/../configs", "/../share/cmt/configs"}) {
+  // In a build tree, the source's configs/; installed, the package's (from cmt in bin/, or from
+  // libcmt.so in its library directory).
+  for (const char* rel : {"/../configs", "/../share/cmt/configs", "/" CMT_PKGLIB_TO_CONFIGS}) {
     std::string candidate = dir + rel;
-    if (access((candidate + "/README.md").c_str(), R_OK) == 0) return candidate;
+    if (access((candidate + "/README.md").c_str(), R_OK) != 0) continue;
+    char resolved[PATH_MAX];
+    return realpath(candidate.c_str(), resolved) ? std::string(resolved) : candidate;
   }
   return {};
 }

@@ -11,7 +11,7 @@ constexpr std::size_t kPiecesPerLongCopy = 64;
 
 // Staging with non-temporal stores measured 1.5x faster for 4 MiB host-to-device copies on the
 // H200 machine, 1.14x at 64 MiB, and 10-15% slower at 1 GiB, where ordinary stores leave the
-// staging buffers in the last-level cache for the DMA to read (bench/NOTES.md 10, 12).
+// staging buffers in the last-level cache for the DMA to read (bench/lab/NOTES.md 10, 12).
 constexpr std::size_t kStreamingStageBelow = 256u << 20;
 constexpr std::size_t kMinPiece = 256 << 10;
 constexpr std::size_t kMinUnit = 64 << 10;

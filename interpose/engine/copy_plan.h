@@ -36,8 +36,8 @@ struct CopyLayout {
 // Steady pieces: about 8 per copy, from 256 KiB up to a staging slot, and above `medium_piece`
 // (0: no such limit) only once the copy holds 64 of them: each end of the pipeline waits about
 // one piece, which a long copy can afford for the larger DMAs (on the H200 machine 4 MiB pieces
-// gave 1 GiB D2H 0.97 of pinned against 0.94 with 2 MiB, and 64 MiB no better: NOTES.md 30).
-// Ramp pieces: down to 256 KiB (when the copy is large enough for both ends). Units: a piece
+// gave 1 GiB D2H 0.97 of pinned against 0.94 with 2 MiB, and 64 MiB no better: bench/lab/NOTES.md
+// 30). Ramp pieces: down to 256 KiB (when the copy is large enough for both ends). Units: a piece
 // split across the threads, at least 64 KiB in a steady piece and 16 KiB in a ramp piece.
 CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp = true,
                      std::size_t medium_piece = 0);

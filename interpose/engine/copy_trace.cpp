@@ -60,10 +60,9 @@ void CopyTrace::log_dma_completions(StagingRing& ring, std::size_t first, std::s
     times += (times.empty() ? "" : " ") + std::to_string(now_us());
   }
   std::string enqueued;
-  for (std::int64_t t : enqueued_us_)
-    enqueued += (enqueued.empty() ? "" : " ") + std::to_string(t);
-  CMT_LOG(debug, "H2D DMAs enqueued at (us): {}; those of pieces {}..{} completed by: {}",
-          enqueued, first, end - 1, times);
+  for (std::int64_t t : enqueued_us_) enqueued += (enqueued.empty() ? "" : " ") + std::to_string(t);
+  CMT_LOG(debug, "H2D DMAs enqueued at (us): {}; those of pieces {}..{} completed by: {}", enqueued,
+          first, end - 1, times);
 }
 
 }  // namespace cmt

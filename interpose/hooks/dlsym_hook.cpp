@@ -11,8 +11,8 @@
 // architectures libcmt.so does not hook dlsym at all.
 #include <dlfcn.h>
 
-#include "hooks/driver_hooks.h"
 #include "cuda/real_dl.h"
+#include "hooks/driver_hooks.h"
 
 #if defined(__x86_64__)
 

@@ -136,11 +136,11 @@ CUresult HtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream stream) 
 
 template <Driver H>
 CUresult DtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream stream) {
-  return take_or_forward<H, DtoHAsyncFn>(
-      dst, as_pointer(src), n, kDeviceToHost, stream, false,
-      [&](DtoHAsyncFn real, std::size_t done) {
-        return real(static_cast<char*>(dst) + done, src + done, n - done, stream);
-      });
+  return take_or_forward<H, DtoHAsyncFn>(dst, as_pointer(src), n, kDeviceToHost, stream, false,
+                                         [&](DtoHAsyncFn real, std::size_t done) {
+                                           return real(static_cast<char*>(dst) + done, src + done,
+                                                       n - done, stream);
+                                         });
 }
 
 // cuMemcpy: unified addressing, the direction comes from the pointers (cudaMemcpyDefault).
@@ -155,8 +155,7 @@ template <Driver H>
 CUresult UnifiedAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
   return take_or_forward<H, UnifiedAsyncFn>(as_pointer(dst), as_pointer(src), n, kDefault, stream,
                                             false, [&](UnifiedAsyncFn real, std::size_t done) {
-                                              return real(dst + done, src + done, n - done,
-                                                          stream);
+                                              return real(dst + done, src + done, n - done, stream);
                                             });
 }
 
@@ -273,13 +272,13 @@ void* driver_hook_for_symbol(const char* name, void* found) {
 #define CMT_SHAPE_Unified CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n)
 #define CMT_SHAPE_UnifiedAsync \
   CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
-#define CMT_SHAPE_GetProcAddress                                                          \
+#define CMT_SHAPE_GetProcAddress                                             \
   CUresult, (const char* symbol, void** pfn, int version, cuuint64_t flags), \
       (symbol, pfn, version, flags)
-#define CMT_SHAPE_GetProcAddressV2                                                 \
-  CUresult,                                                                        \
-      (const char* symbol, void** pfn, int version, cuuint64_t flags,              \
-       CUdriverProcAddressQueryResult* status),                                    \
+#define CMT_SHAPE_GetProcAddressV2                                    \
+  CUresult,                                                           \
+      (const char* symbol, void** pfn, int version, cuuint64_t flags, \
+       CUdriverProcAddressQueryResult* status),                       \
       (symbol, pfn, version, flags, status)
 #define CMT_EXPORT_DRIVER_HOOK(name, shape, per_thread) \
   CMT_DEFINE_EXPORT(name, cmt::hooks::shape<cmt::hooks::Driver::name>, CMT_SHAPE_##shape)

@@ -4,8 +4,10 @@
 // per shape serves every row of that shape.
 #pragma once
 
-#define CMT_EXPORTED_WRAPPER(name, handler, result, params, args) \
-  extern "C" __attribute__((visibility("default"))) result name params { return handler args; }
+#define CMT_EXPORTED_WRAPPER(name, handler, result, params, args)        \
+  extern "C" __attribute__((visibility("default"))) result name params { \
+    return handler args;                                                 \
+  }
 // The shape's three parts arrive as one argument and are spread by this second expansion.
 #define CMT_DEFINE_EXPORT(name, handler, ...) CMT_EXPORTED_WRAPPER(name, handler, __VA_ARGS__)
 

@@ -1,7 +1,7 @@
 // RuntimeHookScope marks the calling thread as inside one of cmt's runtime hooks. cudart reaches
-// the driver through the very cuMemcpy* entry points that cmt also hooks, so a copy the runtime hook has
-// already offered to the engine (and is now forwarding) must not be offered again by a driver
-// hook further down the same call.
+// the driver through the very cuMemcpy* entry points that cmt also hooks, so a copy the runtime
+// hook has already offered to the engine (and is now forwarding) must not be offered again by a
+// driver hook further down the same call.
 #pragma once
 
 namespace cmt {

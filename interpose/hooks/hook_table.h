@@ -12,10 +12,10 @@
 
 /* The CUDA runtime's copies (hooks/runtime_hooks.cpp). Reached by programs that link libcudart
    dynamically; found past libcmt.so with RTLD_NEXT, or in the libcudart.so the process loaded. */
-#define CMT_RUNTIME_HOOKS(X)               \
-  X(cudaMemcpy, RuntimeCopy, 0)            \
-  X(cudaMemcpy_ptds, RuntimeCopy, 1)       \
-  X(cudaMemcpyAsync, RuntimeCopyAsync, 0)  \
+#define CMT_RUNTIME_HOOKS(X)              \
+  X(cudaMemcpy, RuntimeCopy, 0)           \
+  X(cudaMemcpy_ptds, RuntimeCopy, 1)      \
+  X(cudaMemcpyAsync, RuntimeCopyAsync, 0) \
   X(cudaMemcpyAsync_ptsz, RuntimeCopyAsync, 1)
 
 /* The CUDA driver's copies and its symbol lookup (hooks/driver_hooks.cpp), by exact variant: the

@@ -43,7 +43,7 @@ template <Runtime H>
 CUstream explicit_stream(cudaStream_t stream) {
   if (stream) return reinterpret_cast<CUstream>(stream);
   return g_entries[static_cast<int>(H)].per_thread_default ? CU_STREAM_PER_THREAD
-                                                            : CU_STREAM_LEGACY;
+                                                           : CU_STREAM_LEGACY;
 }
 
 void skip_done(void*& dst, const void*& src, size_t& count, std::size_t done) {
@@ -52,7 +52,8 @@ void skip_done(void*& dst, const void*& src, size_t& count, std::size_t done) {
   count -= done;
 }
 
-// ---- the shapes' handlers ------------------------------------------------------------------------
+// ---- the shapes' handlers
+// ------------------------------------------------------------------------
 
 using MemcpyFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind);
 using MemcpyAsyncFn = cudaError_t (*)(void*, const void*, size_t, cudaMemcpyKind, cudaStream_t);
@@ -85,9 +86,10 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
 }  // namespace
 }  // namespace cmt::hooks
 
-// ---- exported names ------------------------------------------------------------------------------
+// ---- exported names
+// ------------------------------------------------------------------------------
 
-#define CMT_SHAPE_RuntimeCopy \
+#define CMT_SHAPE_RuntimeCopy                                                   \
   cudaError_t, (void* dst, const void* src, size_t count, cudaMemcpyKind kind), \
       (dst, src, count, kind)
 #define CMT_SHAPE_RuntimeCopyAsync                                                          \

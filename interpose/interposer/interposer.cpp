@@ -7,10 +7,10 @@
 #include <cstdlib>
 #include <mutex>
 
-#include "interposer/classify.h"
-#include "engine/copy_engine.h"
 #include "common/log.h"
 #include "config/profile.h"
+#include "engine/copy_engine.h"
+#include "interposer/classify.h"
 #include "interposer/stats.h"
 
 namespace cmt {

@@ -6,8 +6,8 @@
 
 #include <cstddef>
 
-#include "cuda/driver_api.h"
 #include "config/options.h"
+#include "cuda/driver_api.h"
 #include "interposer/stats.h"
 
 namespace cmt {

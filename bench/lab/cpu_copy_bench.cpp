@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "memcpy_scaling.h"
 #include "config/options.h"
+#include "memcpy_scaling.h"
 
 int main(int argc, char** argv) {
   std::size_t bytes = 1u << 30, ring = 32u << 20;

@@ -1,0 +1,30 @@
+#!/bin/sh
+# The Debian package, unpacked anywhere, works as installed: cmt finds its libcmt.so, its tools
+# and the shared profiles by their places in the package, runs a command under cmt with the
+# command's exit status, and shows the configuration. Exit 77 where dpkg-deb is missing.
+set -u
+cpack=$1
+build=$2
+command -v dpkg-deb > /dev/null 2>&1 || { echo "no dpkg-deb: skipped"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+(cd "$build" && "$cpack" -G DEB -B "$tmp/out" > "$tmp/cpack.log" 2>&1) || { cat "$tmp/cpack.log"; fail "cpack"; }
+deb=$(ls "$tmp"/out/*.deb)
+dpkg-deb -x "$deb" "$tmp/root" || fail "dpkg-deb -x $deb"
+cmt=$tmp/root/usr/bin/cmt
+for f in usr/bin/cmt usr/lib/cmt/libcmt.so usr/lib/cmt/cmt-bench-copy usr/share/cmt/configs/README.md; do
+  [ -e "$tmp/root/$f" ] || fail "the package lacks /$f"
+done
+ls "$tmp"/root/usr/share/cmt/configs/*.toml > /dev/null 2>&1 || fail "the package has no shared profile"
+env -u CMT_LIBRARY -u CMT_CONFIGS_DIR "$cmt" run -- true || fail "cmt run -- true exited $?"
+env -u CMT_LIBRARY "$cmt" run -- sh -c 'exit 3'; [ $? -eq 3 ] || fail "cmt run did not pass on the exit status"
+env -u CMT_LIBRARY "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' > "$tmp/preload" 2>&1
+grep -qx "$(realpath "$tmp/root/usr/lib/cmt/libcmt.so")" "$tmp/preload" || fail "LD_PRELOAD was $(cat "$tmp/preload")"
+env -u CMT_CONFIGS_DIR -u CMT_PROFILE "$cmt" profile show > "$tmp/show" 2>&1 || { cat "$tmp/show"; fail "cmt profile show"; }
+grep -qx "# shared profiles: $(realpath "$tmp/root/usr/share/cmt/configs")" "$tmp/show" ||
+  fail "cmt profile show did not find the package's shared profiles: $(head -1 "$tmp/show")"
+grep -q "^CMT_THREADS=" "$tmp/show" || fail "cmt profile show printed no configuration"
+"$cmt" bench copy --sizes 4K --reps 1 > "$tmp/bench" 2>&1
+grep -q "not found beside" "$tmp/bench" && fail "cmt bench copy did not find cmt-bench-copy: $(cat "$tmp/bench")"
+echo "ok: $(basename "$deb") unpacked runs cmt, finds libcmt.so, its tools and $(ls "$tmp"/root/usr/share/cmt/configs/*.toml | wc -l) shared profile(s)"

@@ -3,11 +3,15 @@
 variants in rotating order so drift hits all alike, and prints, per size and direction, each
 variant's cmt/pinned ratio (median over rounds, with its range) and cmt's GB/s.
 
-A variant is NAME or NAME:VAR=VALUE,VAR=VALUE (CMT_* variables); a bare NAME runs with the
-environment as it is. Example, the ramp against full-size pieces at two sizes:
+A variant is NAME[@BENCH][:VAR=VALUE,VAR=VALUE] (CMT_* variables); a bare NAME runs with the
+environment as it is, and @BENCH runs another build's cmt-bench-copy (with the libcmt.so beside
+it) in place of the first argument's. Examples, the ramp against full-size pieces at two sizes,
+and two builds of cmt with their built-in defaults:
 
   bench/compare.py build/cmt-bench-copy --sizes 16M,64M --reps 5 --rounds 3 \\
       ramp on:CMT_RAMP=1 off:CMT_RAMP=0 --json out.json
+  bench/compare.py build/cmt-bench-copy before@build-old/cmt-bench-copy:CMT_CONFIGS_DIR= \\
+      after:CMT_CONFIGS_DIR= --rounds 3
 """
 import argparse
 import json
@@ -18,8 +22,9 @@ import sys
 import tempfile
 
 
-def parse_variant(text):
+def parse_variant(text, default_bench):
     name, _, assignments = text.partition(":")
+    name, _, bench = name.partition("@")
     env = {}
     for item in filter(None, assignments.split(",")):
         key, eq, value = item.partition("=")
@@ -28,7 +33,10 @@ def parse_variant(text):
         env[key] = value
     if not name:
         sys.exit(f"compare.py: variant '{text}' has no name")
-    return name, env
+    bench = bench or default_bench
+    if not os.access(bench, os.X_OK):
+        sys.exit(f"compare.py: variant '{text}': {bench} is not an executable")
+    return name, env, bench
 
 
 def run_once(bench, sizes, reps, cases, env):
@@ -54,24 +62,24 @@ def main():
                     help="the ratio shown: cmt over pinned memory, or over CUDA's own pageable path")
     ap.add_argument("--json", help="write every run's results and the summary here")
     args = ap.parse_args()
-    variants = [parse_variant(v) for v in args.variants]
+    variants = [parse_variant(v, args.bench) for v in args.variants]
 
-    runs = {name: [] for name, _ in variants}
+    runs = {name: [] for name, _, _ in variants}
     for r in range(args.rounds):
         for i in range(len(variants)):
-            name, env = variants[(i + r) % len(variants)]
-            doc = run_once(args.bench, args.sizes, args.reps, args.cases, env)
+            name, env, bench = variants[(i + r) % len(variants)]
+            doc = run_once(bench, args.sizes, args.reps, args.cases, env)
             if doc.get("wrong_copies"):
                 sys.exit(f"compare.py: variant {name} copied wrong bytes")
             runs[name].append(doc)
 
     summary = []
     ratio = f"cmt_over_{args.versus}"
-    print(f"{'size':>6} {'dir':>10}  " + "  ".join(f"{name:>22}" for name, _ in variants))
+    print(f"{'size':>6} {'dir':>10}  " + "  ".join(f"{name:>22}" for name, _, _ in variants))
     first = runs[variants[0][0]][0]["results"]
     for k, row in enumerate(first):
         cells = []
-        for name, _ in variants:
+        for name, _, _ in variants:
             ratios = [d["results"][k][ratio] for d in runs[name]]
             gbps = [d["results"][k]["cmt"]["median_gbps"] for d in runs[name]]
             med = statistics.median(ratios)
@@ -87,7 +95,7 @@ def main():
     print(f"cells: cmt/{args.versus} median over rounds (range), then cmt GB/s")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"benchmark": "compare.py", "command": " ".join(sys.argv), "machine": runs[variants[0][0]][0]["machine"], "variants": dict(variants),
+            json.dump({"benchmark": "compare.py", "command": " ".join(sys.argv), "machine": runs[variants[0][0]][0]["machine"], "variants": {name: {"env": env, "bench": bench} for name, env, bench in variants},
                        "summary": summary, "runs": runs}, f, indent=1)
 
 

@@ -12,6 +12,8 @@
 #              (cmt_copy_s), to see how much of their time the copies are, about 2 minutes
 #   torch      the README's PyTorch table: .to('cuda') and .cpu() of 1 GiB with and without cmt,
 #              built-in defaults, about 1 minute
+#   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),
+#              built-in defaults, 256 KiB to 1 GiB, 3 rounds in alternating processes, about 3 minutes
 # usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
 set -u
 build=$1
@@ -64,8 +66,15 @@ for stage in "$@"; do
       CMT_CONFIGS_DIR= timeout 150 python3 "$here/../tests/gpu_framework_test.py" "$build/cmt" torch \
         --require-taken --json "$out/torch.json" > "$out/torch.txt" 2>&1
       tail -4 "$out/torch.txt" ;;
+    versus)
+      [ -x "${CMT_VERSUS_BUILD:-}/cmt-bench-copy" ] ||
+        { echo "device_check.sh: versus needs CMT_VERSUS_BUILD, a build dir with cmt-bench-copy" >&2; exit 2; }
+      timeout 400 python3 "$here/compare.py" "$build/cmt-bench-copy" --sizes 256K,1M,4M,16M,64M,256M,1G \
+        --reps 5 --rounds 3 "before@$CMT_VERSUS_BUILD/cmt-bench-copy:CMT_CONFIGS_DIR=" \
+        after:CMT_CONFIGS_DIR= --json "$out/versus.json" > "$out/versus.txt" 2>&1
+      cat "$out/versus.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io or torch)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch or versus)" >&2
       exit 2 ;;
   esac
 done

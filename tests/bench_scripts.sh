@@ -51,6 +51,18 @@ grep -Eq "16M +h2d " "$out/c.txt" || { cat "$out/c.txt"; echo "FAIL: no table fr
 python3 "$src/bench/compare.py" "$out/fake-bench" on:CMT_RAMP=1 --rounds 1 --cases fresh \
   --versus default > "$out/f.txt"
 grep -Eq "16M +d2h fresh +4.00" "$out/f.txt" || { cat "$out/f.txt"; echo "FAIL: --cases/--versus"; exit 1; }
+# A variant may run another build's benchmark (NAME@BENCH): here one that always reports 0.25.
+sed 's/ratio = float(os.environ.get("CMT_RAMP", "0.5"))/ratio = 0.25/' "$out/fake-bench" > "$out/other-bench"
+chmod +x "$out/other-bench"
+python3 "$src/bench/compare.py" "$out/fake-bench" "old@$out/other-bench:CMT_RAMP=1" new:CMT_RAMP=1 \
+  --rounds 2 --json "$out/b.json" > /dev/null
+python3 - "$out/b.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+got = {(s["variant"], s["direction"]): s["cmt_over_pinned"] for s in d["summary"]}
+assert got == {("old", "h2d"): 0.25, ("old", "d2h"): 0.25, ("new", "h2d"): 1.0, ("new", "d2h"): 1.0}, got
+assert d["variants"]["old"]["bench"].endswith("other-bench"), d["variants"]
+PY
 if python3 "$src/bench/compare.py" "$out/fake-bench" bad:CMT_WRONG=1 > /dev/null 2>&1; then
   echo "FAIL: compare.py accepted wrong bytes"; exit 1
 fi

@@ -19,9 +19,11 @@ done
 ls "$tmp"/root/usr/share/cmt/configs/*.toml > /dev/null 2>&1 || fail "the package has no shared profile"
 env -u CMT_LIBRARY -u CMT_CONFIGS_DIR "$cmt" run -- true || fail "cmt run -- true exited $?"
 env -u CMT_LIBRARY "$cmt" run -- sh -c 'exit 3'; [ $? -eq 3 ] || fail "cmt run did not pass on the exit status"
-env -u CMT_LIBRARY "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' > "$tmp/preload" 2>&1
+env -u CMT_LIBRARY PATH="$tmp/root/usr/bin:$PATH" cmt run -- sh -c 'echo "$LD_PRELOAD"' > "$tmp/preload" 2>&1
 grep -qx "$(realpath "$tmp/root/usr/lib/cmt/libcmt.so")" "$tmp/preload" || fail "LD_PRELOAD was $(cat "$tmp/preload")"
-env -u CMT_CONFIGS_DIR -u CMT_PROFILE "$cmt" profile show > "$tmp/show" 2>&1 || { cat "$tmp/show"; fail "cmt profile show"; }
+# From PATH, as an installed cmt runs: it must still find where it lies.
+env -u CMT_CONFIGS_DIR -u CMT_PROFILE PATH="$tmp/root/usr/bin:$PATH" cmt profile show > "$tmp/show" 2>&1 ||
+  { cat "$tmp/show"; fail "cmt profile show"; }
 grep -qx "# shared profiles: $(realpath "$tmp/root/usr/share/cmt/configs")" "$tmp/show" ||
   fail "cmt profile show did not find the package's shared profiles: $(head -1 "$tmp/show")"
 grep -q "^CMT_THREADS=" "$tmp/show" || fail "cmt profile show printed no configuration"

@@ -312,7 +312,13 @@ std::string shared_profiles_dir(const std::optional<std::string>& configured) {
   Dl_info self{};
   if (!dladdr(reinterpret_cast<void*>(&shared_profiles_dir), &self) || !self.dli_fname) return {};
   std::string binary = self.dli_fname;
-  if (binary.find('/') == std::string::npos) return {};
+  if (binary.find('/') == std::string::npos) {
+    // The main program (cmt run from PATH): dladdr names it as it was invoked, not where it is.
+    char exe[PATH_MAX];
+    const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+    if (n <= 0) return {};
+    binary.assign(exe, static_cast<std::size_t>(n));
+  }
   const std::string dir = binary.substr(0, binary.rfind('/'));
   // In a build tree, the source's configs/; installed, the package's (from cmt in bin/, or from
   // libcmt.so in its library directory).

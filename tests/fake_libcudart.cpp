@@ -2,7 +2,7 @@
 // does, by opening libcuda (the fake one named by $CMT_FAKE_LIBCUDA) and asking cuGetProcAddress
 // for cuMemcpyHtoD. Under libcmt.so the program's cudaMemcpy is cmt's runtime hook, and the
 // driver function this runtime gets is cmt's driver hook: taken_once.sh checks that one copy is
-// offered to cmt once, not twice.
+// offered to cmt once, not twice, and that a zero-byte copy still reaches the runtime.
 #include <dlfcn.h>
 
 #include <cstddef>
@@ -10,8 +10,18 @@
 
 extern "C" {
 
+namespace {
+int g_calls = 0;  // how many times the program's cudaMemcpy reached this runtime
+}
+
+// For the program to read.
+__attribute__((visibility("default"))) int fake_cudart_calls() {
+  return g_calls;
+}
+
 __attribute__((visibility("default"))) int cudaMemcpy(void* dst, const void* src, size_t n,
                                                       int kind) {
+  ++g_calls;
   using HtoD = int (*)(unsigned long long, const void*, size_t);
   using Get = int (*)(const char*, void**, int, unsigned long long, int*);
   static HtoD htod = [] {

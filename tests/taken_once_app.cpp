@@ -1,5 +1,5 @@
 // One 8 MiB host-to-device cudaMemcpy through the fake runtime (fake_libcudart.cpp), then what
-// the fake driver counted. See taken_once.sh.
+// the fake driver counted; then a zero-byte one, which must reach the runtime. See taken_once.sh.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -7,6 +7,7 @@
 #include <vector>
 
 extern "C" int cudaMemcpy(void* dst, const void* src, size_t n, int kind);
+extern "C" int fake_cudart_calls();
 
 int main() {
   std::vector<char> host(8 << 20, 1);
@@ -19,5 +20,12 @@ int main() {
   size_t last = 0;
   if (calls) calls(&v2, &ptds, &legacy, &last);
   std::printf("cudaMemcpy: rc %d; the driver saw %d call(s) of %zu bytes\n", rc, v2, last);
-  return rc == 0 && v2 == 1 && last == host.size() ? 0 : 1;
+  if (rc != 0 || v2 != 1 || last != host.size()) return 1;
+  // A zero-byte copy is CUDA's to answer (it synchronizes, and returns a pending error), so it
+  // must reach the runtime, cmt or not.
+  const int before = fake_cudart_calls();
+  rc = cudaMemcpy(reinterpret_cast<void*>(4096), host.data(), 0, 1);
+  std::printf("zero-byte cudaMemcpy: rc %d; the runtime saw %d call(s)\n", rc,
+              fake_cudart_calls() - before);
+  return rc == 0 && fake_cudart_calls() == before + 1 ? 0 : 1;
 }

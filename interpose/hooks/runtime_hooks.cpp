@@ -65,7 +65,7 @@ cudaError_t RuntimeCopy(void* dst, const void* src, size_t count, cudaMemcpyKind
   RuntimeHookScope scope;  // cudart's own cuMemcpy* calls below are not offered again
   std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(nullptr),
                                             true, Entry::Runtime);
-  if (done == count) return cudaSuccess;
+  if (done == count && count != 0) return cudaSuccess;  // zero bytes: CUDA's to answer
   skip_done(dst, src, count, done);
   return real(dst, src, count, kind);
 }
@@ -78,7 +78,7 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
   RuntimeHookScope scope;
   std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(stream),
                                             false, Entry::Runtime);
-  if (done == count) return cudaSuccess;
+  if (done == count && count != 0) return cudaSuccess;  // zero bytes: CUDA's to answer
   skip_done(dst, src, count, done);
   return real(dst, src, count, kind, stream);
 }

@@ -89,30 +89,28 @@ int show_options(bool markdown) {
 int export_profile(const std::string& output) {
   const MachineFingerprint here = read_fingerprint();
   const std::string path = user_profile_path(here);
-  std::ifstream in(path);
-  if (path.empty() || !in) {
+  std::string text, why;
+  if (path.empty() || !read_profile_file(path, &text, &why)) {
     std::fprintf(stderr,
-                 "cmt profile export: no tuned profile for this machine%s%s; run `cmt tune` "
+                 "cmt profile export: no tuned profile for this machine%s%s%s%s; run `cmt tune` "
                  "first\n",
-                 path.empty() ? "" : " at ", path.c_str());
+                 path.empty() ? "" : " at ", path.c_str(), why.empty() ? "" : ": ", why.c_str());
     return 1;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
   Config config;
-  ProfileReport report = load_profile_text(text.str(), path, config, &here);
+  ProfileReport report = load_profile_text(text, path, config, &here);
   print_problems(report.warnings, report.errors, "cmt profile export: ");
   if (!report.ok()) return 1;
-  if (text.str().find("[machine]") == std::string::npos) {
+  if (text.find("[machine]") == std::string::npos) {
     std::fprintf(stderr, "cmt profile export: %s has no [machine] table; re-run `cmt tune`\n",
                  path.c_str());
     return 1;
   }
   if (output.empty() || output == "-") {
-    std::fputs(text.str().c_str(), stdout);
+    std::fputs(text.c_str(), stdout);
   } else {
     std::ofstream out(output);
-    if (!(out << text.str()) || !out.flush()) {
+    if (!(out << text) || !out.flush()) {
       std::fprintf(stderr, "cmt profile export: cannot write %s\n", output.c_str());
       return 1;
     }

@@ -274,12 +274,8 @@ int tune_command(const TuneOptions& o) {
   // 4. The profile.
   std::string path = o.output.empty() ? user_profile_path(machine) : o.output;
   std::string existing;
-  if (o.per_gpu && !path.empty()) {
-    std::ifstream in(path);
-    std::ostringstream old;
-    old << in.rdbuf();
-    existing = old.str();
-  }
+  std::string unreadable;  // none yet, or not a profile: this GPU's table starts a new one
+  if (o.per_gpu && !path.empty()) (void)read_profile_file(path, &existing, &unreadable);
   const std::string text = profile_toml(machine, result.config, record,
                                         o.per_gpu ? session->pci_bus_id() : "", existing);
   if (!o.write) {

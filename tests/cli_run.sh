@@ -42,6 +42,23 @@ check "validate rejects a bad profile (rc=$rc)" $(( rc != 1 ))
 out=$(CMT_SLOTS=9 "$cmt" profile show --profile "$tmp/good.toml" 2>/dev/null)
 case "$out" in *"CMT_THREADS=6  (profile $tmp/good.toml)"*"CMT_SLOTS=9  (env CMT_SLOTS)"*) r=0;; *) r=1;; esac
 check "show gives each value and its origin" $r
+# Only regular files of at most 1 MiB are read as profiles: a FIFO and /dev/zero are refused at
+# once (each under a timeout, so a hang fails instead of stalling the suite), and so is
+# CMT_LIBRARY naming no file.
+mkfifo "$tmp/fifo"
+timeout 10 "$cmt" profile validate "$tmp/fifo" 2>"$tmp/err" >/dev/null; rc=$?
+check "validate refuses a FIFO at once (rc=$rc)" $(( rc != 1 ))
+grep -q "fifo: cannot read the profile: is a FIFO, not a regular file" "$tmp/err"; check "and says why" $?
+CMT_PROFILE=/dev/zero timeout 10 "$cmt" profile show 2>"$tmp/err" >/dev/null; rc=$?
+check "show refuses CMT_PROFILE=/dev/zero at once (rc=$rc)" $(( rc != 1 ))
+grep -q "/dev/zero: cannot read the profile: is a device" "$tmp/err"; check "and says why" $?
+"$cmt" profile validate "$tmp" 2>"$tmp/err" >/dev/null; rc=$?
+grep -q "is a directory, not a profile" "$tmp/err"; check "a directory is named as one (rc=$rc)" $?
+"$cmt" profile validate "$tmp/missing.toml" 2>"$tmp/err" >/dev/null
+grep -q "missing.toml: cannot read the profile: No such file or directory" "$tmp/err"; check "a missing file says so" $?
+CMT_LIBRARY=/nonexistent/libcmt.so "$cmt" run -- true 2>"$tmp/err"; rc=$?
+check "CMT_LIBRARY naming no file stops cmt run (rc=$rc)" $(( rc != 2 ))
+grep -q "CMT_LIBRARY='/nonexistent/libcmt.so' is not a readable file" "$tmp/err"; check "and says so" $?
 # This machine's own profile is found by fingerprint and sits under an explicit one.
 mine=$(XDG_CONFIG_HOME="$tmp/xdg" "$cmt" profile path 2>/dev/null)
 case "$mine" in "$tmp/xdg/cmt/profiles/"*.toml) r=0;; *) r=1;; esac

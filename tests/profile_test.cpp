@@ -1,7 +1,10 @@
 // Profiles: what is applied, what each bad input says (file, line, column, key, expectation),
 // precedence under the environment, and a fuzz run of the loader over random and mutated text.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <chrono>
 
 #include <cstdio>
 #include <cstdlib>
@@ -107,8 +110,9 @@ TEST(Profile, SchemaMustBeThisVersion) {
 
 TEST(Profile, MissingFileIsAnError) {
   Config c;
-  EXPECT_TRUE(mentions(load_profile_file("/nonexistent/cmt.toml", c).errors,
-                       "/nonexistent/cmt.toml: cannot open the profile"));
+  EXPECT_TRUE(
+      mentions(load_profile_file("/nonexistent/cmt.toml", c).errors,
+               "/nonexistent/cmt.toml: cannot read the profile: No such file or directory"));
 }
 
 TEST(Profile, EnvironmentWinsOverTheProfile) {
@@ -294,6 +298,37 @@ TEST(Profile, CmtProfileIsReadThroughTheOptionTable) {
   EXPECT_EQ(loaded.config.profile, named);
   EXPECT_EQ(loaded.config.origin["slots"], "profile " + named);
   std::system(("rm -rf '" + home + "'").c_str());
+}
+
+// Only regular files of at most 1 MiB are read: anything else is refused without blocking or
+// growing, with the reason.
+TEST(Profile, OnlyRegularFilesOfBoundedSizeAreRead) {
+  const std::string dir = temp_dir();
+  const std::string fifo = dir + "/fifo.toml", big = dir + "/big.toml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  write_file(big, "schema = 1\n#" + std::string(kMaxProfileBytes, 'x') + "\n");
+  write_file(dir + "/ok.toml", "schema = 1\n[cmt]\nslots = 5\n");
+  struct Case {
+    std::string path, says;
+  };
+  for (const Case& c :
+       {Case{fifo, "is a FIFO, not a regular file"}, Case{"/dev/zero", "is a device"},
+        Case{dir, "is a directory, not a profile"},
+        Case{big,
+             "is " + std::to_string(kMaxProfileBytes + 13) + " bytes; a profile is at most 1 MiB"},
+        Case{dir + "/missing.toml", "No such file or directory"}}) {
+    Config config;
+    const auto t0 = std::chrono::steady_clock::now();
+    ProfileReport r = load_profile_file(c.path, config);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2)) << c.path;
+    ASSERT_FALSE(r.ok()) << c.path;
+    EXPECT_TRUE(mentions(r.errors, c.path + ": cannot read the profile: " + c.says)) << r.errors[0];
+    EXPECT_EQ(config.slots, Config().slots);
+  }
+  Config c;
+  EXPECT_TRUE(load_profile_file(dir + "/ok.toml", c).ok());
+  EXPECT_EQ(c.slots, 5u);
+  std::system(("rm -rf '" + dir + "'").c_str());
 }
 
 // [gpu."BUS"] tables: lane knobs per GPU, checked like the rest, with file:line:column.

@@ -4,13 +4,17 @@
 #include <cctype>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
 #include <sstream>
 #include <utility>
 
 #include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "config/tomlpp.h"
 
@@ -282,11 +286,9 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
     // profile from someone else's machine, so only errors count.
     MachineFingerprint models = here;
     Config config = out.config;
-    if (shared.match != "exact machine") {
-      std::ifstream in(shared.path);
-      std::ostringstream text;
-      text << in.rdbuf();
-      toml::parse_result parsed = toml::parse(text.str(), shared.path);
+    std::string text, unused;
+    if (shared.match != "exact machine" && read_profile_file(shared.path, &text, &unused)) {
+      toml::parse_result parsed = toml::parse(text, shared.path);
       if (parsed)
         if (auto cpus = parsed.table()["machine"]["cpus"].value<int64_t>())
           models.cpus = static_cast<int>(*cpus);
@@ -346,10 +348,9 @@ SharedProfile find_shared_profile(const std::string& dir, const MachineFingerpri
   std::sort(names.begin(), names.end());
   for (const std::string& n : names) {
     const std::string path = dir + "/" + n;
-    std::ifstream in(path);
-    std::ostringstream text;
-    text << in.rdbuf();
-    toml::parse_result parsed = toml::parse(text.str(), path);
+    std::string text, unused;
+    if (!read_profile_file(path, &text, &unused)) continue;
+    toml::parse_result parsed = toml::parse(text, path);
     if (!parsed) continue;
     const toml::node_view<const toml::node> m = std::as_const(parsed.table())["machine"];
     auto cpu = m["cpu"].value<std::string>();
@@ -363,17 +364,61 @@ SharedProfile find_shared_profile(const std::string& dir, const MachineFingerpri
   return {};
 }
 
+bool read_profile_file(const std::string& path, std::string* text, std::string* error) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below like any
+  // other file that is not regular.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) {
+    *error = std::strerror(errno);
+    return false;
+  }
+  std::string why;
+  struct stat st {};
+  if (fstat(fd, &st) != 0) {
+    why = std::strerror(errno);
+  } else if (S_ISDIR(st.st_mode)) {
+    why = "is a directory, not a profile";
+  } else if (!S_ISREG(st.st_mode)) {
+    why = std::string("is ") +
+          (S_ISFIFO(st.st_mode)   ? "a FIFO"
+           : S_ISSOCK(st.st_mode) ? "a socket"
+                                  : "a device") +
+          ", not a regular file; profiles are read only from regular files";
+  } else if (static_cast<std::size_t>(st.st_size) > kMaxProfileBytes) {
+    why = "is " + std::to_string(st.st_size) + " bytes; a profile is at most " +
+          std::to_string(kMaxProfileBytes >> 20) + " MiB";
+  } else {
+    // Read to the limit and one byte past it, in case the file grew since fstat.
+    std::string data(kMaxProfileBytes + 1, '\0');
+    std::size_t got = 0;
+    for (;;) {
+      const ssize_t n = read(fd, &data[got], data.size() - got);
+      if (n > 0 && (got += static_cast<std::size_t>(n)) < data.size()) continue;
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) why = std::strerror(errno);
+      break;
+    }
+    if (why.empty() && got > kMaxProfileBytes)
+      why = "grew past " + std::to_string(kMaxProfileBytes >> 20) + " MiB while being read";
+    if (why.empty()) {
+      data.resize(got);
+      *text = std::move(data);
+    }
+  }
+  close(fd);
+  if (!why.empty()) *error = why;
+  return why.empty();
+}
+
 ProfileReport load_profile_file(const std::string& path, Config& config,
                                 const MachineFingerprint* here) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::string text, why;
+  if (!read_profile_file(path, &text, &why)) {
     ProfileReport report;
-    report.errors.push_back(path + ": cannot open the profile");
+    report.errors.push_back(path + ": cannot read the profile: " + why);
     return report;
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_profile_text(text.str(), path, config, here);
+  return load_profile_text(text, path, config, here);
 }
 
 }  // namespace cmt

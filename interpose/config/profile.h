@@ -4,6 +4,7 @@
 // expected; unknown keys are warnings that suggest the nearest known key. Never throws.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
@@ -16,6 +17,15 @@
 namespace cmt {
 
 constexpr int kProfileSchema = 1;
+
+// Profiles are read only from regular files of at most this size: a FIFO would block the host
+// program for ever, and /dev/zero would grow its memory without end.
+constexpr std::size_t kMaxProfileBytes = 1u << 20;
+
+// Reads the profile at `path` into `*text`. False, with `*error` saying why ("No such file or
+// directory", "is a directory, not a profile", "is a FIFO, not a regular file", "is 3 MiB; a
+// profile is at most 1 MiB"), for anything else. Never blocks and never throws.
+bool read_profile_file(const std::string& path, std::string* text, std::string* error);
 
 struct ProfileReport {
   std::vector<std::string> errors;    // the profile was not applied

@@ -1,5 +1,6 @@
 #include "tune_command.h"
 
+#include <dirent.h>
 #include <signal.h>
 #include <spawn.h>
 #include <strings.h>
@@ -101,12 +102,33 @@ ChildRun run_child(const std::vector<std::string>& command, const std::string& l
   return out;
 }
 
-std::string temp_path(const char* what) {
-  char buf[] = "/tmp/cmt-tune-XXXXXX";
-  int fd = mkstemp(buf);
-  if (fd >= 0) close(fd);
-  return std::string(buf) + what;
-}
+// A directory of this user's alone (mkdtemp: mode 0700, a fresh name) for the watched run's
+// statistics, removed with what is in it when the tune ends.
+class PrivateTempDir {
+ public:
+  PrivateTempDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/cmt-tune-XXXXXX";
+    if (mkdtemp(pattern.data())) path_ = pattern;
+  }
+  ~PrivateTempDir() {
+    if (path_.empty()) return;
+    if (DIR* d = opendir(path_.c_str())) {
+      while (dirent* e = readdir(d))
+        if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+          unlinkat(dirfd(d), e->d_name, 0);
+      closedir(d);
+    }
+    rmdir(path_.c_str());
+  }
+  PrivateTempDir(const PrivateTempDir&) = delete;
+  PrivateTempDir& operator=(const PrivateTempDir&) = delete;
+  // "" if no directory could be made.
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 }  // namespace
 
@@ -131,19 +153,22 @@ int tune_command(const TuneOptions& o) {
       std::fprintf(stderr, "%s%s\n", me, no_library.c_str());
       return 2;
     }
-    const std::string stats = temp_path(".json");
+    const PrivateTempDir scratch;
+    if (scratch.path().empty()) {
+      std::fprintf(stderr, "%scannot make a temporary directory: %s\n", me, std::strerror(errno));
+      return 1;
+    }
+    const std::string stats = scratch.path() + "/stats.json";
     std::fprintf(stderr, "%swatching the copies of: %s ...\n", me, o.command[0].c_str());
     // A low threshold lets the engine see (and take) every pageable copy worth tuning for.
     ChildRun watched = run_child(o.command, library, {"CMT_STATS=" + stats, "CMT_THRESHOLD=64K"});
     if (watched.status != 0) {
       std::fprintf(stderr, "%sthe command %s (status %d); nothing was tuned\n", me,
                    watched.status < 0 ? "could not be started" : "failed", watched.status);
-      std::remove(stats.c_str());
       return watched.status < 0 ? 127 : 1;
     }
     std::string error;
     mix = mix_from_stats(stats, largest, &error);
-    std::remove(stats.c_str());
     if (mix.empty()) {
       std::fprintf(stderr, "%s%s; nothing to tune for\n", me, error.c_str());
       return 1;

@@ -79,9 +79,14 @@ grep -q "bogus not in {instant,full,grid}" "$tmp/err"; check "and names the choi
 "$cmt" tune --largest 1K 2>"$tmp/err"; rc=$?
 check "tune --largest 1K is an error (rc=$rc)" $(( rc != 2 ))
 grep -q "'1K' is not valid: expected a size of at least 4M" "$tmp/err"; check "and says what is expected" $?
-"$cmt" tune -- sh -c 'exit 5' 2>"$tmp/err"; rc=$?
+mkdir "$tmp/scratch"
+before=$(ls -d /tmp/cmt-tune-* 2>/dev/null | wc -l)
+TMPDIR=$tmp/scratch "$cmt" tune -- sh -c 'exit 5' 2>"$tmp/err"; rc=$?
+after=$(ls -d /tmp/cmt-tune-* 2>/dev/null | wc -l)
 check "tune with a failing command fails (rc=$rc)" $(( rc != 1 ))
 grep -q "the command failed (status 5); nothing was tuned" "$tmp/err"; check "and says so" $?
+[ -z "$(ls -A "$tmp/scratch")" ] && [ "$after" -eq "$before" ]
+check "and leaves no temporary files (in TMPDIR: $(ls -A "$tmp/scratch"); in /tmp: $before -> $after)" $?
 # cmt bench copy: bad input fails with a message.
 "$cmt" bench copy --reps 0 2>"$tmp/err"; rc=$?
 check "bench copy --reps 0 is an error (rc=$rc)" $(( rc == 0 ))

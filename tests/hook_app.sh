@@ -35,4 +35,17 @@ grep -q "bad.toml:3:9: key 'cmt.slots' = 'many' is not valid: expected an intege
   || { echo "FAIL: no profile warning"; cat "$tmp/err2.txt"; exit 1; }
 grep -q "CMT_THREADS='lots' is not valid" "$tmp/err2.txt" || { echo "FAIL: no variable warning"; exit 1; }
 [ "$(grep -c "not valid" "$tmp/err2.txt")" -eq 2 ] || { echo "FAIL: expected each warning once"; cat "$tmp/err2.txt"; exit 1; }
+# CMT_STATS replaces what is at its path, never following or opening it: a symlink's target is
+# untouched, a FIFO does not hang the exit, and the file is the user's alone.
+echo "precious" > "$tmp/target"
+ln -s "$tmp/target" "$tmp/link.json"
+LD_PRELOAD=$lib CMT_STATS=$tmp/link.json "$app" > /dev/null 2>&1
+[ "$(cat "$tmp/target")" = precious ] || { echo "FAIL: CMT_STATS wrote through a symlink"; exit 1; }
+[ -f "$tmp/link.json" ] && [ ! -L "$tmp/link.json" ] || { echo "FAIL: CMT_STATS left the symlink"; exit 1; }
+[ "$(stat -c %a "$tmp/link.json")" = 600 ] || { echo "FAIL: stats mode $(stat -c %a "$tmp/link.json")"; exit 1; }
+mkfifo "$tmp/fifo.json"
+LD_PRELOAD=$lib CMT_STATS=$tmp/fifo.json timeout 20 "$app" > /dev/null 2>&1
+[ $? -ne 124 ] || { echo "FAIL: a FIFO as CMT_STATS hung the exit"; exit 1; }
+python3 -c "import json; json.load(open('$tmp/fifo.json'))" || { echo "FAIL: no stats in place of the FIFO"; exit 1; }
+[ -z "$(ls "$tmp" | grep 'json\.')" ] || { echo "FAIL: temporary files left: $(ls "$tmp")"; exit 1; }
 echo "ok: hooks forward and count; summary: $(grep 'at exit' "$tmp/err.txt")"

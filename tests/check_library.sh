@@ -2,7 +2,7 @@
 # libcmt.so exports exactly the names of its version script (made from hooks/hook_table.h) and
 # nothing else, unversioned; among them the hooks every program needs and never a legacy 32-bit
 # driver entry; and it pulls no CUDA runtime, spdlog, fmt, hwloc or numa shared library into the
-# host process.
+# host process; and it is never unmapped (-z nodelete), since its copy threads outlive a dlclose.
 set -eu
 lib=$1
 map=$2
@@ -25,6 +25,8 @@ fi
 if nm -D --defined-only "$lib" | grep -q '@'; then
   echo "FAIL: exported symbols carry a version:"; nm -D --defined-only "$lib" | grep '@'; exit 1
 fi
+# Its copy threads outlive any dlclose: the library must never be unmapped under them.
+readelf -d "$lib" | grep -q "FLAGS_1.*NODELETE" || { echo "FAIL: libcmt.so is not linked -z nodelete"; exit 1; }
 needed=$(readelf -d "$lib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
 for bad in cudart spdlog fmt hwloc numa cuda; do
   case "$needed" in *lib$bad*) echo "FAIL: libcmt.so needs lib$bad ($needed)"; exit 1;; esac

@@ -300,6 +300,29 @@ TEST(CopyEngineFaults, EventQueryFailureStopsWithoutHangOrWrongBytes) {
   }
 }
 
+// A driver whose event queries keep failing breaks ring after ring. Each broken ring is leaked
+// (a DMA may still touch it), so rebuilding it for every copy would leak pinned memory without
+// end: after two the lane forwards for good.
+TEST(CopyEngineFaults, ALaneThatKeepsBreakingForwardsInsteadOfLeakingRings) {
+  for (Direction dir : {Direction::HostToDevice, Direction::DeviceToHost}) {
+    fake::FakeDriver fake(5);
+    fake.faults.query_fail_from = 0;
+    CopyEngine engine(fake.api(), small_config(2, 64 << 10, 2));
+    const std::size_t bytes = 1 << 20;
+    auto host = pattern(bytes, 12);
+    CUdeviceptr dev = fake.alloc_device(bytes);
+    std::size_t forwarded = 0;
+    for (int i = 0; i < 40; ++i) {
+      CopyOutcome out = engine.copy({dir, host.data(), dev, bytes, CU_STREAM_LEGACY, false});
+      EXPECT_LT(out.bytes_done, bytes);
+      if (out.bytes_done == 0 && out.status == CUDA_ERROR_LAUNCH_FAILED) ++forwarded;
+      fake.synchronize_all();
+    }
+    EXPECT_LE(fake.register_count.load(), 2);
+    EXPECT_GE(forwarded, 38u);
+  }
+}
+
 TEST(CopyEngineFaults, EventRecordFailureStopsCleanly) {
   fake::FakeDriver fake(10);
   fake.faults.record_fail_at = 2;

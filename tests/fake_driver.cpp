@@ -147,6 +147,7 @@ CUresult mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr ptr)
 
 CUresult mem_host_register(void* p, size_t bytes, unsigned) {
   if (g_fake->faults.host_register != CUDA_SUCCESS) return g_fake->faults.host_register;
+  g_fake->register_count.fetch_add(1);
   std::lock_guard<std::mutex> lk(g_fake->mu);
   g_fake->host_ranges[reinterpret_cast<std::uintptr_t>(p)] = bytes;
   return CUDA_SUCCESS;
@@ -194,6 +195,8 @@ CUresult event_record(CUevent e, CUstream s) {
 CUresult event_query(CUevent e) {
   long i = g_fake->query_count.fetch_add(1);
   if (i == g_fake->faults.query_fail_at) return g_fake->faults.query_fail_code;
+  if (g_fake->faults.query_fail_from >= 0 && i >= g_fake->faults.query_fail_from)
+    return g_fake->faults.query_fail_code;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   if (ev->recorded.load() == ev->failing_gen.load()) return g_fake->faults.query_fail_code;
   return ev->completed.load() >= ev->recorded.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;

@@ -29,6 +29,7 @@ struct Faults {
   CUresult query_fail_code = CUDA_ERROR_LAUNCH_FAILED;
   long record_fail_at = -1;     // the n-th event record (from 0) fails
   long query_fail_record = -1;  // queries of the event the n-th record (from 0) made fail
+  long query_fail_from = -1;    // every event query from the n-th (from 0) on fails
   bool no_context = false;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
 };
@@ -50,7 +51,7 @@ class FakeDriver {
 
   Faults faults;
   std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported
-  std::atomic<long> dma_count{0}, query_count{0}, record_count{0};
+  std::atomic<long> dma_count{0}, query_count{0}, record_count{0}, register_count{0};
   std::atomic<long> dmas_run{0};
   int max_delay_us;
 

@@ -22,6 +22,11 @@ namespace {
 // leaving it to CUDA.
 constexpr auto kLaneWaitLimit = std::chrono::milliseconds(200);
 
+// A broken ring is leaked, not freed (a DMA may still touch it), and rebuilt; a lane whose ring
+// broke this many times forwards for good, so that a driver that keeps failing cannot make cmt
+// leak pinned memory without end.
+constexpr unsigned kMaxBrokenRings = 2;
+
 }  // namespace
 
 struct CopyEngine::Lane {
@@ -32,6 +37,8 @@ struct CopyEngine::Lane {
   std::unique_ptr<StagingRing> ring;
   std::unique_ptr<WorkerPool> pool;
   std::uint64_t next_ticket = 1;
+  unsigned broken_rings = 0;            // rings given up so far (kMaxBrokenRings)
+  CUresult broken_by = CUDA_SUCCESS;    // what broke the last one
   CUresult unavailable = CUDA_SUCCESS;  // set if the lane could not be built: forward for good
 };
 
@@ -78,8 +85,17 @@ CUresult CopyEngine::prepare(Lane& lane) {
   if (lane.unavailable != CUDA_SUCCESS) return lane.unavailable;
   if (lane.ring && !lane.ring->broken()) return CUDA_SUCCESS;
   // A broken ring's DMAs are in an unknown state (e.g. its context was reset): leak it rather
-  // than free memory a DMA may still touch, and build a fresh one.
-  if (lane.ring) (void)lane.ring.release();
+  // than free memory a DMA may still touch, and build a fresh one, a few times at most.
+  if (lane.ring) {
+    (void)lane.ring.release();
+    if (++lane.broken_rings >= kMaxBrokenRings) {
+      lane.unavailable = lane.broken_by != CUDA_SUCCESS ? lane.broken_by : CUDA_ERROR_UNKNOWN;
+      CMT_WARN_ONCE(
+          "a staging ring broke {} times ({}); cmt forwards these copies to CUDA from now on",
+          lane.broken_rings, cuda_error_text(driver_, lane.unavailable));
+      return lane.unavailable;
+    }
+  }
   // Staging memory near the GPU, workers on its cores.
   CUdevice device = 0;
   char bus_id[64] = {};
@@ -148,8 +164,11 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // prepares. Device to host: they have none until the first DMA lands, so the first DMA is
     // enqueued before the wake-up's system call (device_to_host).
     if (request.direction == Direction::HostToDevice) lane.pool->wake();
-    return request.direction == Direction::HostToDevice ? host_to_device(lane, request)
-                                                        : device_to_host(lane, request);
+    const CopyOutcome out = request.direction == Direction::HostToDevice
+                                ? host_to_device(lane, request)
+                                : device_to_host(lane, request);
+    if (lane.ring->broken()) lane.broken_by = out.status;
+    return out;
   } catch (...) {
     return {0, CUDA_ERROR_UNKNOWN};
   }

@@ -108,9 +108,10 @@ MachineFingerprint read_fingerprint(const std::string& root) {
 
 std::string user_profile_path(const MachineFingerprint& machine) {
   std::string dir;
-  if (const char* xdg = std::getenv("XDG_CONFIG_HOME"); xdg && *xdg)
+  // secure_getenv: a setuid process reads no profile of the invoking user's choosing.
+  if (const char* xdg = secure_getenv("XDG_CONFIG_HOME"); xdg && *xdg)
     dir = xdg;
-  else if (const char* home = std::getenv("HOME"); home && *home)
+  else if (const char* home = secure_getenv("HOME"); home && *home)
     dir = std::string(home) + "/.config";
   else
     return "";

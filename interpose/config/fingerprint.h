@@ -24,7 +24,8 @@ struct MachineFingerprint {
 MachineFingerprint read_fingerprint(const std::string& root = "");
 
 // Where this user's tuned profile for `machine` lives: $XDG_CONFIG_HOME/cmt/profiles/KEY.toml,
-// else ~/.config/cmt/profiles/KEY.toml; "" if neither variable is set.
+// else ~/.config/cmt/profiles/KEY.toml; "" if neither variable is set, or in a secure-execution
+// (setuid) process.
 std::string user_profile_path(const MachineFingerprint& machine);
 
 }  // namespace cmt

@@ -287,7 +287,8 @@ void apply_environment(Config& config, std::vector<std::string>& errors,
   for (const OptionSpec& row : option_table()) {
     const bool env_only = row.scope == Scope::EnvOnly;
     if ((rows == EnvRows::EnvOnly && !env_only) || (rows == EnvRows::Knobs && env_only)) continue;
-    const char* value = getenv_fn ? getenv_fn(row.env) : std::getenv(row.env);
+    // secure_getenv: in a setuid or otherwise secure-execution process, nothing (as if unset).
+    const char* value = getenv_fn ? getenv_fn(row.env) : secure_getenv(row.env);
     if (!value) continue;
     std::string expected = row.apply(config, value);
     if (expected.empty())

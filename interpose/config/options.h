@@ -92,7 +92,9 @@ Config config_for_gpu(const Config& config, const std::string& pci_bus_id);
 enum class EnvRows { All, EnvOnly, Knobs };
 
 // Reads the CMT_* variables of `rows` into `config`. Each bad value keeps the default and appends
-// a message (naming the variable, the value and what was expected) to `errors`.
+// a message (naming the variable, the value and what was expected) to `errors`. Without
+// `getenv_fn`, from the environment, except in a secure-execution (setuid) process, where the
+// person who starts it may not choose what it reads or writes: there no variable is read.
 void apply_environment(Config& config, std::vector<std::string>& errors,
                        const std::function<const char*(const char*)>& getenv_fn = nullptr,
                        EnvRows rows = EnvRows::All);

@@ -446,7 +446,9 @@ TEST(ProfileFuzz, RandomAndMutatedInputs) {
                                 "1979-05-27T07:32:00Z",
                                 "\"\"\"",
                                 "[cmt.sub]",
-                                "9999999999999999999999"};
+                                "9999999999999999999999",
+                                "\xEF\xAC\xB6",
+                                "\xEF\xBB\xBE"};
   int applied = 0;
   for (int i = 0; i < 4000; ++i) {
     std::string text = seed;
@@ -481,6 +483,29 @@ TEST(ProfileFuzz, RandomAndMutatedInputs) {
     for (const auto& m : r.errors) ASSERT_FALSE(m.empty());
   }
   EXPECT_GT(applied, 0);  // some mutations stay valid
+}
+
+// toml++ 3.3 runs into undefined behaviour on some non-ASCII characters (U+FB36-U+FEFE): profiles
+// are ASCII, and anything else is refused before parsing, saying where.
+TEST(ProfileFuzz, NonAsciiIsRefusedBeforeParsing) {
+  for (const char* ch : {"\xEF\xAC\xB6", "\xEF\xBB\xBE", "\xEF\xBB\xBF", "\xC3\xA9", "\x80"})
+    for (const char* where : {"key", "string", "comment", "table"}) {
+      const std::string w = where, c = ch;
+      const std::string text = w == "key"       ? "schema = 1\n[cmt]\nthr" + c + "ads = 6\n"
+                               : w == "string"  ? "schema = 1\n[cmt]\nchunk_bytes = \"" + c + "\"\n"
+                               : w == "comment" ? "schema = 1\n# " + c + "\n[cmt]\nthreads = 6\n"
+                                                : "schema = 1\n[cmt" + c + "]\n";
+      Config config;
+      ProfileReport r = load_profile_text(text, "u.toml", config);
+      ASSERT_FALSE(r.ok()) << where;
+      EXPECT_NE(r.errors[0].find("u.toml:"), std::string::npos) << r.errors[0];
+      EXPECT_NE(r.errors[0].find("is not ASCII; profiles are ASCII"), std::string::npos)
+          << r.errors[0];
+      EXPECT_EQ(config.threads, Config().threads);
+    }
+  EXPECT_EQ(non_ascii_error("schema = 1\n# ok\n", "a.toml"), "");
+  EXPECT_EQ(non_ascii_error("schema = 1\nx = \"\xC3\xA9\"\n", "a.toml"),
+            "a.toml:2:6: byte 0xC3 is not ASCII; profiles are ASCII");
 }
 
 // Inputs that once tripped toml++'s internal assertions (an abort in debug builds).

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "config/tomlpp.h"
@@ -137,6 +138,25 @@ std::string per_gpu_list() {
 
 }  // namespace
 
+std::string non_ascii_error(std::string_view text, const std::string& name) {
+  std::size_t line = 1, column = 1;
+  for (unsigned char c : text) {
+    if (c >= 0x80) {
+      char hex[8];
+      std::snprintf(hex, sizeof(hex), "0x%02X", c);
+      return name + ":" + std::to_string(line) + ":" + std::to_string(column) + ": byte " + hex +
+             " is not ASCII; profiles are ASCII";
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {};
+}
+
 std::string nearest_option(const std::string& key) {
   std::string best;
   std::size_t best_distance = 3;  // further than this is no suggestion
@@ -155,6 +175,10 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                                 const MachineFingerprint* here) {
   ProfileReport report;
   try {
+    if (std::string e = non_ascii_error(text, name); !e.empty()) {
+      report.errors.push_back(e);
+      return report;
+    }
     toml::parse_result parsed = toml::parse(text, name);
     if (!parsed) {
       const toml::parse_error& e = parsed.error();
@@ -287,7 +311,8 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
     MachineFingerprint models = here;
     Config config = out.config;
     std::string text, unused;
-    if (shared.match != "exact machine" && read_profile_file(shared.path, &text, &unused)) {
+    if (shared.match != "exact machine" && read_profile_file(shared.path, &text, &unused) &&
+        non_ascii_error(text, shared.path).empty()) {
       toml::parse_result parsed = toml::parse(text, shared.path);
       if (parsed)
         if (auto cpus = parsed.table()["machine"]["cpus"].value<int64_t>())
@@ -349,7 +374,7 @@ SharedProfile find_shared_profile(const std::string& dir, const MachineFingerpri
   for (const std::string& n : names) {
     const std::string path = dir + "/" + n;
     std::string text, unused;
-    if (!read_profile_file(path, &text, &unused)) continue;
+    if (!read_profile_file(path, &text, &unused) || !non_ascii_error(text, path).empty()) continue;
     toml::parse_result parsed = toml::parse(text, path);
     if (!parsed) continue;
     const toml::node_view<const toml::node> m = std::as_const(parsed.table())["machine"];

@@ -22,6 +22,12 @@ constexpr int kProfileSchema = 1;
 // program for ever, and /dev/zero would grow its memory without end.
 constexpr std::size_t kMaxProfileBytes = 1u << 20;
 
+// Profiles are ASCII: toml++ 3.3 (Debian's) runs into undefined behaviour on some non-ASCII
+// characters (U+FB36-U+FEFE, found by fuzzing under UBSan), and a profile needs none, so such
+// text is refused before the parser sees it. Returns "" for ASCII text, else an error naming
+// `name`, the line and column of the first other byte.
+std::string non_ascii_error(std::string_view text, const std::string& name);
+
 // Reads the profile at `path` into `*text`. False, with `*error` saying why ("No such file or
 // directory", "is a directory, not a profile", "is a FIFO, not a regular file", "is 3 MiB; a
 // profile is at most 1 MiB"), for anything else. Never blocks and never throws.

@@ -323,6 +323,29 @@ TEST(CopyEngineFaults, ALaneThatKeepsBreakingForwardsInsteadOfLeakingRings) {
   }
 }
 
+// The options allow rings far beyond the machine's memory (1024 slots of 1 GiB, per lane): the
+// engine keeps all its pinned memory under an eighth of the machine's and forwards past that,
+// before allocating anything, and says so once.
+TEST(CopyEngineFaults, PinnedMemoryStaysUnderAShareOfTheMachine) {
+  fake::FakeDriver fake(5);
+  Config c = small_config(2, std::size_t{1} << 30, 1024);
+  CopyEngine engine(fake.api(), c);
+  std::vector<unsigned char> host(4 << 20, 1);
+  CUdeviceptr dev = fake.alloc_device(host.size());
+  testing::internal::CaptureStderr();
+  for (Direction dir : {Direction::HostToDevice, Direction::DeviceToHost}) {
+    CopyOutcome out = engine.copy({dir, host.data(), dev, host.size(), CU_STREAM_LEGACY, false});
+    EXPECT_EQ(out.bytes_done, 0u);
+    EXPECT_EQ(out.status, CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  const std::string logged = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(fake.register_count.load(), 0);
+  EXPECT_NE(logged.find("an eighth of this machine's memory"), std::string::npos) << logged;
+  // Within the share, the same engine's options build lanes as ever.
+  CopyEngine fits(fake.api(), small_config(2));
+  round_trip(fake, fits, (1 << 20) + 5, 1, 2, CU_STREAM_LEGACY, true, 5);
+}
+
 TEST(CopyEngineFaults, EventRecordFailureStopsCleanly) {
   fake::FakeDriver fake(10);
   fake.faults.record_fail_at = 2;

@@ -162,7 +162,8 @@ std::vector<OptionSpec> build_table() {
   t.push_back(count_option("slots", "CMT_SLOTS", Scope::PerGpu, true,
                            "Pinned staging buffers per GPU, direction and lane, allocated at a "
                            "direction's first copy (by default 24 MiB for host-to-device copies "
-                           "and 48 MiB for device-to-host ones).",
+                           "and 48 MiB for device-to-host ones); all rings together stay under an "
+                           "eighth of the machine's memory, and a lane past that forwards.",
                            &Config::slots, 2, 1024));
   t.push_back(count_option("lanes", "CMT_LANES", Scope::Process, false,
                            "Copy lanes per GPU and direction: copies made at the same time by "

@@ -1,5 +1,7 @@
 #include "engine/copy_engine.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -42,8 +44,18 @@ struct CopyEngine::Lane {
   CUresult unavailable = CUDA_SUCCESS;  // set if the lane could not be built: forward for good
 };
 
+namespace {
+
+std::size_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                               : std::size_t{1} << 30;
+}
+
+}  // namespace
+
 CopyEngine::CopyEngine(const DriverApi& driver, const Config& config)
-    : driver_(driver), config_(config) {}
+    : driver_(driver), config_(config), pinned_limit_(physical_memory() / kPinnedShare) {}
 
 CopyEngine::~CopyEngine() = default;
 
@@ -109,7 +121,19 @@ CUresult CopyEngine::prepare(Lane& lane) {
   CUresult r = CUDA_SUCCESS;
   const std::size_t slot_bytes =
       lane.direction == Direction::DeviceToHost ? c.d2h_chunk_bytes : c.chunk_bytes;
+  // Options allow up to 1024 slots of 1 GiB per lane: the ring is faulted in before it is
+  // registered, so a ring past the machine's means would be an out-of-memory kill, not an error.
+  const std::size_t ring_bytes = std::size_t{c.slots} * slot_bytes;
+  if (pinned_bytes_.load() + ring_bytes > pinned_limit_) {
+    lane.unavailable = CUDA_ERROR_OUT_OF_MEMORY;
+    CMT_WARN_ONCE(
+        "{} staging buffers of {} bytes would take cmt's pinned memory to {} MiB, past {} MiB "
+        "(an eighth of this machine's memory); cmt forwards these copies to CUDA",
+        c.slots, slot_bytes, (pinned_bytes_.load() + ring_bytes) >> 20, pinned_limit_ >> 20);
+    return lane.unavailable;
+  }
   lane.ring = StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, &r);
+  if (lane.ring) pinned_bytes_ += ring_bytes;  // leaked with the ring if it ever breaks
   if (!lane.ring) {
     lane.unavailable = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
     CMT_WARN_ONCE(

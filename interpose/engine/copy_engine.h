@@ -6,6 +6,7 @@
 // to forward the rest to CUDA. How a copy is cut is copy_plan.h; the words are defined there.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,6 +35,9 @@ class CopyEngine {
   CopyEngine(const CopyEngine&) = delete;
   CopyEngine& operator=(const CopyEngine&) = delete;
 
+  // All of an engine's staging rings together pin at most this share of the machine's memory.
+  static constexpr unsigned kPinnedShare = 8;  // 1/8
+
   // Must be called on the thread that issued the copy, with the stream's context current.
   CopyOutcome copy(const CopyRequest& request) noexcept;
 
@@ -53,6 +57,10 @@ class CopyEngine {
 
   const DriverApi& driver_;
   const Config config_;
+  // Pinned staging memory is unswappable: all lanes together stay under this share of the
+  // machine's memory, whatever the options ask for (a lane that would pass it forwards).
+  const std::size_t pinned_limit_;
+  std::atomic<std::size_t> pinned_bytes_{0};
   std::mutex lanes_mu_;
   std::vector<std::unique_ptr<Lane>> lanes_;
 };

@@ -39,7 +39,8 @@ int command_start(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   CLI::App app{"cmt: fast pageable host <-> GPU copies for unmodified programs"};
-  app.require_subcommand(1);
+  // At most one; none is reported after parsing, so that an unknown option is named first.
+  app.require_subcommand(0, 1);
   app.set_version_flag("--version", std::string("cmt ") + CMT_VERSION);
 
   bool verbose = false;
@@ -126,6 +127,11 @@ int main(int argc, char** argv) {
     app.parse(split, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  }
+  if (app.get_subcommands().empty()) {
+    std::fprintf(stderr, "cmt: a command is required: run, tune, bench, profile or topo\n%s",
+                 app.help().c_str());
+    return 2;
   }
   if (run->parsed()) {
     if (!run_profile.empty()) {

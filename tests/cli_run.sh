@@ -19,8 +19,13 @@ grep -q "cannot run '/nonexistent/program'" /tmp/cmt_cli_err.$$; check "and name
 rm -f /tmp/cmt_cli_err.$$
 "$cmt" run 2>/dev/null; rc=$?
 check "no command is an error (rc=$rc)" $(( rc == 0 ))
-"$cmt" --bogus-flag 2>/dev/null; rc=$?
+"$cmt" --bogus-flag 2>/tmp/cmt_cli_err.$$; rc=$?
 check "an unknown flag is an error (rc=$rc)" $(( rc == 0 ))
+grep -q "not expected: --bogus-flag" /tmp/cmt_cli_err.$$; check "and names the flag" $?
+"$cmt" 2>/tmp/cmt_cli_err.$$; rc=$?
+check "no command is an error (rc=$rc)" $(( rc != 2 ))
+grep -q "a command is required: run, tune, bench, profile or topo" /tmp/cmt_cli_err.$$; check "and lists them" $?
+rm -f /tmp/cmt_cli_err.$$
 out=$("$cmt" run -v -- true 2>&1)
 case "$out" in *CMT_CHUNK_BYTES=*) r=0;; *) r=1;; esac
 check "-v prints the effective configuration" $r

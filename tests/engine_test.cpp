@@ -341,6 +341,11 @@ TEST(CopyEngineFaults, PinnedMemoryStaysUnderAShareOfTheMachine) {
   const std::string logged = testing::internal::GetCapturedStderr();
   EXPECT_EQ(fake.register_count.load(), 0);
   EXPECT_NE(logged.find("an eighth of this machine's memory"), std::string::npos) << logged;
+  // Each lane that cannot be had says so, naming its GPU and direction: not only the first.
+  EXPECT_NE(logged.find("host-to-device copies: 1024 staging buffers"), std::string::npos)
+      << logged;
+  EXPECT_NE(logged.find("device-to-host copies: 1024 staging buffers"), std::string::npos)
+      << logged;
   // Within the share, the same engine's options build lanes as ever.
   CopyEngine fits(fake.api(), small_config(2));
   round_trip(fake, fits, (1 << 20) + 5, 1, 2, CU_STREAM_LEGACY, true, 5);

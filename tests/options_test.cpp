@@ -150,6 +150,18 @@ TEST(OptionTable, EnvironmentRowsCanBeReadApart) {
   EXPECT_TRUE(errors.empty());
 }
 
+// A bad value is echoed with control and non-ASCII bytes escaped: it reaches a terminal.
+TEST(Options, BadValuesAreEchoedPrintably) {
+  Config c;
+  std::vector<std::string> errors;
+  apply_environment(c, errors, [](const char* name) -> const char* {
+    return std::string(name) == "CMT_LOG" ? "loud\x1b[31m\xff" : nullptr;
+  });
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("CMT_LOG='loud\\x1B[31m\\xFF' is not valid"), std::string::npos)
+      << errors[0];
+}
+
 TEST(GpuLocality, ParsesCpuLists) {
   std::vector<int> cpus;
   ASSERT_TRUE(parse_cpu_list("0-3,8,10-11\n", &cpus));

@@ -102,8 +102,8 @@ TEST(Profile, SchemaMustBeThisVersion) {
                        "a.toml: no 'schema' key; expected schema = 1"));
   EXPECT_TRUE(mentions(load_profile_text("schema = 2\n", "b.toml", c).errors,
                        "b.toml:1:10: schema '2' is not supported; this cmt reads schema 1"));
-  EXPECT_TRUE(mentions(load_profile_text("schema = \"one\"\n", "c.toml", c).errors,
-                       "schema 'one' is not supported"));
+  EXPECT_TRUE(mentions(load_profile_text("schema = \"1\"\n", "c.toml", c).errors,
+                       "c.toml:1:10: schema must be an integer: write schema = 1, without quotes"));
   EXPECT_TRUE(mentions(load_profile_text("schema = 1\ncmt = 3\n", "d.toml", c).errors,
                        "d.toml:2:7: 'cmt' must be a table"));
 }

@@ -199,6 +199,12 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
           name + ": no 'schema' key; expected schema = " + std::to_string(kProfileSchema));
       return report;
     }
+    if (schema->is_string()) {
+      report.errors.push_back(where(name, schema->source()) +
+                              ": schema must be an integer: write schema = " +
+                              std::to_string(kProfileSchema) + ", without quotes");
+      return report;
+    }
     if (!schema->is_integer() || schema->as_integer()->get() != kProfileSchema) {
       std::string got;
       as_option_text(*schema, &got);

@@ -96,18 +96,6 @@ CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction,
 CUresult CopyEngine::prepare(Lane& lane) {
   if (lane.unavailable != CUDA_SUCCESS) return lane.unavailable;
   if (lane.ring && !lane.ring->broken()) return CUDA_SUCCESS;
-  // A broken ring's DMAs are in an unknown state (e.g. its context was reset): leak it rather
-  // than free memory a DMA may still touch, and build a fresh one, a few times at most.
-  if (lane.ring) {
-    (void)lane.ring.release();
-    if (++lane.broken_rings >= kMaxBrokenRings) {
-      lane.unavailable = lane.broken_by != CUDA_SUCCESS ? lane.broken_by : CUDA_ERROR_UNKNOWN;
-      CMT_WARN_ONCE(
-          "a staging ring broke {} times ({}); cmt forwards these copies to CUDA from now on",
-          lane.broken_rings, cuda_error_text(driver_, lane.unavailable));
-      return lane.unavailable;
-    }
-  }
   // Staging memory near the GPU, workers on its cores.
   CUdevice device = 0;
   char bus_id[64] = {};
@@ -115,6 +103,25 @@ CUresult CopyEngine::prepare(Lane& lane) {
   if (driver_.ctx_get_device(&device) == CUDA_SUCCESS &&
       driver_.device_get_pci_bus_id(bus_id, sizeof(bus_id), device) == CUDA_SUCCESS)
     pci = bus_id;
+  // A lane that cannot be had forwards for good, and says why once: once per lane, so that each
+  // GPU and direction that fails is named, not only the first.
+  const char* dir = lane.direction == Direction::HostToDevice ? "host-to-device" : "device-to-host";
+  auto give_up = [&](CUresult why, const std::string& what) {
+    lane.unavailable = why;
+    CMT_LOG(warn, "GPU {} ({}), {} copies: {}; cmt forwards them to CUDA", static_cast<int>(device),
+            pci.empty() ? "?" : pci, dir, what);
+    return why;
+  };
+  // A broken ring's DMAs are in an unknown state (e.g. its context was reset): leak it rather
+  // than free memory a DMA may still touch, and build a fresh one, a few times at most.
+  if (lane.ring) {
+    (void)lane.ring.release();
+    if (++lane.broken_rings >= kMaxBrokenRings) {
+      const CUresult why = lane.broken_by != CUDA_SUCCESS ? lane.broken_by : CUDA_ERROR_UNKNOWN;
+      return give_up(why, "the staging ring broke " + std::to_string(lane.broken_rings) +
+                              " times (" + cuda_error_text(driver_, why) + ")");
+    }
+  }
   GpuLocality where = gpu_locality(pci);
   lane.config = config_for_gpu(config_, pci);
   const Config& c = lane.config;
@@ -124,34 +131,31 @@ CUresult CopyEngine::prepare(Lane& lane) {
   // Options allow up to 1024 slots of 1 GiB per lane: the ring is faulted in before it is
   // registered, so a ring past the machine's means would be an out-of-memory kill, not an error.
   const std::size_t ring_bytes = std::size_t{c.slots} * slot_bytes;
-  if (pinned_bytes_.load() + ring_bytes > pinned_limit_) {
-    lane.unavailable = CUDA_ERROR_OUT_OF_MEMORY;
-    CMT_WARN_ONCE(
-        "{} staging buffers of {} bytes would take cmt's pinned memory to {} MiB, past {} MiB "
-        "(an eighth of this machine's memory); cmt forwards these copies to CUDA",
-        c.slots, slot_bytes, (pinned_bytes_.load() + ring_bytes) >> 20, pinned_limit_ >> 20);
-    return lane.unavailable;
-  }
+  if (pinned_bytes_.load() + ring_bytes > pinned_limit_)
+    return give_up(CUDA_ERROR_OUT_OF_MEMORY,
+                   std::to_string(c.slots) + " staging buffers of " + std::to_string(slot_bytes) +
+                       " bytes would take cmt's pinned memory to " +
+                       std::to_string((pinned_bytes_.load() + ring_bytes) >> 20) + " MiB, past " +
+                       std::to_string(pinned_limit_ >> 20) +
+                       " MiB (an eighth of this machine's memory)");
   lane.ring = StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, &r);
-  if (lane.ring) pinned_bytes_ += ring_bytes;  // leaked with the ring if it ever breaks
   if (!lane.ring) {
-    lane.unavailable = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
-    CMT_WARN_ONCE(
-        "cannot allocate {} x {} bytes of pinned staging memory ({}); cmt forwards these copies "
-        "to CUDA",
-        c.slots, slot_bytes, cuda_error_text(driver_, lane.unavailable));
-    return lane.unavailable;
+    const CUresult why = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+    return give_up(why, "cannot allocate " + std::to_string(c.slots) + " x " +
+                            std::to_string(slot_bytes) + " bytes of pinned staging memory (" +
+                            cuda_error_text(driver_, why) + ")");
   }
+  pinned_bytes_ += ring_bytes;  // leaked with the ring if it ever breaks
   if (!lane.pool) {
     unsigned threads = c.threads ? c.threads : auto_threads(where.cpus.size());
     try {
       lane.pool =
           std::make_unique<WorkerPool>(threads, where.cpus, std::chrono::microseconds(c.spin_us));
-    } catch (...) {
-      lane.unavailable = CUDA_ERROR_OUT_OF_MEMORY;
+    } catch (const std::exception& e) {
       lane.ring.reset();
-      CMT_WARN_ONCE("cannot start {} copy threads; cmt forwards these copies to CUDA", threads);
-      return lane.unavailable;
+      pinned_bytes_ -= ring_bytes;
+      return give_up(CUDA_ERROR_OPERATING_SYSTEM, "cannot start " + std::to_string(threads) +
+                                                      " copy threads (" + e.what() + ")");
     }
     CMT_LOG(info, "lane ready: device {} ({}), NUMA node {}, {} threads, {} x {} KiB staging",
             static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, threads, c.slots,

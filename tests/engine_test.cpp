@@ -97,6 +97,23 @@ TEST(CopyEngine, RampedCopiesAreByteExact) {
   }
 }
 
+// Another thread capturing a graph in global mode must not have its capture invalidated by a
+// copy cmt makes on this thread (found on the H200: CUDA alone left such a capture intact, cmt's
+// first copy did not). Every driver call of the copy, building the ring included, runs with this
+// thread's capture mode relaxed, and the thread's own mode is restored after.
+TEST(CopyEngine, CopiesDuringAnotherThreadsGlobalCaptureAreRelaxed) {
+  fake::FakeDriver fake(5);
+  fake.faults.global_capture_elsewhere = true;
+  CopyEngine engine(fake.api(), small_config(2));
+  round_trip(fake, engine, (1 << 20) + 77, 5, 3, CU_STREAM_LEGACY, true, 31);
+  round_trip(fake, engine, (2 << 20) + 1, 0, 1, CU_STREAM_LEGACY, false, 32);
+  EXPECT_EQ(fake.unsafe_calls.load(), 0);
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  ASSERT_EQ(fake.api().thread_exchange_capture_mode(&mode), CUDA_SUCCESS);
+  EXPECT_EQ(mode, CU_STREAM_CAPTURE_MODE_GLOBAL);
+  fake.api().thread_exchange_capture_mode(&mode);
+}
+
 TEST(CopyEngine, LargeCopyThroughSmallRing) {
   fake::FakeDriver fake(5);
   CopyEngine engine(fake.api(), small_config(4, 256 << 10, 3));

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstring>
 #include <random>
+#include <utility>
 
 namespace cmt::fake {
 
@@ -100,12 +101,24 @@ CUresult stream_is_capturing(CUstream, CUstreamCaptureStatus* s) {
   *s = g_fake->faults.capture;
   return CUDA_SUCCESS;
 }
+CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
+void unsafe_call();
 CUresult stream_synchronize(CUstream s) {
+  unsafe_call();
   g_fake->stream_for(s)->synchronize();
   return CUDA_SUCCESS;
 }
-CUresult exchange_capture_mode(CUstreamCaptureMode*) {
+thread_local CUstreamCaptureMode t_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
+CUresult exchange_capture_mode(CUstreamCaptureMode* mode) {
+  std::swap(*mode, t_capture_mode);
   return CUDA_SUCCESS;
+}
+
+// A call CUDA may count as unsafe during another thread's global-mode capture.
+void unsafe_call() {
+  if (g_fake->faults.global_capture_elsewhere && t_capture_mode != CU_STREAM_CAPTURE_MODE_RELAXED)
+    g_fake->unsafe_calls.fetch_add(1);
 }
 
 CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** data,
@@ -146,6 +159,7 @@ CUresult mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr ptr)
 }
 
 CUresult mem_host_register(void* p, size_t bytes, unsigned) {
+  unsafe_call();
   if (g_fake->faults.host_register != CUDA_SUCCESS) return g_fake->faults.host_register;
   g_fake->register_count.fetch_add(1);
   std::lock_guard<std::mutex> lk(g_fake->mu);
@@ -159,6 +173,7 @@ CUresult mem_host_unregister(void* p) {
 }
 
 CUresult enqueue_dma(CUstream s, void* dst, const void* src, size_t n) {
+  unsafe_call();
   long i = g_fake->dma_count.fetch_add(1);
   if (i == g_fake->faults.dma_fail_at) return g_fake->faults.dma_fail_code;
   g_fake->stream_for(s)->enqueue([dst, src, n] {
@@ -175,11 +190,13 @@ CUresult memcpy_dtoh_async(void* dst, CUdeviceptr src, size_t n, CUstream s) {
 }
 
 CUresult event_create(CUevent* e, unsigned) {
+  unsafe_call();
   if (g_fake->faults.event_create != CUDA_SUCCESS) return g_fake->faults.event_create;
   *e = reinterpret_cast<CUevent>(new FakeEvent());
   return CUDA_SUCCESS;
 }
 CUresult event_record(CUevent e, CUstream s) {
+  unsafe_call();
   long i = g_fake->record_count.fetch_add(1);
   if (i == g_fake->faults.record_fail_at) return CUDA_ERROR_INVALID_HANDLE;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
@@ -193,6 +210,7 @@ CUresult event_record(CUevent e, CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult event_query(CUevent e) {
+  unsafe_call();
   long i = g_fake->query_count.fetch_add(1);
   if (i == g_fake->faults.query_fail_at) return g_fake->faults.query_fail_code;
   if (g_fake->faults.query_fail_from >= 0 && i >= g_fake->faults.query_fail_from)

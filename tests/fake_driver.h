@@ -32,6 +32,10 @@ struct Faults {
   long query_fail_from = -1;    // every event query from the n-th (from 0) on fails
   bool no_context = false;
   CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  // Another thread is capturing a graph in global mode: a call that CUDA may count as unsafe,
+  // made by a thread whose capture mode is not relaxed, is counted in unsafe_calls (in CUDA it
+  // would invalidate that capture).
+  bool global_capture_elsewhere = false;
 };
 
 class FakeStream;
@@ -52,6 +56,7 @@ class FakeDriver {
   Faults faults;
   std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported
   std::atomic<long> dma_count{0}, query_count{0}, record_count{0}, register_count{0};
+  std::atomic<long> unsafe_calls{0};
   std::atomic<long> dmas_run{0};
   int max_delay_us;
 

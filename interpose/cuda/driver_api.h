@@ -54,6 +54,28 @@ struct DriverApi {
 #undef CMT_DRIVER_MEMBER
 };
 
+// While it lives, the calling thread's stream-capture mode is relaxed (and then restored): cmt's
+// driver calls (allocating and registering staging memory, synchronizing, querying and recording
+// events on the caller's own streams) are then allowed while another thread captures a CUDA graph
+// in global mode, which would otherwise count them as unsafe and invalidate that capture. They
+// never touch a capturing stream: such copies are forwarded (classify).
+class RelaxedCaptureMode {
+ public:
+  explicit RelaxedCaptureMode(const DriverApi& driver) : driver_(driver) {
+    ok_ = driver_.thread_exchange_capture_mode(&mode_) == CUDA_SUCCESS;
+  }
+  ~RelaxedCaptureMode() {
+    if (ok_) driver_.thread_exchange_capture_mode(&mode_);
+  }
+  RelaxedCaptureMode(const RelaxedCaptureMode&) = delete;
+  RelaxedCaptureMode& operator=(const RelaxedCaptureMode&) = delete;
+
+ private:
+  const DriverApi& driver_;
+  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
+  bool ok_ = false;
+};
+
 // The real driver, loaded on first call; nullptr if libcuda.so.1 or any entry is missing (then
 // cmt forwards everything). Thread-safe.
 const DriverApi* real_driver();

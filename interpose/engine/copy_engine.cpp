@@ -182,6 +182,9 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     CUcontext ctx = nullptr;
     CUresult r = driver_.ctx_get_current(&ctx);
     if (r != CUDA_SUCCESS || !ctx) return {0, r == CUDA_SUCCESS ? CUDA_ERROR_INVALID_CONTEXT : r};
+    // Relaxed for the whole copy: another thread's global-mode capture must not be invalidated
+    // by what the engine does on this thread's own streams.
+    RelaxedCaptureMode relaxed(driver_);
     std::unique_lock<std::mutex> hold;
     Lane* acquired = acquire_lane(ctx, request.direction, hold);
     if (!acquired) return {0, CUDA_SUCCESS};

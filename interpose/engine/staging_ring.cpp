@@ -13,23 +13,6 @@
 namespace cmt {
 namespace {
 
-// Lets this thread make allocation calls even while another thread captures a CUDA graph in
-// global mode (which would otherwise forbid them and invalidate that capture).
-class RelaxedCaptureMode {
- public:
-  explicit RelaxedCaptureMode(const DriverApi& d) : driver_(d) {
-    ok_ = driver_.thread_exchange_capture_mode(&mode_) == CUDA_SUCCESS;
-  }
-  ~RelaxedCaptureMode() {
-    if (ok_) driver_.thread_exchange_capture_mode(&mode_);
-  }
-
- private:
-  const DriverApi& driver_;
-  CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
-  bool ok_ = false;
-};
-
 using MbindFn = long (*)(void*, unsigned long, int, const unsigned long*, unsigned long, unsigned);
 
 // libnuma's mbind, loaded on first need: a process that never stages a copy never loads libnuma.

@@ -2,6 +2,8 @@
 // forwarded and why, and that a forwarded call is left entirely to CUDA.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <vector>
@@ -153,6 +155,27 @@ TEST(Interposer, NoDriverForwardsEverything) {
   EXPECT_EQ(interposer.try_copy(a.data(), b.data(), kMiB, kDefault, CU_STREAM_LEGACY, true,
                                 Entry::Driver),
             0u);
+}
+
+// A child forked after the process used CUDA (here: once cmt was asked about a copy) forwards
+// every copy, whatever the parent was doing at the fork, an engine half built included: it cannot
+// use CUDA, and must get CUDA's own answer rather than build an engine of its own.
+TEST(InterposerFork, AForkedChildForwardsEverything) {
+  Interposer::configure();  // the process-wide instance, and its fork handlers
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char> host(8 << 20, 1);
+    const std::size_t done =
+        Interposer::offer_copy(reinterpret_cast<void*>(0x1000), host.data(), host.size(),
+                               kHostToDevice, CU_STREAM_LEGACY, true, Entry::Runtime);
+    const std::string json = Interposer::instance().stats().to_json();
+    _exit(done == 0 && json.find("\"forked_child\": 1") != std::string::npos ? 0 : 1);
+  }
+  ASSERT_GT(pid, 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "the child did not forward as a forked child";
 }
 
 }  // namespace

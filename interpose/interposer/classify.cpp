@@ -56,6 +56,8 @@ const char* forward_reason_name(ForwardReason reason) {
       return "driver_error";
     case ForwardReason::EngineUnavailable:
       return "engine_unavailable";
+    case ForwardReason::ForkedChild:
+      return "forked_child";
     default:
       return "unknown";
   }

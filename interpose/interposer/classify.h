@@ -25,6 +25,7 @@ enum class ForwardReason {
   Capturing,  // the stream is capturing a CUDA graph
   DriverError,
   EngineUnavailable,
+  ForkedChild,  // a child forked after the process used CUDA: CUDA's own answer
   Count,
 };
 

@@ -25,9 +25,10 @@ std::mutex& engine_mu() {
   return *mu;
 }
 
-// fork(): a child of a process whose engine started has no worker threads and cannot use the
-// parent's CUDA state; it forwards everything, exactly as CUDA alone would behave there.
-bool g_engine_started = false;
+// fork(): these handlers exist once cmt has been asked about a copy, that is once the process
+// has used CUDA, which a forked child cannot: the child has no copy threads, cannot use the
+// parent's CUDA state, and forwards everything, so CUDA answers it as it would without cmt. Set
+// whatever the parent was doing, an engine half built included, so no child builds its own.
 bool g_forked_child = false;
 
 void before_fork() {
@@ -37,7 +38,7 @@ void after_fork_parent() {
   engine_mu().unlock();
 }
 void after_fork_child() {
-  if (g_engine_started) g_forked_child = true;
+  g_forked_child = true;
   engine_mu().unlock();
 }
 
@@ -131,7 +132,6 @@ CopyEngine* Interposer::engine() {
   }
   if (!engine_ && driver_) {
     engine_ = new CopyEngine(*driver_, config_);  // leaked on purpose, like this object
-    g_engine_started = true;
   }
   return engine_;
 }
@@ -145,6 +145,10 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
     }
     if (bytes < config_.threshold) {
       stats_->forwarded(ForwardReason::BelowThreshold);
+      return 0;
+    }
+    if (g_forked_child) {
+      stats_->forwarded(ForwardReason::ForkedChild);
       return 0;
     }
     CopyEngine* eng = engine();

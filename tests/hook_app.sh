@@ -48,4 +48,14 @@ LD_PRELOAD=$lib CMT_STATS=$tmp/fifo.json timeout 20 "$app" > /dev/null 2>&1
 [ $? -ne 124 ] || { echo "FAIL: a FIFO as CMT_STATS hung the exit"; exit 1; }
 python3 -c "import json; json.load(open('$tmp/fifo.json'))" || { echo "FAIL: no stats in place of the FIFO"; exit 1; }
 [ -z "$(ls "$tmp" | grep 'json\.')" ] || { echo "FAIL: temporary files left: $(ls "$tmp")"; exit 1; }
+# The reliability issue's reproduction: a profile that is /dev/zero under a 1.1 GB address-space
+# limit once grew the host until std::bad_alloc escaped a hook and terminated it. Nothing may leave
+# a hook by exception, and the profile is refused at once.
+(ulimit -v 1100000; LD_PRELOAD=$lib CMT_PROFILE=/dev/zero timeout 60 "$app" > "$tmp/zero.txt" 2> "$tmp/zero.err")
+rc=$?
+[ $rc -eq 0 ] || { echo "FAIL: CMT_PROFILE=/dev/zero under ulimit -v: exit $rc"; cat "$tmp/zero.err"; exit 1; }
+grep -q "terminate called" "$tmp/zero.err" && { echo "FAIL: an exception escaped"; exit 1; }
+grep -q "/dev/zero: cannot read the profile: is a device" "$tmp/zero.err" ||
+  { echo "FAIL: /dev/zero not refused"; cat "$tmp/zero.err"; exit 1; }
+cmp -s "$tmp/plain.txt" "$tmp/zero.txt" || { echo "FAIL: output differs with CMT_PROFILE=/dev/zero"; exit 1; }
 echo "ok: hooks forward and count; summary: $(grep 'at exit' "$tmp/err.txt")"

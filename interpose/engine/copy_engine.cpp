@@ -130,22 +130,26 @@ CUresult CopyEngine::prepare(Lane& lane) {
       lane.direction == Direction::DeviceToHost ? c.d2h_chunk_bytes : c.chunk_bytes;
   // Options allow up to 1024 slots of 1 GiB per lane: the ring is faulted in before it is
   // registered, so a ring past the machine's means would be an out-of-memory kill, not an error.
+  // Its bytes are reserved before it is allocated, so that lanes prepared at once cannot pass
+  // the limit together; a broken ring is leaked, and stays counted.
   const std::size_t ring_bytes = std::size_t{c.slots} * slot_bytes;
-  if (pinned_bytes_.load() + ring_bytes > pinned_limit_)
+  const std::size_t pinned = pinned_bytes_.fetch_add(ring_bytes) + ring_bytes;
+  if (pinned > pinned_limit_) {
+    pinned_bytes_ -= ring_bytes;
     return give_up(CUDA_ERROR_OUT_OF_MEMORY,
                    std::to_string(c.slots) + " staging buffers of " + std::to_string(slot_bytes) +
-                       " bytes would take cmt's pinned memory to " +
-                       std::to_string((pinned_bytes_.load() + ring_bytes) >> 20) + " MiB, past " +
-                       std::to_string(pinned_limit_ >> 20) +
+                       " bytes would take cmt's pinned memory to " + std::to_string(pinned >> 20) +
+                       " MiB, past " + std::to_string(pinned_limit_ >> 20) +
                        " MiB (an eighth of this machine's memory)");
+  }
   lane.ring = StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, &r);
   if (!lane.ring) {
+    pinned_bytes_ -= ring_bytes;
     const CUresult why = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
     return give_up(why, "cannot allocate " + std::to_string(c.slots) + " x " +
                             std::to_string(slot_bytes) + " bytes of pinned staging memory (" +
                             cuda_error_text(driver_, why) + ")");
   }
-  pinned_bytes_ += ring_bytes;  // leaked with the ring if it ever breaks
   if (!lane.pool) {
     unsigned threads = c.threads ? c.threads : auto_threads(where.cpus.size());
     try {

@@ -152,14 +152,20 @@ CUresult CopyEngine::prepare(Lane& lane) {
   }
   if (!lane.pool) {
     unsigned threads = c.threads ? c.threads : auto_threads(where.cpus.size());
+    std::string why;
     try {
       lane.pool =
           std::make_unique<WorkerPool>(threads, where.cpus, std::chrono::microseconds(c.spin_us));
     } catch (const std::exception& e) {
+      why = e.what();
+    } catch (...) {
+      why = "an unknown error";
+    }
+    if (!lane.pool) {
       lane.ring.reset();
       pinned_bytes_ -= ring_bytes;
-      return give_up(CUDA_ERROR_OPERATING_SYSTEM, "cannot start " + std::to_string(threads) +
-                                                      " copy threads (" + e.what() + ")");
+      return give_up(CUDA_ERROR_OPERATING_SYSTEM,
+                     "cannot start " + std::to_string(threads) + " copy threads (" + why + ")");
     }
     CMT_LOG(info, "lane ready: device {} ({}), NUMA node {}, {} threads, {} x {} KiB staging",
             static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, threads, c.slots,

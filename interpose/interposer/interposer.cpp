@@ -124,7 +124,6 @@ Interposer::Interposer(const DriverApi* driver, const Config& config)
 
 CopyEngine* Interposer::engine() {
   std::lock_guard<std::mutex> lk(engine_mu());
-  if (g_forked_child) return nullptr;
   if (!driver_loaded_) {
     driver_ = real_driver();
     driver_loaded_ = true;

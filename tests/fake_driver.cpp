@@ -293,6 +293,12 @@ FakeStream* FakeDriver::stream_for(CUstream handle) {
   return reinterpret_cast<FakeStream*>(handle);
 }
 
+void FakeDriver::run_copy(CUstream stream, void* dst, const void* src, std::size_t n, bool sync) {
+  FakeStream* s = stream_for(stream);
+  s->enqueue([dst, src, n] { std::memcpy(dst, src, n); });
+  if (sync) s->synchronize();
+}
+
 void FakeDriver::synchronize_all() {
   std::vector<FakeStream*> all;
   {

@@ -52,6 +52,9 @@ class FakeDriver {
   void* alloc_pinned(std::size_t bytes);  // like cuMemHostAlloc: known to the driver as host
   CUstream create_stream();
   void synchronize_all();
+  // A copy as the driver's own copy functions make it: queued on `stream`, and waited for if
+  // `sync`. Not counted in dma_count or dmas_run, which count the engine's DMAs.
+  void run_copy(CUstream stream, void* dst, const void* src, std::size_t n, bool sync);
 
   Faults faults;
   std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported

@@ -1,0 +1,79 @@
+#!/bin/bash
+# cmt end to end on a CPU machine: a program linked against the fake libcuda
+# (fake_libcuda_engine.cpp) makes random driver-API round trips with libcmt.so preloaded, so the
+# hooks, the interposer and the engine all run as on a GPU. First clean, where the engine must take
+# the large copies; then with a fault injected at each kind of driver call, where every copy that
+# reports success must still be byte-exact, the failures few, memory bounded, and nothing may hang
+# (ctest's timeout) or crash.
+set -u
+lib=$1
+app=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+
+# run NAME FAULTS MAX_FAILED MUST_TAKE(1/0) [THREADS ROUNDS]
+run() {
+  local name=$1 faults=$2 max_failed=$3 must_take=$4 threads=${5:-4} rounds=${6:-60}
+  local out=$tmp/$name.out
+  CMT_FAKE_CUDA=$faults LD_PRELOAD=$lib CMT_STATS=$tmp/$name.json CMT_LOG=error \
+    timeout 240 "$app" "$threads" "$rounds" 7 > "$out" 2> "$tmp/$name.err"
+  local rc=$?
+  if [ "$rc" -ne 0 ]; then
+    echo "FAIL $name: the program failed (exit $rc)"; cat "$out"; head -20 "$tmp/$name.err"
+    fails=$((fails + 1)); return
+  fi
+  python3 - "$name" "$out" "$tmp/$name.json" "$max_failed" "$must_take" "$faults" <<'PY' || fails=$((fails + 1))
+import json, sys
+name, out, stats, max_failed, must_take, fault = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1", sys.argv[6]
+words = open(out).read().split()
+r = {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i + 1].lstrip("-").isdigit()}
+s = json.load(open(stats))
+taken = s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"]
+fwd = {k: v for k, v in s["forwarded"].items() if v}
+line = f"{name}: {r['trips']} round trips, {r['ok']} ok, {r['failed']} failed, {r['wrong']} wrong; cmt took {taken} copies, forwarded {fwd}; {r['dmas']} engine DMAs; max RSS {r['max_rss_mb']} MB"
+ok = r["wrong"] == 0 and r["failed"] <= max_failed and r["max_rss_mb"] < 1024
+ok = ok and (taken > 0 and r["dmas"] > 0 if must_take else True)
+# Clean, every large pageable copy is the engine's: none forwarded for any other reason.
+if name == "clean" and set(fwd) - {"below_threshold", "pinned_or_managed"}:
+    ok = False
+# The injected fault was reached: the calls it counts went past its index.
+counter = {"dma_fail_at": "enqueues", "query_fail_at": "queries", "query_fail_from": "queries",
+           "record_fail_at": "records"}
+for item in filter(None, fault.split(",")):
+    key, value = item.split("=")
+    if counter.get(key) and r[counter[key]] <= int(value):
+        ok = False
+        line += f"; the fault {item} was never reached ({r[counter[key]]} {counter[key]})"
+print(("ok   " if ok else "FAIL ") + line)
+sys.exit(0 if ok else 1)
+PY
+}
+
+# Clean: the engine takes the large copies, from several threads, sync and async, odd offsets.
+run clean "" 0 1 4 80
+# One DMA enqueue fails: the copy that met it reports the error; all others are right.
+run dma_fail "dma_fail_at=40" 2 1
+# One event query fails mid-copy, or one record: that copy fails at most, and the lane goes on.
+run query_fail "query_fail_at=60" 2 1
+run record_fail "record_fail_at=30" 2 1
+# A staging slot's event never completes cleanly again: the lane breaks, is rebuilt a bounded
+# number of times, then forwards; memory stays bounded (finding 17.6).
+run queries_fail_for_good "query_fail_from=50" 8 1
+# The engine cannot start (registering staging memory, or making events, fails): every copy is
+# forwarded to the driver and succeeds.
+run register_fails "host_register=2" 0 0
+run events_fail "event_create=2" 0 0
+# No current context: forwarded, as CUDA's own answer is the one the program must see.
+run no_context "no_context=1" 0 0 2 20
+
+python3 - "$tmp" <<'PY' || fails=$((fails + 1))
+import json, sys
+for name in ("register_fails", "events_fail", "no_context"):
+    s = json.load(open(f"{sys.argv[1]}/{name}.json"))
+    taken = s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"]
+    assert taken == 0, (name, s)
+print("ok   the engine never ran where it could not start")
+PY
+[ "$fails" -eq 0 ] || { echo "FAIL: $fails scenario(s)"; exit 1; }
+echo "ok: cmt end to end on the fake driver, clean and under injected faults"

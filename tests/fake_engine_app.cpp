@@ -1,0 +1,105 @@
+// Random round trips through the driver API, for fake_engine.sh: each thread copies pageable (and
+// now and then pinned) host memory to a device buffer and back, synchronously or on its own stream,
+// at sizes from 1 B to 24 MiB and odd offsets, and checks every byte. Linked against the fake
+// libcuda (fake_libcuda_engine.cpp), so with libcmt.so preloaded the copies run through cmt's
+// hooks and engine on a CPU machine.
+//
+// usage: fake_engine_app THREADS ROUNDS SEED
+// Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if any
+// copy that reported success left a wrong byte.
+#include <cuda.h>
+#include <sys/resource.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+extern "C" void fake_cuda_counts(long* dmas, long* enqueues, long* queries, long* records,
+                                 long* registers);
+
+namespace {
+
+constexpr std::size_t kMaxBytes = 24u << 20;
+constexpr std::size_t kSlack = 4096;
+
+std::atomic<long> g_ok{0}, g_failed{0}, g_wrong{0};
+
+std::size_t random_size(std::mt19937_64& rng) {
+  // Half below cmt's default threshold, half above it, where the engine takes them.
+  if (rng() % 2) return 1 + rng() % (2u << 20);
+  return (2u << 20) + rng() % (kMaxBytes - (2u << 20) + 1);
+}
+
+void worker(int id, int rounds, unsigned seed) {
+  std::mt19937_64 rng(seed * 7919u + static_cast<unsigned>(id));
+  CUdeviceptr dev = 0;
+  CUstream stream = nullptr;
+  void* pinned = nullptr;
+  if (cuMemAlloc(&dev, kMaxBytes + kSlack) != CUDA_SUCCESS ||
+      cuStreamCreate(&stream, 0) != CUDA_SUCCESS ||
+      cuMemAllocHost(&pinned, kMaxBytes + kSlack) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "thread %d: setup failed\n", id);
+    std::exit(2);
+  }
+  std::vector<unsigned char> src(kMaxBytes + kSlack), back(kMaxBytes + kSlack);
+  for (int r = 0; r < rounds; ++r) {
+    std::size_t n = random_size(rng);
+    std::size_t so = rng() % 64, bo = rng() % 64, d_off = rng() % 64;
+    bool use_pinned = rng() % 8 == 0;
+    bool async = rng() % 2;
+    unsigned char* s = use_pinned ? static_cast<unsigned char*>(pinned) + so : src.data() + so;
+    unsigned char fill = static_cast<unsigned char>(rng());
+    for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<unsigned char>(fill + i * 131 + (i >> 12));
+    std::memset(back.data() + bo, 0xEE, n);
+    CUresult a, b;
+    if (async) {
+      a = cuMemcpyHtoDAsync(dev + d_off, s, n, stream);
+      b = cuMemcpyDtoHAsync(back.data() + bo, dev + d_off, n, stream);
+      CUresult c = cuStreamSynchronize(stream);
+      if (b == CUDA_SUCCESS) b = c;
+    } else {
+      a = cuMemcpyHtoD(dev + d_off, s, n);
+      b = cuMemcpyDtoH(back.data() + bo, dev + d_off, n);
+    }
+    if (a != CUDA_SUCCESS || b != CUDA_SUCCESS) {
+      g_failed.fetch_add(1);
+      continue;
+    }
+    if (std::memcmp(back.data() + bo, s, n) != 0) {
+      g_wrong.fetch_add(1);
+      std::fprintf(stderr, "thread %d round %d: %zu bytes (%s, %s) came back wrong\n", id, r, n,
+                   async ? "async" : "sync", use_pinned ? "pinned" : "pageable");
+    } else {
+      g_ok.fetch_add(1);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED\n", argv[0]);
+    return 2;
+  }
+  int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
+  unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
+  if (cuInit(0) != CUDA_SUCCESS) return 2;
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t, rounds, seed);
+  for (auto& t : pool) t.join();
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  long dmas = 0, enqueues = 0, queries = 0, records = 0, registers = 0;
+  fake_cuda_counts(&dmas, &enqueues, &queries, &records, &registers);
+  std::printf(
+      "trips %ld ok %ld failed %ld wrong %ld max_rss_mb %ld dmas %ld enqueues %ld queries %ld "
+      "records %ld registers %ld\n",
+      static_cast<long>(threads) * rounds, g_ok.load(), g_failed.load(), g_wrong.load(),
+      ru.ru_maxrss / 1024, dmas, enqueues, queries, records, registers);
+  return g_wrong.load() == 0 ? 0 : 1;
+}

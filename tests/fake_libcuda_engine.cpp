@@ -1,0 +1,184 @@
+// A stand-in libcuda.so.1 that carries cmt's whole engine on a CPU machine: the fake driver of the
+// engine tests (fake_driver.h: host memory as device memory, one thread per stream running DMAs
+// late and out of step) behind the real library's entry points. With libcmt.so preloaded, a
+// program linked against it goes hook -> interposer -> engine -> this driver, as on a GPU, and
+// faults can be injected at any driver call. fake_engine.sh drives it.
+//
+// CMT_FAKE_CUDA="key=value,..." sets the faults (fake_driver.h's Faults) and the streams' delay:
+//   delay_us, dma_fail_at, dma_fail_code, query_fail_at, query_fail_from, query_fail_code,
+//   record_fail_at, query_fail_record, host_register (a CUresult), event_create (a CUresult),
+//   no_context (0/1).
+#include <cuda.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fake_driver.h"
+
+#undef cuGetProcAddress
+
+#define CMT_FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace {
+
+using cmt::fake::FakeDriver;
+
+void set_fault(FakeDriver& d, const std::string& key, long v) {
+  auto& f = d.faults;
+  if (key == "dma_fail_at") f.dma_fail_at = v;
+  else if (key == "dma_fail_code") f.dma_fail_code = static_cast<CUresult>(v);
+  else if (key == "query_fail_at") f.query_fail_at = v;
+  else if (key == "query_fail_from") f.query_fail_from = v;
+  else if (key == "query_fail_code") f.query_fail_code = static_cast<CUresult>(v);
+  else if (key == "record_fail_at") f.record_fail_at = v;
+  else if (key == "query_fail_record") f.query_fail_record = v;
+  else if (key == "host_register") f.host_register = static_cast<CUresult>(v);
+  else if (key == "event_create") f.event_create = static_cast<CUresult>(v);
+  else if (key == "no_context") f.no_context = v != 0;
+  else {
+    std::fprintf(stderr, "fake libcuda: unknown CMT_FAKE_CUDA key '%s'\n", key.c_str());
+    std::abort();  // a test's typo must not pass as a clean run
+  }
+}
+
+// Made on first use and never destroyed: its stream threads serve copies until the process ends.
+FakeDriver& fake() {
+  static FakeDriver* d = [] {
+    std::string spec = std::getenv("CMT_FAKE_CUDA") ? std::getenv("CMT_FAKE_CUDA") : "";
+    std::vector<std::pair<std::string, long>> items;
+    int delay_us = 30;
+    for (std::size_t at = 0; at < spec.size();) {
+      std::size_t end = spec.find(',', at);
+      if (end == std::string::npos) end = spec.size();
+      std::string item = spec.substr(at, end - at);
+      std::size_t eq = item.find('=');
+      long v = eq == std::string::npos ? 0 : std::strtol(item.c_str() + eq + 1, nullptr, 0);
+      if (item.compare(0, eq, "delay_us") == 0) delay_us = static_cast<int>(v);
+      else items.emplace_back(item.substr(0, eq), v);
+      at = end + 1;
+    }
+    auto* drv = new FakeDriver(delay_us);
+    for (const auto& [key, value] : items) set_fault(*drv, key, value);
+    return drv;
+  }();
+  return *d;
+}
+
+CUresult copy_on(CUstream stream, void* dst, const void* src, std::size_t n, bool sync) {
+  fake().run_copy(stream, dst, src, n, sync);
+  return CUDA_SUCCESS;
+}
+
+void* ptr(CUdeviceptr p) { return reinterpret_cast<void*>(p); }
+
+}  // namespace
+
+// ---- what programs call (and what cmt's hooks forward to) ----------------------------------------
+CMT_FAKE_EXPORT CUresult cuInit(unsigned) {
+  fake();
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice) {
+  std::snprintf(name, static_cast<std::size_t>(len), "cmt fake GPU");
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** name) {
+  *name = r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
+  return fake().api().ctx_get_current(c);
+}
+CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
+CMT_FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CMT_FAKE_EXPORT CUresult cuCtxSynchronize() {
+  fake().synchronize_all();
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuMemAlloc(CUdeviceptr* p, size_t n) {
+  *p = fake().alloc_device(n);
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuMemFree(CUdeviceptr) { return CUDA_SUCCESS; }  // kept until exit
+CMT_FAKE_EXPORT CUresult cuMemAllocHost(void** p, size_t n) {
+  *p = fake().alloc_pinned(n);
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuMemHostAlloc(void** p, size_t n, unsigned) { return cuMemAllocHost(p, n); }
+CMT_FAKE_EXPORT CUresult cuMemFreeHost(void*) { return CUDA_SUCCESS; }
+CMT_FAKE_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned) {
+  *s = fake().create_stream();
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) { return fake().api().stream_synchronize(s); }
+
+// The copies, as CUDA's: a synchronous one returns once its stream has run it; an asynchronous
+// one is queued on its stream.
+CMT_FAKE_EXPORT CUresult cuMemcpyHtoD(CUdeviceptr dst, const void* src, size_t n) {
+  return copy_on(CU_STREAM_LEGACY, ptr(dst), src, n, true);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyDtoH(void* dst, CUdeviceptr src, size_t n) {
+  return copy_on(CU_STREAM_LEGACY, dst, ptr(src), n, true);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  return copy_on(s, ptr(dst), src, n, false);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  return copy_on(s, dst, ptr(src), n, false);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) {
+  return copy_on(CU_STREAM_PER_THREAD, ptr(dst), src, n, true);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) {
+  return copy_on(CU_STREAM_PER_THREAD, dst, ptr(src), n, true);
+}
+
+// ---- cuGetProcAddress: how cmt (and a static cudart) find the driver's functions -----------------
+CMT_FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int, cuuint64_t,
+                                             CUdriverProcAddressQueryResult* status) {
+  cmt::DriverApi api = fake().api();
+  // The entries the engine tests' table leaves out, from this library's exports.
+  api.error_name = cuGetErrorName;
+  api.init = cuInit;
+  api.device_get = cuDeviceGet;
+  api.device_get_name = cuDeviceGetName;
+  api.primary_ctx_retain = cuDevicePrimaryCtxRetain;
+  api.primary_ctx_release = cuDevicePrimaryCtxRelease;
+  api.ctx_set_current = cuCtxSetCurrent;
+  api.ctx_synchronize = cuCtxSynchronize;
+  api.mem_alloc = cuMemAlloc;
+  api.mem_free = cuMemFree;
+  api.mem_alloc_host = cuMemAllocHost;
+  api.mem_free_host = cuMemFreeHost;
+  api.memcpy_htod = cuMemcpyHtoD;
+  api.memcpy_dtoh = cuMemcpyDtoH;
+  void* fn = nullptr;
+#define CMT_FAKE_LOOKUP(name, member, ...) \
+  if (std::strcmp(symbol, #name) == 0) fn = reinterpret_cast<void*>(api.member);
+  CMT_DRIVER_FUNCTIONS(CMT_FAKE_LOOKUP)
+#undef CMT_FAKE_LOOKUP
+  if (std::strcmp(symbol, "cuGetProcAddress") == 0) fn = reinterpret_cast<void*>(&cuGetProcAddress_v2);
+  *pfn = fn;
+  if (status) *status = fn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return fn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+// For the test program: the engine's DMAs run, and the calls made to the functions faults are
+// injected at (so a test can tell that its fault was reached).
+CMT_FAKE_EXPORT void fake_cuda_counts(long* dmas, long* enqueues, long* queries, long* records,
+                                      long* registers) {
+  *dmas = fake().dmas_run.load();
+  *enqueues = fake().dma_count.load();
+  *queries = fake().query_count.load();
+  *records = fake().record_count.load();
+  *registers = fake().register_count.load();
+}

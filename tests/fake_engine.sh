@@ -34,8 +34,11 @@ fwd = {k: v for k, v in s["forwarded"].items() if v}
 line = f"{name}: {r['trips']} round trips, {r['ok']} ok, {r['failed']} failed, {r['wrong']} wrong; cmt took {taken} copies, forwarded {fwd}; {r['dmas']} engine DMAs; max RSS {r['max_rss_mb']} MB"
 ok = r["wrong"] == 0 and r["failed"] <= max_failed and r["max_rss_mb"] < 1024
 ok = ok and (taken > 0 and r["dmas"] > 0 if must_take else True)
-# Clean, every large pageable copy is the engine's: none forwarded for any other reason.
-if name == "clean" and set(fwd) - {"below_threshold", "pinned_or_managed"}:
+# Clean, every large pageable copy is the engine's: none forwarded for any other reason, except
+# the few a loaded machine makes wait past the engine's 100 ms limit on a slot that another
+# stream's DMA still holds (then CUDA makes the copy, by design).
+if name == "clean" and (set(fwd) - {"below_threshold", "pinned_or_managed", "engine_unavailable"}
+                        or fwd.get("engine_unavailable", 0) * 10 > taken):
     ok = False
 # The injected fault was reached: the calls it counts went past its index.
 counter = {"dma_fail_at": "enqueues", "query_fail_at": "queries", "query_fail_from": "queries",

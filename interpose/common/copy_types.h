@@ -72,4 +72,19 @@ inline const char* fresh_pages_name(FreshPages mode) {
   }
 }
 
+// Which host-to-host copies (memcpy, memmove) cmt runs on its copy threads (engine/host_copier.h):
+// none, those into or out of CUDA host memory (a library's own pinned staging), or every large one.
+enum class HostCopy { Off, Pinned, All };
+
+inline const char* host_copy_name(HostCopy mode) {
+  switch (mode) {
+    case HostCopy::Off:
+      return "off";
+    case HostCopy::All:
+      return "all";
+    default:
+      return "pinned";
+  }
+}
+
 }  // namespace cmt

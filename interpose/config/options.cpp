@@ -217,6 +217,16 @@ std::vector<OptionSpec> build_table() {
       "pages; off lets the drain fault them one by one.",
       &Config::fresh_pages, {FreshPages::Huge, FreshPages::Populate, FreshPages::Off},
       fresh_pages_name));
+  t.push_back(choice_option(
+      "host_copy", "CMT_HOST_COPY", Scope::Process, false,
+      "Which large memcpy and memmove calls run on cmt's copy threads: pinned, those into or out "
+      "of CUDA host memory (cudaHostAlloc, cudaHostRegister and the driver's forms: a library "
+      "filling its own pinned staging buffer); all, every one, from the program's first CUDA "
+      "call on; off, none (libc copies them all).",
+      &Config::host_copy, {HostCopy::Pinned, HostCopy::All, HostCopy::Off}, host_copy_name));
+  t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, false,
+                          "memcpy and memmove calls smaller than this go straight to libc.",
+                          &Config::host_copy_threshold, 64u << 10, std::size_t{1} << 40));
   t.push_back({"log", "CMT_LOG", Scope::Process, false, ValueKind::Choice,
                "Log level, to stderr with the prefix [cmt]: off, error, warn, info, or debug "
                "(traces every copy, and makes host-to-device copies wait for their DMAs to log "

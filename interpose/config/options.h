@@ -32,6 +32,8 @@ struct Config {
   CopyMethod h2d_method = CopyMethod::Auto;   // how workers write the staging buffers
   CopyMethod d2h_method = CopyMethod::Auto;   // how workers write the user's buffer
   FreshPages fresh_pages = FreshPages::Huge;  // how D2H prepares never-touched destinations
+  HostCopy host_copy = HostCopy::Pinned;      // which memcpy/memmove calls cmt's threads run
+  std::size_t host_copy_threshold = 4u << 20;  // smaller memcpy/memmove calls go to libc
   std::string log_level = "warn";
   // Environment only: where output goes and which files are read never come from a profile.
   std::string stats_file;                  // JSON summary written when the process ends

@@ -159,6 +159,57 @@ CUresult UnifiedAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream strea
                                             });
 }
 
+// ---- CUDA host memory: the real call, then what it handed out or took back is reported -------
+// A runtime hook on this thread has reported it already (cudart's own driver call).
+
+using HostAllocFn = CUresult (*)(void**, size_t, unsigned);
+using AllocHostFn = CUresult (*)(void**, size_t);
+using HostPtrFn = CUresult (*)(void*);
+using HostRegisterFn = CUresult (*)(void*, size_t, unsigned);
+
+template <Driver H>
+CUresult HostAlloc(void** p, size_t bytes, unsigned flags) {
+  auto real = reinterpret_cast<HostAllocFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(p, bytes, flags);
+  if (r == CUDA_SUCCESS && p && !RuntimeHookScope::active()) Interposer::host_memory_added(*p, bytes);
+  return r;
+}
+
+template <Driver H>
+CUresult AllocHost(void** p, size_t bytes) {
+  auto real = reinterpret_cast<AllocHostFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(p, bytes);
+  if (r == CUDA_SUCCESS && p && !RuntimeHookScope::active()) Interposer::host_memory_added(*p, bytes);
+  return r;
+}
+
+template <Driver H>
+CUresult HostRegister(void* p, size_t bytes, unsigned flags) {
+  auto real = reinterpret_cast<HostRegisterFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUresult r = real(p, bytes, flags);
+  if (r == CUDA_SUCCESS && !RuntimeHookScope::active()) Interposer::host_memory_added(p, bytes);
+  return r;
+}
+
+template <Driver H>
+CUresult FreeHost(void* p) {
+  auto real = reinterpret_cast<HostPtrFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  Interposer::host_memory_removed(p);
+  return real(p);
+}
+
+template <Driver H>
+CUresult HostUnregister(void* p) {
+  auto real = reinterpret_cast<HostPtrFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  Interposer::host_memory_removed(p);
+  return real(p);
+}
+
 // ---- cuGetProcAddress: the real answer, with cmt's hook swapped in for the exact variant -----
 
 // The hook for `p`, which the driver returned for `symbol` (a base name such as "cuMemcpyHtoD",
@@ -188,9 +239,13 @@ void* swap_in_hook(const char* symbol, void* p) {
   return p;
 }
 
+// The base names cmt hooks a variant of: the copies, the symbol lookup and host memory.
 bool names_copy_entry(const char* symbol) {
   return symbol && (std::strncmp(symbol, "cuMemcpy", 8) == 0 ||
-                    std::strncmp(symbol, "cuGetProcAddress", 16) == 0);
+                    std::strncmp(symbol, "cuGetProcAddress", 16) == 0 ||
+                    std::strncmp(symbol, "cuMemHost", 9) == 0 ||
+                    std::strcmp(symbol, "cuMemAllocHost") == 0 ||
+                    std::strcmp(symbol, "cuMemFreeHost") == 0);
 }
 
 using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t);
@@ -263,6 +318,13 @@ void* driver_hook_for_symbol(const char* name, void* found) {
 
 // ---- exported names: programs that link libcuda bind to these ----------------------------------
 
+#define CMT_SHAPE_HostAlloc \
+  CUresult, (void** p, size_t bytes, unsigned int flags), (p, bytes, flags)
+#define CMT_SHAPE_AllocHost CUresult, (void** p, size_t bytes), (p, bytes)
+#define CMT_SHAPE_FreeHost CUresult, (void* p), (p)
+#define CMT_SHAPE_HostRegister \
+  CUresult, (void* p, size_t bytes, unsigned int flags), (p, bytes, flags)
+#define CMT_SHAPE_HostUnregister CUresult, (void* p), (p)
 #define CMT_SHAPE_HtoD CUresult, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n)
 #define CMT_SHAPE_DtoH CUresult, (void* dst, CUdeviceptr src, size_t n), (dst, src, n)
 #define CMT_SHAPE_HtoDAsync \

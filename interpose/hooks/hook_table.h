@@ -12,11 +12,21 @@
 
 /* The CUDA runtime's copies (hooks/runtime_hooks.cpp). Reached by programs that link libcudart
    dynamically; found past libcmt.so with RTLD_NEXT, or in the libcudart.so the process loaded. */
-#define CMT_RUNTIME_HOOKS(X)              \
-  X(cudaMemcpy, RuntimeCopy, 0)           \
-  X(cudaMemcpy_ptds, RuntimeCopy, 1)      \
-  X(cudaMemcpyAsync, RuntimeCopyAsync, 0) \
-  X(cudaMemcpyAsync_ptsz, RuntimeCopyAsync, 1)
+#define CMT_RUNTIME_HOOKS(X)                  \
+  X(cudaMemcpy, RuntimeCopy, 0)               \
+  X(cudaMemcpy_ptds, RuntimeCopy, 1)          \
+  X(cudaMemcpyAsync, RuntimeCopyAsync, 0)     \
+  X(cudaMemcpyAsync_ptsz, RuntimeCopyAsync, 1) \
+  CMT_RUNTIME_HOST_MEMORY_HOOKS(X)
+
+/* The runtime's CUDA host memory: recorded when handed out or registered, forgotten when freed,
+   so the memcpy hook knows a library's own pinned buffers (engine/host_memory.h). */
+#define CMT_RUNTIME_HOST_MEMORY_HOOKS(X)     \
+  X(cudaHostAlloc, RuntimeHostAlloc, 0)      \
+  X(cudaMallocHost, RuntimeMallocHost, 0)    \
+  X(cudaFreeHost, RuntimeFreeHost, 0)        \
+  X(cudaHostRegister, RuntimeHostRegister, 0) \
+  X(cudaHostUnregister, RuntimeHostUnregister, 0)
 
 /* The CUDA driver's copies and its symbol lookup (hooks/driver_hooks.cpp), by exact variant: the
    64-bit _v2 entries, never the legacy 32-bit ones such as cuMemcpyHtoD. Reached directly by
@@ -36,10 +46,24 @@
   X(cuMemcpyAsync, UnifiedAsync, 0)          \
   X(cuMemcpyAsync_ptsz, UnifiedAsync, 1)     \
   X(cuGetProcAddress, GetProcAddress, 0)     \
-  X(cuGetProcAddress_v2, GetProcAddressV2, 0)
+  X(cuGetProcAddress_v2, GetProcAddressV2, 0) \
+  CMT_DRIVER_HOST_MEMORY_HOOKS(X)
+
+/* The driver's CUDA host memory, as the runtime's above (a static cudart reaches these). */
+#define CMT_DRIVER_HOST_MEMORY_HOOKS(X)        \
+  X(cuMemHostAlloc, HostAlloc, 0)              \
+  X(cuMemAllocHost_v2, AllocHost, 0)           \
+  X(cuMemFreeHost, FreeHost, 0)                \
+  X(cuMemHostRegister_v2, HostRegister, 0)     \
+  X(cuMemHostUnregister, HostUnregister, 0)
 
 /* Exported, written by hand: the C library's dlsym (hooks/dlsym_hook.cpp, x86-64 assembly around
-   a C++ decision) and cmt's own function (hooks/runtime_hooks.cpp). X(name) */
+   a C++ decision), its copies (hooks/libc_hooks.cpp: the host leg) and cmt's own function
+   (hooks/runtime_hooks.cpp). X(name) */
 #define CMT_OTHER_EXPORTS(X) \
   X(dlsym)                   \
+  X(memcpy)                  \
+  X(memmove)                 \
+  X(__memcpy_chk)            \
+  X(__memmove_chk)           \
   X(cmt_forward_this_thread)

@@ -1,6 +1,6 @@
 // Hooks of the CUDA runtime's copy entry points: the CMT_RUNTIME_HOOKS rows of hook_table.h. Each
 // is thin: resolve the real function once, offer the copy to the interposer, forward whatever it
-// did not handle.
+// did not handle. The host-memory rows call the real function and report what it handed out.
 #include <cuda.h>
 #include <driver_types.h>
 
@@ -83,6 +83,62 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
   return real(dst, src, count, kind, stream);
 }
 
+// ---- CUDA host memory: the real call, then what it handed out or took back is reported ---------
+
+using HostAllocFn = cudaError_t (*)(void**, size_t, unsigned);
+using MallocHostFn = cudaError_t (*)(void**, size_t);
+using HostPtrFn = cudaError_t (*)(void*);
+using HostRegisterFn = cudaError_t (*)(void*, size_t, unsigned);
+
+template <Runtime H>
+cudaError_t RuntimeHostAlloc(void** p, size_t size, unsigned flags) {
+  auto real = resolve<H, HostAllocFn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;  // cudart's own cuMemHostAlloc below is reported here
+  cudaError_t r = real(p, size, flags);
+  if (r == cudaSuccess && p) Interposer::host_memory_added(*p, size);
+  return r;
+}
+
+template <Runtime H>
+cudaError_t RuntimeMallocHost(void** p, size_t size) {
+  auto real = resolve<H, MallocHostFn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;
+  cudaError_t r = real(p, size);
+  if (r == cudaSuccess && p) Interposer::host_memory_added(*p, size);
+  return r;
+}
+
+template <Runtime H>
+cudaError_t RuntimeHostRegister(void* p, size_t size, unsigned flags) {
+  auto real = resolve<H, HostRegisterFn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;
+  cudaError_t r = real(p, size, flags);
+  if (r == cudaSuccess) Interposer::host_memory_added(p, size);
+  return r;
+}
+
+// Forgotten before the memory goes: a copy racing the free must not be told it is still there.
+template <Runtime H>
+cudaError_t RuntimeFreeHost(void* p) {
+  auto real = resolve<H, HostPtrFn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;
+  Interposer::host_memory_removed(p);
+  return real(p);
+}
+
+template <Runtime H>
+cudaError_t RuntimeHostUnregister(void* p) {
+  auto real = resolve<H, HostPtrFn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;
+  Interposer::host_memory_removed(p);
+  return real(p);
+}
+
 }  // namespace
 }  // namespace cmt::hooks
 
@@ -96,6 +152,13 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
   cudaError_t,                                                                              \
       (void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream), \
       (dst, src, count, kind, stream)
+#define CMT_SHAPE_RuntimeHostAlloc \
+  cudaError_t, (void** p, size_t size, unsigned int flags), (p, size, flags)
+#define CMT_SHAPE_RuntimeMallocHost cudaError_t, (void** p, size_t size), (p, size)
+#define CMT_SHAPE_RuntimeFreeHost cudaError_t, (void* p), (p)
+#define CMT_SHAPE_RuntimeHostRegister \
+  cudaError_t, (void* p, size_t size, unsigned int flags), (p, size, flags)
+#define CMT_SHAPE_RuntimeHostUnregister cudaError_t, (void* p), (p)
 #define CMT_EXPORT_RUNTIME_HOOK(name, shape, per_thread) \
   CMT_DEFINE_EXPORT(name, cmt::hooks::shape<cmt::hooks::Runtime::name>, CMT_SHAPE_##shape)
 CMT_RUNTIME_HOOKS(CMT_EXPORT_RUNTIME_HOOK)

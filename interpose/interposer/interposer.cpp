@@ -14,6 +14,10 @@
 #include "common/log.h"
 #include "config/profile.h"
 #include "engine/copy_engine.h"
+#include "engine/copy_plan.h"
+#include "engine/gpu_locality.h"
+#include "engine/host_copier.h"
+#include "engine/host_memory.h"
 #include "interposer/classify.h"
 #include "interposer/stats.h"
 
@@ -87,6 +91,7 @@ Interposer& Interposer::instance() {
 
 std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                    CUstream stream, bool synchronous, Entry entry) noexcept {
+  HostCopier::InsideCmt inside;  // cmt's own memcpy calls go to libc
   try {
     return instance().try_copy(dst, src, bytes, kind, stream, synchronous, entry);
   } catch (...) {
@@ -95,10 +100,50 @@ std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes
 }
 
 void Interposer::configure() noexcept {
+  HostCopier::InsideCmt inside;
   try {
     (void)instance();
   } catch (...) {
   }
+}
+
+void Interposer::host_memory_added(void* p, std::size_t bytes) noexcept {
+  HostCopier::InsideCmt inside;
+  try {
+    if (!cuda_host_memory().add(p, bytes))
+      CMT_WARN_ONCE("more than {} CUDA host allocations at once; copies into the others run on "
+                    "one thread",
+                    HostMemoryMap::kCapacity);
+    instance().arm_host_copies();
+  } catch (...) {
+  }
+}
+
+void Interposer::host_memory_removed(void* p) noexcept {
+  cuda_host_memory().remove(p);
+}
+
+namespace {
+// The PCI bus id of the calling thread's current GPU, or "" (no context, no driver).
+std::string current_gpu_bus_id(const DriverApi* driver) {
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  char bus[32] = {};
+  if (!driver || driver->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx ||
+      driver->ctx_get_device(&dev) != CUDA_SUCCESS ||
+      driver->device_get_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
+    return "";
+  return bus;
+}
+}  // namespace
+
+void Interposer::arm_host_copies() {
+  if (config_.disable || config_.host_copy == HostCopy::Off || g_forked_child ||
+      HostCopier::armed())
+    return;
+  const GpuLocality where = gpu_locality(current_gpu_bus_id(real_driver()));
+  const unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
+  HostCopier::arm(config_, threads, where.cpus);
 }
 
 Interposer::Interposer() {
@@ -117,6 +162,8 @@ Interposer::Interposer() {
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
   if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
   CMT_LOG(debug, "configuration:\n{}", describe(config_));
+  // Every large memcpy from now on, not only those into CUDA host memory.
+  if (config_.host_copy == HostCopy::All) arm_host_copies();
 }
 
 Interposer::Interposer(const DriverApi* driver, const Config& config)

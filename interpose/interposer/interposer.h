@@ -39,6 +39,11 @@ class Interposer {
                                 CUstream stream, bool synchronous, Entry entry) noexcept;
   // Reads the configuration now, if no copy has yet (it sets the log level); never throws.
   static void configure() noexcept;
+  // CUDA host memory handed out or registered ([p, p + bytes)), and freed or unregistered: what
+  // the host-memory hooks report after the real call succeeded. The first one arms the host
+  // copier (engine/host_copier.h), unless host_copy is off. Never throw.
+  static void host_memory_added(void* p, std::size_t bytes) noexcept;
+  static void host_memory_removed(void* p) noexcept;
 
   // Tries to run the copy through the engine. Returns the number of leading bytes handled (0:
   // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle
@@ -55,6 +60,8 @@ class Interposer {
  private:
   Interposer();
   class CopyEngine* engine();
+  // Builds and arms the host copier on the current GPU's local cores, once.
+  void arm_host_copies();
 
   Config config_;
   const DriverApi* driver_ = nullptr;

@@ -1,5 +1,7 @@
 #include "interposer/stats.h"
 
+#include "engine/host_copier.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -44,6 +46,22 @@ std::string Stats::sizes_json() const {
   return out;
 }
 
+std::string Stats::host_copies_json() {
+  HostCopier::Counts c{};
+  const HostCopier* copier = HostCopier::armed();
+  if (copier) c = copier->counts();
+  char buf[320];
+  std::snprintf(buf, sizeof(buf),
+                "{\"armed\": %s, \"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
+                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"declined_busy\": %llu}",
+                copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
+                static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
+                c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
+                static_cast<unsigned long long>(c.fresh_bytes),
+                static_cast<unsigned long long>(c.busy));
+  return buf;
+}
+
 std::string Stats::to_json() const {
   auto direction = [](const char* name, const PerDirection& p) {
     double bytes = static_cast<double>(p.bytes.load());
@@ -62,7 +80,8 @@ std::string Stats::to_json() const {
       ", \"driver\": " + std::to_string(via_driver_.load()) + "},\n  \"sizes\": {" + sizes_json() +
       "},\n  \"partial\": " + std::to_string(partial_.load()) +
       ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
-      ", \"bytes\": " + std::to_string(fresh_bytes_.load()) + "},\n  \"forwarded\": {";
+      ", \"bytes\": " + std::to_string(fresh_bytes_.load()) + "},\n  \"host_copies\": " +
+      host_copies_json() + ",\n  \"forwarded\": {";
   bool first = true;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
     if (!first) out += ", ";
@@ -101,6 +120,14 @@ std::string Stats::summary() const {
       forwards += (forwards.empty() ? "" : ", ") +
                   std::string(forward_reason_name(static_cast<ForwardReason>(i))) + " " +
                   std::to_string(n);
+  }
+  if (const HostCopier* copier = HostCopier::armed()) {
+    const HostCopier::Counts c = copier->counts();
+    char buf[160];
+    std::snprintf(buf, sizeof(buf), "; host copies (memcpy/memmove) taken: %llu (%.2f GiB, %.1f GB/s)",
+                  static_cast<unsigned long long>(c.calls), static_cast<double>(c.bytes) / (1u << 30),
+                  c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0);
+    out += buf;
   }
   out += "; forwarded to CUDA: " + (forwards.empty() ? std::string("none") : forwards);
   if (std::uint64_t p = partial_.load())

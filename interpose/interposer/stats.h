@@ -1,5 +1,5 @@
-// What cmt did inside a process: copies taken (calls, bytes, time in the engine, per direction)
-// and copies forwarded, per reason. Lock-free counters; written as JSON at exit when asked.
+// What cmt did inside a process: copies taken (calls, bytes, time in the engine, per direction),
+// copies forwarded, per reason, and host copies (memcpy/memmove) taken. Lock-free counters; written as JSON at exit when asked.
 #pragma once
 
 #include <atomic>
@@ -29,6 +29,8 @@ class Stats {
   std::string summary() const;
   std::uint64_t taken_calls() const;
   std::string sizes_json() const;
+  // The host copier's counts (memcpy/memmove calls taken, bytes, GB/s), as a JSON object.
+  static std::string host_copies_json();
 
  private:
   struct PerDirection {

@@ -1,0 +1,159 @@
+#include "engine/host_copier.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/log.h"
+#include "engine/copy_tasks.h"
+#include "engine/copy_plan.h"
+#include "engine/fresh_pages.h"
+#include "engine/host_copy.h"
+#include "engine/host_memory.h"
+#include "engine/worker_pool.h"
+
+namespace cmt {
+namespace {
+
+// A unit is at least this long: below it, handing work to another core costs more than it saves.
+constexpr std::size_t kMinUnit = 256u << 10;
+constexpr std::size_t kAlign = 64;
+// From this size on, the destination is written with streaming stores: it would not stay in the
+// caches anyway, and they spare reading each line before writing it. Smaller copies keep their
+// destination cached for whoever reads it next.
+constexpr std::size_t kStreamFrom = 8u << 20;
+
+void disarm_in_child() {
+  // The child has none of the parent's threads: it copies with libc, as without cmt.
+  g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max(), std::memory_order_relaxed);
+}
+
+}  // namespace
+
+// One copy cut into units, each run by one thread.
+class HostCopier::Job final : public UnitTask {
+ public:
+  Job(char* dst, const char* src, std::size_t bytes, std::size_t unit)
+      : dst_(dst), src_(src), bytes_(bytes), unit_(unit), streaming_(bytes >= kStreamFrom) {}
+  std::size_t units() const { return (bytes_ + unit_ - 1) / unit_; }
+  void run_unit(std::size_t i) override {
+    const std::size_t off = i * unit_;
+    const std::size_t n = std::min(unit_, bytes_ - off);
+    if (streaming_)
+      copy_streaming(dst_ + off, src_ + off, n);
+    else
+      copy_memcpy(dst_ + off, src_ + off, n);
+  }
+
+ private:
+  char* dst_;
+  const char* src_;
+  std::size_t bytes_, unit_;
+  bool streaming_;
+};
+
+HostCopier::HostCopier(const Config& config, unsigned threads, const std::vector<int>& cpus)
+    : mode_(config.host_copy),
+      fresh_pages_(config.fresh_pages),
+      pool_(std::make_unique<WorkerPool>(std::max(1u, threads), cpus,
+                                         std::chrono::microseconds(config.spin_us))) {}
+
+HostCopier::~HostCopier() = default;
+
+unsigned HostCopier::threads() const {
+  return pool_->size();
+}
+
+bool HostCopier::inside_cmt() {
+  return t_inside_ || WorkerPool::on_worker_thread();
+}
+
+bool HostCopier::arm(const Config& config, unsigned threads,
+                     const std::vector<int>& cpus) noexcept {
+  if (config.host_copy == HostCopy::Off) return false;
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (armed()) return true;
+  static bool failed = false;
+  if (failed) return false;
+  try {
+    auto* copier = new HostCopier(config, threads, cpus);  // lives as long as the process
+    pthread_atfork(nullptr, nullptr, disarm_in_child);
+    g_armed.store(copier, std::memory_order_release);
+    g_host_copy_threshold.store(config.host_copy_threshold, std::memory_order_relaxed);
+    CMT_LOG(info, "host copies ({}) of {} or more on {} threads", host_copy_name(config.host_copy),
+            format_byte_size(config.host_copy_threshold), copier->threads());
+    return true;
+  } catch (...) {
+    failed = true;
+    CMT_WARN_ONCE("the host-copy threads could not start; libc makes every memcpy");
+    return false;
+  }
+}
+
+bool HostCopier::take(void* dst, const void* src, std::size_t bytes, bool is_memmove) noexcept {
+  if (bytes == 0 || mode_ == HostCopy::Off || inside_cmt()) return false;
+  if (g_host_copy_threshold.load(std::memory_order_relaxed) ==
+      std::numeric_limits<std::size_t>::max())
+    return false;  // disarmed: a forked child
+  const auto d = reinterpret_cast<std::uintptr_t>(dst);
+  const auto s = reinterpret_cast<std::uintptr_t>(src);
+  // Overlapping ranges keep memmove's meaning only when copied in one direction by one thread.
+  if (is_memmove && d < s + bytes && s < d + bytes) return false;
+  if (mode_ == HostCopy::Pinned && !cuda_host_memory().overlaps(dst, bytes) &&
+      !cuda_host_memory().overlaps(src, bytes))
+    return false;
+  return copy(dst, src, bytes);
+}
+
+bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
+  bool expected = false;
+  if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+    declined_busy_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  InsideCmt inside;
+  const auto t0 = std::chrono::steady_clock::now();
+  WorkerPool& pool = *pool_;
+  pool.wake();
+  Backoff backoff;
+  auto run = [&](UnitTask* task, std::size_t units) {
+    pool.begin(task);
+    pool.publish(units);
+    while (pool.finished() < units)
+      if (!pool.help()) backoff.pause();
+    pool.end();
+  };
+  // A destination never written yet (a new buffer): huge pages, faulted in on every thread.
+  FreshBlocks fresh;
+  if (fresh_pages_ != FreshPages::Off && bytes >= kFreshPagesFrom && can_populate())
+    fresh = whole_blocks(dst, bytes);
+  if (!looks_fresh(fresh)) fresh = {};
+  if (fresh.count) {
+    if (fresh_pages_ == FreshPages::Huge) advise_huge_pages(fresh);
+    PopulateFresh populate(fresh);
+    run(&populate, fresh.count);
+    fresh_bytes_.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
+  }
+  // About four units per thread, so a slow core does not hold the end up.
+  const std::size_t threads = pool.size() + 1;  // the issuer helps
+  std::size_t unit = std::max(kMinUnit, bytes / (threads * 4));
+  unit = (unit + kAlign - 1) / kAlign * kAlign;
+  Job job(static_cast<char*>(dst), static_cast<const char*>(src), bytes, unit);
+  run(&job, job.units());
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+  busy_.store(false, std::memory_order_release);
+  return true;
+}
+
+HostCopier::Counts HostCopier::counts() const {
+  return {calls_.load(), bytes_.load(), ns_.load(), fresh_bytes_.load(), declined_busy_.load()};
+}
+
+}  // namespace cmt

@@ -1,0 +1,211 @@
+// Random memcpy and memmove calls, checked byte for byte, for host_copy.sh: each thread copies
+// between two pageable buffers and a CUDA host (pinned) buffer, at random sizes (1 B to 8 MiB),
+// offsets and directions, memmove also within one buffer with overlapping ranges, and the fortified
+// forms. Every call is repeated on mirror buffers with the C library's own functions (looked up in
+// libc.so.6 itself, past any preload), and the destination with 64 bytes either side must match.
+// A timer signal's handler makes large copies of its own meanwhile, and a forked child copies too.
+// Linked against the fake libcuda (fake_libcuda_engine.cpp): its cuMemAllocHost reaches libcmt.so's
+// host-memory hook when preloaded.
+//
+// usage: host_copy_app THREADS CALLS SEED THRESHOLD
+// Prints "calls N large N large_pinned N wrong 0 ..."; exits 1 on any difference.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <signal.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+extern "C" void* __memcpy_chk(void*, const void*, std::size_t, std::size_t);
+extern "C" void* __memmove_chk(void*, const void*, std::size_t, std::size_t);
+
+namespace {
+
+using CopyFn = void* (*)(void*, const void*, std::size_t);
+CopyFn g_libc_memmove = nullptr;
+
+constexpr std::size_t kBuffer = 24u << 20;
+constexpr std::size_t kGuard = 64;
+constexpr std::size_t kMaxCopy = 8u << 20;
+
+std::atomic<long> g_calls{0}, g_large{0}, g_large_pinned{0}, g_wrong{0};
+std::size_t g_threshold = 0;
+
+// Real buffers and their mirrors, one set per thread.
+struct Buffers {
+  unsigned char* real[3];    // pageable A, pageable B, pinned P
+  unsigned char* mirror[3];  // the same content, kept by libc
+};
+
+void fill(unsigned char* p, std::size_t n, std::mt19937_64& rng) {
+  for (std::size_t i = 0; i < n; i += 8) {
+    std::uint64_t v = rng();
+    std::size_t k = n - i < 8 ? n - i : 8;
+    for (std::size_t j = 0; j < k; ++j) p[i + j] = static_cast<unsigned char>(v >> (8 * j));
+  }
+}
+
+std::size_t random_size(std::mt19937_64& rng) {
+  // Log-uniform from 1 B to 8 MiB: small calls (libc's) and large ones (cmt's) both plentiful.
+  double e = std::uniform_real_distribution<double>(0.0, 23.0)(rng);
+  std::size_t n = static_cast<std::size_t>(std::exp2(e));
+  return n < 1 ? 1 : n > kMaxCopy ? kMaxCopy : n;
+}
+
+void one_call(Buffers& b, std::mt19937_64& rng, int thread) {
+  const int from = static_cast<int>(rng() % 3);
+  const int op = static_cast<int>(rng() % 6);  // 0-1 memcpy, 2-3 memmove, 4 within one buffer, 5 _chk
+  int to = static_cast<int>(rng() % 3);
+  if (op != 4 && to == from) to = (to + 1) % 3;
+  if (op == 4) to = from;
+  const std::size_t n = random_size(rng);
+  const std::size_t room = kBuffer - 2 * kGuard;
+  std::size_t src_off = kGuard + rng() % (room - n);
+  std::size_t dst_off = kGuard + rng() % (room - n);
+  if (op == 4) {  // overlapping: the destination within n of the source, either side
+    std::size_t shift = 1 + rng() % n;
+    if (rng() % 2 && src_off + shift + n <= kGuard + room)
+      dst_off = src_off + shift;
+    else if (src_off >= kGuard + shift)
+      dst_off = src_off - shift;
+  }
+  unsigned char* d = b.real[to] + dst_off;
+  const unsigned char* s = b.real[from] + src_off;
+  unsigned char* md = b.mirror[to] + dst_off;
+  const unsigned char* ms = b.mirror[from] + src_off;
+  const bool overlap = d < s + n && s < d + n;
+  switch (op) {
+    case 0:
+    case 1:
+      std::memcpy(d, s, n);
+      break;
+    case 2:
+    case 3:
+    case 4:
+      std::memmove(d, s, n);
+      break;
+    default:
+      if (rng() % 2)
+        __memcpy_chk(d, s, n, n + rng() % 64);
+      else
+        __memmove_chk(d, s, n, n + rng() % 64);
+  }
+  g_libc_memmove(md, ms, n);
+  g_calls.fetch_add(1);
+  if (n >= g_threshold && !overlap) {
+    g_large.fetch_add(1);
+    if (to == 2 || from == 2) g_large_pinned.fetch_add(1);
+  }
+  if (std::memcmp(d - kGuard, md - kGuard, n + 2 * kGuard) != 0) {
+    g_wrong.fetch_add(1);
+    std::fprintf(stderr, "thread %d: op %d of %zu bytes %d+%zu -> %d+%zu differs\n", thread, op, n,
+                 from, src_off, to, dst_off);
+  }
+  // Now and then, fresh content, so later copies do not move equal bytes around.
+  if (rng() % 64 == 0) {
+    fill(b.real[to] + dst_off, n, rng);
+    g_libc_memmove(b.mirror[to] + dst_off, b.real[to] + dst_off, n);
+  }
+}
+
+// The signal handler's own copies: into a region of the pinned buffer that nothing else uses.
+unsigned char* g_signal_src = nullptr;
+unsigned char* g_signal_dst = nullptr;
+constexpr std::size_t kSignalCopy = 1u << 20;
+std::atomic<long> g_signal_copies{0}, g_signal_wrong{0};
+
+void on_timer(int) {
+  std::memset(g_signal_dst, 0, kSignalCopy);
+  std::memcpy(g_signal_dst, g_signal_src, kSignalCopy);
+  if (std::memcmp(g_signal_dst, g_signal_src, kSignalCopy) != 0) g_signal_wrong.fetch_add(1);
+  g_signal_copies.fetch_add(1);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 5) {
+    std::fprintf(stderr, "usage: %s THREADS CALLS SEED THRESHOLD\n", argv[0]);
+    return 2;
+  }
+  const int threads = std::atoi(argv[1]);
+  const long calls = std::atol(argv[2]);
+  const unsigned seed = static_cast<unsigned>(std::atoi(argv[3]));
+  // The timer's signal is for thread 0 alone (it unblocks it): every thread made from here on,
+  // the fake driver's and cmt's included, inherits the block, so one handler runs at a time.
+  sigset_t alarm;
+  sigemptyset(&alarm);
+  sigaddset(&alarm, SIGALRM);
+  pthread_sigmask(SIG_BLOCK, &alarm, nullptr);
+  g_threshold = std::strtoull(argv[4], nullptr, 10);
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  g_libc_memmove = libc ? reinterpret_cast<CopyFn>(dlsym(libc, "memmove")) : nullptr;
+  if (!g_libc_memmove || cuInit(0) != CUDA_SUCCESS) return 2;
+
+  std::vector<Buffers> buffers(static_cast<std::size_t>(threads));
+  std::mt19937_64 init(seed);
+  for (Buffers& b : buffers) {
+    void* pinned = nullptr;
+    if (cuMemAllocHost(&pinned, kBuffer) != CUDA_SUCCESS) return 2;
+    b.real[0] = static_cast<unsigned char*>(std::malloc(kBuffer));
+    b.real[1] = static_cast<unsigned char*>(std::malloc(kBuffer));
+    b.real[2] = static_cast<unsigned char*>(pinned);
+    for (auto*& m : b.mirror) m = static_cast<unsigned char*>(std::malloc(kBuffer));
+    for (int i = 0; i < 3; ++i) {
+      fill(b.real[i], kBuffer, init);
+      g_libc_memmove(b.mirror[i], b.real[i], kBuffer);
+    }
+  }
+  void* signal_area = nullptr;
+  if (cuMemAllocHost(&signal_area, 2 * kSignalCopy) != CUDA_SUCCESS) return 2;
+  g_signal_dst = static_cast<unsigned char*>(signal_area);
+  g_signal_src = g_signal_dst + kSignalCopy;
+  fill(g_signal_src, kSignalCopy, init);
+
+  // A child forked now copies with libc (it has none of the parent's threads) and must finish.
+  pid_t child = fork();
+  if (child == 0) {
+    Buffers& b = buffers[0];
+    std::memcpy(b.real[2], b.real[0], kMaxCopy);
+    _exit(std::memcmp(b.real[2], b.real[0], kMaxCopy) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "the forked child's copy failed\n");
+    return 1;
+  }
+  g_libc_memmove(buffers[0].mirror[2], buffers[0].real[2], kBuffer);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_timer;
+  sigaction(SIGALRM, &sa, nullptr);
+  itimerval every{{0, 2000}, {0, 2000}};
+  setitimer(ITIMER_REAL, &every, nullptr);
+
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      // The timer's signal goes to thread 0 alone, interrupting its copies: one handler at a time.
+      if (t == 0) pthread_sigmask(SIG_UNBLOCK, &alarm, nullptr);
+      std::mt19937_64 rng(seed * 1000003u + static_cast<unsigned>(t));
+      for (long i = 0; i < calls; ++i) one_call(buffers[static_cast<std::size_t>(t)], rng, t);
+    });
+  for (auto& t : pool) t.join();
+  itimerval off{};
+  setitimer(ITIMER_REAL, &off, nullptr);
+
+  std::printf("calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld\n",
+              g_calls.load(), g_large.load(), g_large_pinned.load(), g_wrong.load(),
+              g_signal_copies.load(), g_signal_wrong.load());
+  return g_wrong.load() == 0 && g_signal_wrong.load() == 0 ? 0 : 1;
+}

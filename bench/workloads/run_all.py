@@ -12,7 +12,8 @@
 
 Each workload runs in its own process; runs without cmt (`cmt run` with CMT_DISABLE=1, the same
 launcher) and with cmt alternate. The table gives median seconds, the ratio, the copies cmt took and the seconds spent in
-them (median of the runs with cmt), and the check.
+them (median of the runs with cmt), the memcpy/memmove calls its host copier took (into or out of
+CUDA host memory) and the seconds in them, and the check.
 
 usage: run_all.py CMT_EXECUTABLE [--rounds N] [--only a,b] [--json FILE]
 """
@@ -188,8 +189,13 @@ def run(cmt, name, tmp, with_cmt):
         out["taken"] = s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"]
         # Time inside the copies cmt took: what is left of the run went elsewhere.
         out["copy_s"] = s["taken"]["h2d"]["seconds"] + s["taken"]["d2h"]["seconds"]
+        # memcpy/memmove calls into or out of CUDA host memory that cmt's threads made.
+        out["host_taken"] = s["host_copies"]["calls"]
+        out["host_s"] = s["host_copies"]["seconds"]
     except (OSError, ValueError, KeyError):
         out["taken"], out["copy_s"] = 0, 0.0
+    out.setdefault("host_taken", 0)
+    out.setdefault("host_s", 0.0)
     os.unlink(stats)
     return out
 
@@ -226,6 +232,8 @@ def main():
                           "detail": [r["check"] for r in flat],
                           "taken_by_cmt": sum(r["taken"] for r in runs["cmt"]),
                           "cmt_copy_s": statistics.median(r["copy_s"] for r in runs["cmt"]),
+                          "host_copies_taken": sum(r["host_taken"] for r in runs["cmt"]),
+                          "cmt_host_copy_s": statistics.median(r["host_s"] for r in runs["cmt"]),
                           "taken_when_disabled": sum(r["taken"] for r in runs["default"])}
         print(name, json.dumps(rows[name])[:300], flush=True)
         if "--json" in sys.argv:  # after each workload, so a run cut short keeps what it has
@@ -233,14 +241,15 @@ def main():
             json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
     subprocess.run(["rm", "-rf", tmp])
     print()
-    print("| workload | without cmt (s) | with cmt (s) | speed-up | copies taken | in them (s) | check |")
-    print("|---|---:|---:|---:|---:|---:|---|")
+    print("| workload | without cmt (s) | with cmt (s) | speed-up | copies taken | in them (s) | host copies taken | in them (s) | check |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
     for name, r in rows.items():
         if "skipped" in r or "error" in r:
-            print(f"| {name} | | | | | | {'skipped: ' + r['skipped'] if 'skipped' in r else 'FAILED'} |")
+            print(f"| {name} | | | | | | | | {'skipped: ' + r['skipped'] if 'skipped' in r else 'FAILED'} |")
             continue
         print(f"| {name} | {r['default_s']:.2f} | {r['cmt_s']:.2f} | {r['ratio']:.2f}x | "
-              f"{r['taken_by_cmt']} | {r['cmt_copy_s']:.2f} | {r['check']} |")
+              f"{r['taken_by_cmt']} | {r['cmt_copy_s']:.2f} | {r['host_copies_taken']} | "
+              f"{r['cmt_host_copy_s']:.2f} | {r['check']} |")
     bad = [n for n, r in rows.items() if "error" in r or ("check" in r and r["check"] != "ok")]
     if bad:
         print("FAILED:", ", ".join(bad))

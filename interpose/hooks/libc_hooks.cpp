@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "engine/host_copier.h"
+#include "interposer/interposer.h"
 
 namespace cmt::hooks {
 namespace {
@@ -73,15 +74,16 @@ __attribute__((constructor(101))) void find_libc_copies() {
 }
 
 // The slow paths, out of line so that the hooks' fast path is a compare and a jump.
+// A thread that opted out (cmt_forward_this_thread) gets libc's copies too.
 __attribute__((noinline)) void* large_memcpy(void* dst, const void* src, std::size_t n) noexcept {
   HostCopier* copier = HostCopier::armed();
-  if (copier && copier->take(dst, src, n, false)) return dst;
+  if (copier && !ThreadOptOut::active() && copier->take(dst, src, n, false)) return dst;
   return g_memcpy(dst, src, n);
 }
 
 __attribute__((noinline)) void* large_memmove(void* dst, const void* src, std::size_t n) noexcept {
   HostCopier* copier = HostCopier::armed();
-  if (copier && copier->take(dst, src, n, true)) return dst;
+  if (copier && !ThreadOptOut::active() && copier->take(dst, src, n, true)) return dst;
   return g_memmove(dst, src, n);
 }
 

@@ -163,8 +163,8 @@ cudaError_t RuntimeHostUnregister(void* p) {
   CMT_DEFINE_EXPORT(name, cmt::hooks::shape<cmt::hooks::Runtime::name>, CMT_SHAPE_##shape)
 CMT_RUNTIME_HOOKS(CMT_EXPORT_RUNTIME_HOOK)
 
-// Every copy this thread makes from now on goes to CUDA untouched (nonzero), or is offered to cmt
-// again (zero); returns the previous setting. For benchmarks that time CUDA's own path and cmt's
+// Every copy this thread makes from now on goes to CUDA (and every memcpy/memmove to libc)
+// untouched (nonzero), or is offered to cmt again (zero); returns the previous setting. For benchmarks that time CUDA's own path and cmt's
 // in one process, and for programs that want CUDA's behaviour on one thread.
 extern "C" __attribute__((visibility("default"))) int cmt_forward_this_thread(int forward) {
   return cmt::ThreadOptOut::set(forward != 0) ? 1 : 0;

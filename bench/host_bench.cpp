@@ -1,0 +1,163 @@
+// cmt-bench-host: the host leg, timed. Two modes:
+//
+//   fill   A program that stages through its own pinned buffer, as safetensors and framework
+//          loaders do: memmove a pageable array into a cudaHostAlloc buffer, then cudaMemcpy that
+//          buffer to the GPU. Timed in one process (under libcmt.so) three ways, rounds alternating:
+//            default  the thread opted out (cmt_forward_this_thread): libc's memmove
+//            cmt      the same memmove, taken by libcmt.so's host copier
+//            dma      the cudaMemcpy alone, from the pinned buffer: the ceiling of the pair
+//          The bytes on the GPU are checked against the source after every pair.
+//   small  memcpy of SIZE bytes (64 by default) in a tight loop through the PLT: nanoseconds per
+//          call. Run with and without libcmt.so preloaded (bench/host_leg.py alternates them).
+//
+// usage: cmt-bench-host fill [--bytes N] [--reps N] [--json FILE]
+//        cmt-bench-host small [--size N] [--calls N]
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "cuda_check.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ForwardFn = int (*)(int);
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int fill(std::size_t bytes, int reps, const std::string& json) {
+  auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
+  if (!forward) {
+    std::fprintf(stderr, "cmt-bench-host fill: run it under libcmt.so (cmt run -- ...)\n");
+    return 2;
+  }
+  std::vector<unsigned char> src(bytes), back(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
+  void* pinned = nullptr;
+  void* dev = nullptr;
+  CMT_CHECK_CUDA(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault));
+  CMT_CHECK_CUDA(cudaMalloc(&dev, bytes));
+  std::memset(pinned, 0, bytes);
+  std::vector<double> t_default, t_cmt, t_dma, m_default, m_cmt;
+  long wrong = 0;
+  auto pair = [&](bool cmt, std::vector<double>& total, std::vector<double>& move) {
+    CMT_CHECK_CUDA(cudaMemset(dev, 0, bytes));
+    CMT_CHECK_CUDA(cudaDeviceSynchronize());
+    forward(cmt ? 0 : 1);
+    auto t0 = Clock::now();
+    std::memmove(pinned, src.data(), bytes);
+    const double m = seconds_since(t0);
+    CMT_CHECK_CUDA(cudaMemcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));
+    const double t = seconds_since(t0);
+    forward(0);
+    total.push_back(t);
+    move.push_back(m);
+    CMT_CHECK_CUDA(cudaMemcpy(back.data(), dev, bytes, cudaMemcpyDeviceToHost));
+    if (std::memcmp(back.data(), src.data(), bytes) != 0) ++wrong;
+  };
+  for (int r = 0; r < reps + 1; ++r) {  // the first round warms up and is dropped
+    std::vector<double> d, c, dm, cm, x;
+    pair(r % 2 == 0, r % 2 == 0 ? c : d, r % 2 == 0 ? cm : dm);
+    pair(r % 2 != 0, r % 2 == 0 ? d : c, r % 2 == 0 ? dm : cm);
+    auto t0 = Clock::now();
+    CMT_CHECK_CUDA(cudaMemcpy(dev, pinned, bytes, cudaMemcpyHostToDevice));
+    x.push_back(seconds_since(t0));
+    if (r == 0) continue;
+    t_default.push_back(d[0]);
+    t_cmt.push_back(c[0]);
+    m_default.push_back(dm[0]);
+    m_cmt.push_back(cm[0]);
+    t_dma.push_back(x[0]);
+  }
+  const double gb = static_cast<double>(bytes) / 1e9;
+  auto spread = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : (v.back() - v.front()) / v[v.size() / 2];
+  };
+  std::printf("memmove %zu MiB into a cudaHostAlloc buffer, then cudaMemcpy to the GPU (%d rounds, "
+              "medians):\n", bytes >> 20, reps);
+  std::printf("  default  pair %.1f GB/s  (memmove %.1f GB/s)\n", gb / median(t_default),
+              gb / median(m_default));
+  std::printf("  cmt      pair %.1f GB/s  (memmove %.1f GB/s)\n", gb / median(t_cmt),
+              gb / median(m_cmt));
+  std::printf("  dma      alone %.1f GB/s (the pair's ceiling)\n", gb / median(t_dma));
+  std::printf("  cmt/default %.2fx, cmt/dma %.2f; wrong %ld\n", median(t_default) / median(t_cmt),
+              median(t_dma) / median(t_cmt), wrong);
+  if (!json.empty()) {
+    FILE* f = std::fopen(json.c_str(), "w");
+    if (!f) return 1;
+    std::fprintf(f,
+                 "{\"bytes\": %zu, \"rounds\": %d, \"default_pair_gbps\": %.2f, "
+                 "\"cmt_pair_gbps\": %.2f, \"dma_gbps\": %.2f, \"default_memmove_gbps\": %.2f, "
+                 "\"cmt_memmove_gbps\": %.2f, \"ratio\": %.3f, \"spread_default\": %.3f, "
+                 "\"spread_cmt\": %.3f, \"wrong\": %ld}\n",
+                 bytes, reps, gb / median(t_default), gb / median(t_cmt), gb / median(t_dma),
+                 gb / median(m_default), gb / median(m_cmt), median(t_default) / median(t_cmt),
+                 spread(t_default), spread(t_cmt), wrong);
+    std::fclose(f);
+  }
+  CMT_CHECK_CUDA(cudaFreeHost(pinned));
+  CMT_CHECK_CUDA(cudaFree(dev));
+  return wrong == 0 ? 0 : 1;
+}
+
+// The size comes from a volatile, so the compiler cannot inline the copy: every call goes
+// through the PLT to whichever memcpy the process bound (libc's, or libcmt.so's hook).
+volatile std::size_t g_size = 64;
+
+int small(std::size_t size, long calls) {
+  g_size = size;
+  std::vector<unsigned char> a(4096), b(4096);
+  for (long i = 0; i < calls / 10; ++i) std::memcpy(b.data(), a.data(), g_size);  // warm
+  auto t0 = Clock::now();
+  for (long i = 0; i < calls; ++i) {
+    std::memcpy(b.data() + (i & 63), a.data() + (i & 127), g_size);
+  }
+  const double s = seconds_since(t0);
+  std::printf("{\"size\": %zu, \"calls\": %ld, \"ns_per_call\": %.3f, \"check\": %d}\n", size,
+              calls, s * 1e9 / static_cast<double>(calls), b[100]);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: cmt-bench-host fill|small [options]\n");
+    return 2;
+  }
+  std::string mode = argv[1], json;
+  std::size_t bytes = 1u << 30, size = 64;
+  int reps = 5;
+  long calls = 200000000;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--bytes") bytes = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--reps") reps = std::atoi(v.c_str());
+    else if (k == "--json") json = v;
+    else if (k == "--size") size = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--calls") calls = std::atol(v.c_str());
+    else {
+      std::fprintf(stderr, "cmt-bench-host: unknown option '%s'\n", k.c_str());
+      return 2;
+    }
+  }
+  if (mode == "fill") return fill(bytes, reps, json);
+  if (mode == "small") return small(size, calls);
+  std::fprintf(stderr, "cmt-bench-host: unknown mode '%s' (expected fill or small)\n", mode.c_str());
+  return 2;
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""The host leg on this machine, side by side, bytes checked:
+
+  fill    cmt-bench-host fill under `cmt run`: memmove of a pageable 1 GiB array into a
+          cudaHostAlloc buffer, then cudaMemcpy to the GPU; libc's memmove (the thread opted out)
+          against cmt's, rounds alternating in one process, and the DMA alone as the ceiling.
+  small   a 64-byte memcpy through the PLT in a tight loop: ns per call without libcmt.so and
+          under `cmt run`, processes alternating.
+  python  a CPU-bound Python program (import torch, small tensor work): seconds without cmt and
+          under `cmt run`, processes alternating.
+
+usage: host_leg.py CMT CMT_BENCH_HOST [--rounds N] [--json FILE]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import machine_meta  # noqa: E402
+
+PYTHON_WORK = """
+import torch
+x = torch.randn(64, 64)
+for _ in range(30000):
+    x = torch.tanh(x @ x.T * 0.01 + 1.0)
+    y = x.clone().view(-1)[:100].tolist()
+"""
+
+
+def spread(v):
+    return (max(v) - min(v)) / statistics.median(v)
+
+
+def main():
+    cmt, bench = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 5
+    doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds)
+
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        p = subprocess.run([cmt, "run", "--", bench, "fill", "--reps", str(rounds), "--json", f.name],
+                           capture_output=True, text=True)
+        print(p.stdout, p.stderr, flush=True)
+        doc["fill"] = json.load(open(f.name)) if p.returncode == 0 else {"error": p.stderr[-500:]}
+
+    small = {"without": [], "with": []}
+    for _ in range(rounds):
+        for mode in ("without", "with"):
+            cmd = [bench, "small", "--calls", "300000000"]
+            if mode == "with":
+                cmd = [cmt, "run", "--"] + cmd
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            small[mode].append(json.loads(out.strip().splitlines()[-1])["ns_per_call"])
+    w, c = statistics.median(small["without"]), statistics.median(small["with"])
+    doc["small"] = {"size": 64, "without_ns": w, "with_ns": c, "overhead": c / w - 1,
+                    "without_runs": small["without"], "with_runs": small["with"]}
+    print(f"64-byte memcpy: {w:.3f} ns without cmt, {c:.3f} ns with ({100 * (c / w - 1):+.1f}%)",
+          flush=True)
+
+    py = {"without": [], "with": []}
+    for _ in range(rounds):
+        for mode in ("without", "with"):
+            cmd = [sys.executable, "-c", PYTHON_WORK]
+            if mode == "with":
+                cmd = [cmt, "run", "--"] + cmd
+            t0 = time.perf_counter()
+            subprocess.run(cmd, check=True)
+            py[mode].append(time.perf_counter() - t0)
+    w, c = statistics.median(py["without"]), statistics.median(py["with"])
+    doc["python"] = {"without_s": w, "with_s": c, "overhead": c / w - 1,
+                     "without_runs": py["without"], "with_runs": py["with"],
+                     "spread_without": spread(py["without"]), "spread_with": spread(py["with"])}
+    print(f"CPU-bound Python: {w:.2f} s without cmt, {c:.2f} s with ({100 * (c / w - 1):+.1f}%)",
+          flush=True)
+    if "--json" in sys.argv:
+        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
+    fill = doc["fill"]
+    return 0 if fill.get("wrong", 1) == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

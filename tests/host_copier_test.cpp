@@ -1,0 +1,138 @@
+// The host leg's engine parts, called directly: the map of CUDA host memory and the host copier's
+// decisions and copies (the libc hooks over them are tested end to end by host_copy.sh).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "engine/host_copier.h"
+#include "engine/host_memory.h"
+
+namespace cmt {
+namespace {
+
+TEST(HostMemoryMap, FindsOverlapsAndForgetsRemovedRanges) {
+  HostMemoryMap map;
+  std::vector<char> a(1000), b(1000);
+  EXPECT_FALSE(map.overlaps(a.data(), a.size()));
+  ASSERT_TRUE(map.add(a.data() + 100, 500));
+  EXPECT_TRUE(map.overlaps(a.data() + 100, 1));
+  EXPECT_TRUE(map.overlaps(a.data() + 599, 1));
+  EXPECT_TRUE(map.overlaps(a.data(), 101));      // ends inside
+  EXPECT_FALSE(map.overlaps(a.data(), 100));     // ends just before
+  EXPECT_FALSE(map.overlaps(a.data() + 600, 1));  // starts just after
+  EXPECT_FALSE(map.overlaps(b.data(), b.size()));
+  ASSERT_TRUE(map.add(a.data() + 100, 10));  // the same base again: the new size
+  EXPECT_FALSE(map.overlaps(a.data() + 200, 1));
+  EXPECT_EQ(map.size(), 1u);
+  map.remove(a.data() + 100);
+  EXPECT_FALSE(map.overlaps(a.data(), a.size()));
+  EXPECT_EQ(map.size(), 0u);
+  EXPECT_FALSE(map.add(nullptr, 10));
+}
+
+TEST(HostMemoryMap, ReusesFreedEntriesAndRefusesPastItsCapacity) {
+  static HostMemoryMap map;  // 64 KiB: not on the stack
+  std::vector<char> arena(HostMemoryMap::kCapacity + 1);
+  for (std::size_t i = 0; i < HostMemoryMap::kCapacity; ++i) ASSERT_TRUE(map.add(&arena[i], 1));
+  EXPECT_FALSE(map.add(&arena[HostMemoryMap::kCapacity], 1));
+  map.remove(&arena[7]);
+  EXPECT_TRUE(map.add(&arena[HostMemoryMap::kCapacity], 1));
+  EXPECT_TRUE(map.overlaps(&arena[HostMemoryMap::kCapacity], 1));
+  EXPECT_FALSE(map.overlaps(&arena[7], 1));
+}
+
+Config host_config(HostCopy mode) {
+  Config c;
+  c.host_copy = mode;
+  c.spin_us = 50;
+  return c;
+}
+
+TEST(HostCopier, CopiesByteExactAtOddSizesAndOffsets) {
+  HostCopier copier(host_config(HostCopy::All), 3, {});
+  std::mt19937_64 rng(5);
+  std::vector<unsigned char> src(40u << 20), dst(40u << 20);
+  for (auto& c : src) c = static_cast<unsigned char>(rng());
+  for (std::size_t n : {std::size_t{1}, std::size_t{4097}, std::size_t{(1u << 20) + 3},
+                        std::size_t{(9u << 20) + 77}, std::size_t{(33u << 20) + 1}}) {
+    const std::size_t so = rng() % 64, d_off = rng() % 64;
+    std::memset(dst.data(), 0, dst.size());
+    ASSERT_TRUE(copier.copy(dst.data() + d_off, src.data() + so, n));
+    EXPECT_EQ(std::memcmp(dst.data() + d_off, src.data() + so, n), 0) << n;
+    if (d_off) {
+      EXPECT_EQ(dst[d_off - 1], 0) << n;
+    }
+    EXPECT_EQ(dst[d_off + n], 0) << n;
+  }
+  EXPECT_EQ(copier.counts().calls, 5u);
+}
+
+TEST(HostCopier, FreshDestinationsArePreparedAndCopiedRight) {
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  const std::size_t n = 32u << 20;
+  std::vector<unsigned char> src(n);
+  for (std::size_t i = 0; i < n; ++i) src[i] = static_cast<unsigned char>(i * 7 + 3);
+  // Never written: as a new buffer from malloc or mmap.
+  std::unique_ptr<unsigned char[]> fresh(new unsigned char[n + 4096]);
+  ASSERT_TRUE(copier.copy(fresh.get() + 1, src.data(), n));
+  EXPECT_EQ(std::memcmp(fresh.get() + 1, src.data(), n), 0);
+}
+
+TEST(HostCopier, TakesOnlyWhatItShould) {
+  if (host_copy_threshold() != std::numeric_limits<std::size_t>::max())
+    GTEST_SKIP() << "a copier is armed in this process";
+  std::vector<char> a(4u << 20), b(4u << 20);
+  HostCopier all(host_config(HostCopy::All), 2, {});
+  HostCopier pinned(host_config(HostCopy::Pinned), 2, {});
+  // Unarmed (the threshold at its maximum, as in a forked child): nothing is taken.
+  EXPECT_FALSE(all.take(b.data(), a.data(), a.size(), false));
+  g_host_copy_threshold.store(1u << 20);
+  EXPECT_TRUE(all.take(b.data(), a.data(), a.size(), false));
+  // memmove with overlapping ranges keeps its meaning through libc.
+  EXPECT_FALSE(all.take(a.data() + 1, a.data(), a.size() - 1, true));
+  EXPECT_TRUE(all.take(b.data(), a.data(), a.size(), true));
+  // pinned: only copies that touch CUDA host memory.
+  EXPECT_FALSE(pinned.take(b.data(), a.data(), a.size(), false));
+  cuda_host_memory().add(b.data(), b.size());
+  EXPECT_TRUE(pinned.take(b.data(), a.data(), a.size(), false));
+  EXPECT_TRUE(pinned.take(a.data(), b.data(), a.size(), false));
+  cuda_host_memory().remove(b.data());
+  EXPECT_FALSE(pinned.take(b.data(), a.data(), a.size(), false));
+  // cmt's own code (a hook, the engine) copies with libc.
+  {
+    HostCopier::InsideCmt inside;
+    EXPECT_FALSE(all.take(b.data(), a.data(), a.size(), false));
+  }
+  g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max());
+}
+
+TEST(HostCopier, ManyThreadsAtOnceEachGetTheirBytes) {
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  std::atomic<long> wrong{0}, declined{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<unsigned char> src(3u << 20), dst(3u << 20);
+      for (int round = 0; round < 30; ++round) {
+        std::memset(src.data(), t * 31 + round, src.size());
+        if (!copier.copy(dst.data(), src.data(), src.size())) {
+          declined.fetch_add(1);  // another thread held the copier: the caller uses libc
+          continue;
+        }
+        if (std::memcmp(dst.data(), src.data(), src.size()) != 0) wrong.fetch_add(1);
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(copier.counts().busy, static_cast<std::uint64_t>(declined.load()));
+  EXPECT_GT(copier.counts().calls, 0u);
+}
+
+}  // namespace
+}  // namespace cmt

@@ -12,6 +12,11 @@
 #              (cmt_copy_s), to see how much of their time the copies are, about 2 minutes
 #   torch      the README's PyTorch table: .to('cuda') and .cpu() of 1 GiB with and without cmt,
 #              built-in defaults, about 1 minute
+#   hostleg    the host leg (bench/host_leg.py): memmove into a cudaHostAlloc buffer then H2D, the
+#              64-byte memcpy hook's cost, a CPU-bound Python program; and safetensors' load with
+#              and without cmt, 3 rounds; about 3 minutes
+#   stress     tests/gpu_stress.sh's 16-thread stress for $CMT_STRESS_SECONDS (default 600), in a
+#              new session so it outlives the call: its log is OUT/stress.txt
 #   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),
 #              built-in defaults, 256 KiB to 1 GiB, 3 rounds in alternating processes, about 3 minutes
 # usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
@@ -66,6 +71,18 @@ for stage in "$@"; do
       CMT_CONFIGS_DIR= timeout 150 python3 "$here/../tests/gpu_framework_test.py" "$build/cmt" torch \
         --require-taken --json "$out/torch.json" > "$out/torch.txt" 2>&1
       tail -4 "$out/torch.txt" ;;
+    hostleg)
+      timeout 200 python3 "$here/host_leg.py" "$build/cmt" "$build/cmt-bench-host" --rounds 5 \
+        --json "$out/host-leg.json" > "$out/host-leg.txt" 2>&1
+      cat "$out/host-leg.txt"
+      timeout 200 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 3 \
+        --only safetensors_load --json "$out/safetensors.json" > "$out/safetensors.txt" 2>&1
+      tail -4 "$out/safetensors.txt" ;;
+    stress)
+      CMT_STATS="$out/stress-stats.json" setsid sh -c "'$build/cmt' run -- '$build/tests/cmt_gpu_stress' \
+        stress ${CMT_STRESS_SECONDS:-600} 16 > '$out/stress.txt' 2>&1; echo exit \$? >> '$out/stress.txt'" \
+        < /dev/null > /dev/null 2>&1 &
+      echo "stress started for ${CMT_STRESS_SECONDS:-600} s: $out/stress.txt" ;;
     versus)
       [ -x "${CMT_VERSUS_BUILD:-}/cmt-bench-copy" ] ||
         { echo "device_check.sh: versus needs CMT_VERSUS_BUILD, a build dir with cmt-bench-copy" >&2; exit 2; }
@@ -74,7 +91,7 @@ for stage in "$@"; do
         after:CMT_CONFIGS_DIR= --json "$out/versus.json" > "$out/versus.txt" 2>&1
       cat "$out/versus.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch, hostleg, stress or versus)" >&2
       exit 2 ;;
   esac
 done

@@ -1,4 +1,5 @@
-// Random memcpy and memmove calls, checked byte for byte, for host_copy.sh: each thread copies
+// memcpy and memmove calls, checked byte for byte, for host_copy.sh. First every size up to 200
+// bytes at every overlap (the hook copies small ones itself). Then random calls: each thread copies
 // between two pageable buffers and a CUDA host (pinned) buffer, at random sizes (1 B to 8 MiB),
 // offsets and directions, memmove also within one buffer with overlapping ranges, and the fortified
 // forms. Every call is repeated on mirror buffers with the C library's own functions (looked up in
@@ -117,6 +118,34 @@ void one_call(Buffers& b, std::mt19937_64& rng, int thread) {
   }
 }
 
+// Every size from 0 to 200 bytes (the hook copies up to 128 itself) at many offsets, memmove with
+// the destination at every shift across the source, memcpy apart: against libc, buffer-wide.
+long small_sizes_wrong() {
+  constexpr std::size_t kArea = 1024;
+  std::vector<unsigned char> real(kArea), mirror(kArea);
+  std::mt19937_64 rng(3);
+  long wrong = 0;
+  for (std::size_t n = 0; n <= 200; ++n) {
+    fill(real.data(), kArea, rng);
+    g_libc_memmove(mirror.data(), real.data(), kArea);
+    for (std::size_t so = 210; so < 242; ++so) {
+      for (long shift = -static_cast<long>(n) - 2; shift <= static_cast<long>(n) + 2; ++shift) {
+        const std::size_t d = static_cast<std::size_t>(static_cast<long>(so) + shift);
+        std::memmove(real.data() + d, real.data() + so, n);
+        g_libc_memmove(mirror.data() + d, mirror.data() + so, n);
+      }
+      std::memcpy(real.data() + so + 400 + n % 7, real.data() + so, n);
+      g_libc_memmove(mirror.data() + so + 400 + n % 7, mirror.data() + so, n);
+      if (std::memcmp(real.data(), mirror.data(), kArea) != 0) {
+        ++wrong;
+        std::fprintf(stderr, "small copies of %zu bytes at %zu differ\n", n, so);
+        g_libc_memmove(real.data(), mirror.data(), kArea);
+      }
+    }
+  }
+  return wrong;
+}
+
 // The signal handler's own copies: into a region of the pinned buffer that nothing else uses.
 unsigned char* g_signal_src = nullptr;
 unsigned char* g_signal_dst = nullptr;
@@ -150,6 +179,10 @@ int main(int argc, char** argv) {
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   g_libc_memmove = libc ? reinterpret_cast<CopyFn>(dlsym(libc, "memmove")) : nullptr;
   if (!g_libc_memmove || cuInit(0) != CUDA_SUCCESS) return 2;
+  if (long wrong = small_sizes_wrong()) {
+    std::fprintf(stderr, "%ld small-size cases differ\n", wrong);
+    return 1;
+  }
 
   std::vector<Buffers> buffers(static_cast<std::size_t>(threads));
   std::mt19937_64 init(seed);

@@ -4,8 +4,9 @@
   fill    cmt-bench-host fill under `cmt run`: memmove of a pageable 1 GiB array into a
           cudaHostAlloc buffer, then cudaMemcpy to the GPU; libc's memmove (the thread opted out)
           against cmt's, rounds alternating in one process, and the DMA alone as the ceiling.
-  small   a 64-byte memcpy through the PLT in a tight loop: ns per call without libcmt.so and
-          under `cmt run`, processes alternating.
+  small   a 64-byte memcpy through the PLT in a tight loop: ns per call without cmt, under
+          `cmt run` (libcmt.so and libcmt-host.so, whose hooks take every memcpy), and under
+          `cmt run` with CMT_HOST_COPY=off (libcmt.so alone); processes alternating.
   python  a CPU-bound Python program (import torch, small tensor work): seconds without cmt and
           under `cmt run`, processes alternating.
 
@@ -46,18 +47,24 @@ def main():
         print(p.stdout, p.stderr, flush=True)
         doc["fill"] = json.load(open(f.name)) if p.returncode == 0 else {"error": p.stderr[-500:]}
 
-    small = {"without": [], "with": []}
+    small = {"without": [], "with": [], "host_off": []}
     for _ in range(rounds):
-        for mode in ("without", "with"):
+        for mode in small:
             cmd = [bench, "small", "--calls", "300000000"]
-            if mode == "with":
+            env = dict(os.environ)
+            if mode != "without":
                 cmd = [cmt, "run", "--"] + cmd
-            out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+            if mode == "host_off":
+                env["CMT_HOST_COPY"] = "off"
+            out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
             small[mode].append(json.loads(out.strip().splitlines()[-1])["ns_per_call"])
-    w, c = statistics.median(small["without"]), statistics.median(small["with"])
+    w, c, o = (statistics.median(small[m]) for m in ("without", "with", "host_off"))
     doc["small"] = {"size": 64, "without_ns": w, "with_ns": c, "overhead": c / w - 1,
-                    "without_runs": small["without"], "with_runs": small["with"]}
-    print(f"64-byte memcpy: {w:.3f} ns without cmt, {c:.3f} ns with ({100 * (c / w - 1):+.1f}%)",
+                    "host_off_ns": o, "host_off_overhead": o / w - 1,
+                    "without_runs": small["without"], "with_runs": small["with"],
+                    "host_off_runs": small["host_off"]}
+    print(f"64-byte memcpy: {w:.3f} ns without cmt, {c:.3f} ns under cmt run "
+          f"({100 * (c / w - 1):+.1f}%), {o:.3f} ns with host copies off ({100 * (o / w - 1):+.1f}%)",
           flush=True)
 
     py = {"without": [], "with": []}

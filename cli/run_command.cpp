@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <algorithm>
 
 #include "config/options.h"
 #include "profile_command.h"
@@ -76,8 +77,16 @@ int run_tool(const std::string& name, const std::vector<std::string>& args) {
   return 126;
 }
 
-std::string preload_value(const std::string& library, const char* existing) {
-  std::string out = library;
+std::string host_library_beside(const std::string& library) {
+  const std::size_t slash = library.find_last_of('/');
+  const std::string path =
+      (slash == std::string::npos ? std::string(".") : library.substr(0, slash)) + "/libcmt-host.so";
+  return is_file(path) ? canonical(path) : std::string();
+}
+
+std::string preload_value(const std::vector<std::string>& libraries, const char* existing) {
+  std::string out;
+  for (const std::string& l : libraries) out += (out.empty() ? "" : ":") + l;
   if (!existing) return out;
   // LD_PRELOAD entries are separated by spaces or colons.
   std::string item;
@@ -86,9 +95,14 @@ std::string preload_value(const std::string& library, const char* existing) {
     std::stringstream words(item);
     std::string word;
     while (words >> word)
-      if (word != library) out += ":" + word;
+      if (std::find(libraries.begin(), libraries.end(), word) == libraries.end())
+        out += ":" + word;
   }
   return out;
+}
+
+std::string preload_value(const std::string& library, const char* existing) {
+  return preload_value(std::vector<std::string>{library}, existing);
 }
 
 int run_command(const std::vector<std::string>& command, bool verbose) {
@@ -102,10 +116,21 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
     std::fprintf(stderr, "cmt run: %s\n", why.c_str());
     return 2;
   }
-  const std::string preload = preload_value(library, std::getenv("LD_PRELOAD"));
+  // libcmt-host.so (the memcpy hooks) only where host copies are on: elsewhere not even their
+  // size test is paid.
+  LoadedConfiguration loaded = load_configuration("", read_fingerprint());
+  std::vector<std::string> libraries = {library};
+  if (loaded.config.host_copy != HostCopy::Off && !loaded.config.disable) {
+    const std::string host = host_library_beside(library);
+    if (!host.empty())
+      libraries.push_back(host);
+    else
+      std::fprintf(stderr, "cmt run: libcmt-host.so is not beside %s: no host copies\n",
+                   library.c_str());
+  }
+  const std::string preload = preload_value(libraries, std::getenv("LD_PRELOAD"));
   setenv("LD_PRELOAD", preload.c_str(), 1);
   if (verbose) {
-    LoadedConfiguration loaded = load_configuration("", read_fingerprint());
     if (!loaded.machine_profile.empty())
       std::fprintf(stderr, "cmt run: this machine's profile: %s\n", loaded.machine_profile.c_str());
     if (!loaded.shared_profile.empty())

@@ -11,7 +11,12 @@ namespace cmt::cli {
 // `*why` saying what was looked for, if there is none (or CMT_LIBRARY names no readable file).
 std::string find_library(std::string* why);
 
-// LD_PRELOAD for the child: libcmt.so first, any value already set kept after it (once).
+// libcmt-host.so (the memcpy hooks of the host leg) beside `library`, or "" if there is none.
+std::string host_library_beside(const std::string& library);
+
+// LD_PRELOAD for the child: cmt's libraries first (libcmt.so, then libcmt-host.so where host
+// copies are on), any value already set kept after them (once each).
+std::string preload_value(const std::vector<std::string>& libraries, const char* existing);
 std::string preload_value(const std::string& library, const char* existing);
 
 // Execs one of cmt's own programs (found like libcmt.so) with `args`; returns only on failure.

@@ -3,9 +3,13 @@
 # nothing else, unversioned; among them the hooks every program needs and never a legacy 32-bit
 # driver entry; and it pulls no CUDA runtime, spdlog, fmt, hwloc or numa shared library into the
 # host process; and it is never unmapped (-z nodelete), since its copy threads outlive a dlclose.
+# libcmt-host.so, the memcpy hooks' own preload, exports exactly its map's names and needs libc
+# alone.
 set -eu
 lib=$1
 map=$2
+hostlib=${3:-}
+hostmap=${4:-}
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
 expected=$(sed -n '/global:/,/local:/p' "$map" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
   grep -vx 'global\|local' | sort | tr '\n' ' ')
@@ -31,4 +35,15 @@ needed=$(readelf -d "$lib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' 
 for bad in cudart spdlog fmt hwloc numa cuda; do
   case "$needed" in *lib$bad*) echo "FAIL: libcmt.so needs lib$bad ($needed)"; exit 1;; esac
 done
+if [ -n "$hostlib" ]; then
+  host_exported=$(nm -D --defined-only "$hostlib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
+  host_expected=$(sed -n '/global:/,/local:/p' "$hostmap" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
+    grep -vx 'global\|local' | sort | tr '\n' ' ')
+  [ "$host_exported" = "$host_expected" ] ||
+    { echo "FAIL: libcmt-host.so exports [$host_exported], its map names [$host_expected]"; exit 1; }
+  host_needed=$(readelf -d "$hostlib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
+  [ "$host_needed" = "libc.so.6 " ] || { echo "FAIL: libcmt-host.so needs [$host_needed]"; exit 1; }
+  readelf -d "$hostlib" | grep -q "FLAGS_1.*NODELETE" || { echo "FAIL: libcmt-host.so is not -z nodelete"; exit 1; }
+  echo "ok: libcmt-host.so exports [$host_exported]; needs [$host_needed]"
+fi
 echo "ok: exports [$exported]; needs [$needed]"

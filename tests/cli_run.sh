@@ -9,8 +9,12 @@ check() { # name, condition result
 }
 "$cmt" run -- sh -c 'exit 3'; check "exit status 3 passes through" $(( $? != 3 ))
 out=$(LD_PRELOAD=/nonexistent/keep.so "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
-case "$out" in */libcmt.so:/nonexistent/keep.so) r=0;; *) r=1;; esac
-check "LD_PRELOAD is libcmt.so then the old value (got [$out])" $r
+case "$out" in */libcmt.so:*/libcmt-host.so:/nonexistent/keep.so) r=0;; *) r=1;; esac
+check "LD_PRELOAD is libcmt.so, libcmt-host.so, then the old value (got [$out])" $r
+# Host copies off: the memcpy hooks (libcmt-host.so) are not loaded at all.
+out=$(CMT_HOST_COPY=off "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+case "$out" in */libcmt.so) r=0;; *) r=1;; esac
+check "with CMT_HOST_COPY=off LD_PRELOAD is libcmt.so alone (got [$out])" $r
 "$cmt" run -- sh -c 'kill -TERM $$'; rc=$?
 check "a signal passes through (rc=$rc, want 143)" $(( rc != 143 ))
 "$cmt" run -- /nonexistent/program 2>/tmp/cmt_cli_err.$$; rc=$?

@@ -1,21 +1,22 @@
 #!/bin/bash
 # The host leg on a CPU machine: host_copy_app's random memcpy/memmove calls (odd sizes and
 # alignments, overlapping memmoves, fortified forms, a signal handler's copies, a forked child's)
-# under libcmt.so, checked byte for byte against libc; with host_copy = pinned (only copies that
-# touch CUDA host memory are taken, and all of those are), all (every large one, from several
-# threads at once) and off (none).
+# under libcmt.so and libcmt-host.so, checked byte for byte against libc; with host_copy = pinned
+# (only copies that touch CUDA host memory are taken, and all of those are), all (every large one,
+# from several threads at once) and off (none); and with libcmt.so alone (none).
 set -u
 lib=$1
-app=$2
+hostlib=$2
+app=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 threshold=65536
 fails=0
 
-# run NAME MODE THREADS CALLS
+# run NAME MODE THREADS CALLS [PRELOAD]
 run() {
-  local name=$1 mode=$2 threads=$3 calls=$4
-  CMT_HOST_COPY=$mode CMT_HOST_COPY_THRESHOLD=64K LD_PRELOAD=$lib CMT_STATS=$tmp/$name.json \
+  local name=$1 mode=$2 threads=$3 calls=$4 preload=${5:-$lib:$hostlib}
+  CMT_HOST_COPY=$mode CMT_HOST_COPY_THRESHOLD=64K LD_PRELOAD=$preload CMT_STATS=$tmp/$name.json \
     CMT_LOG=error timeout 300 "$app" "$threads" "$calls" 11 "$threshold" > "$tmp/$name.out" 2> "$tmp/$name.err"
   local rc=$?
   if [ "$rc" -ne 0 ]; then
@@ -32,7 +33,9 @@ offered = h["calls"] + h["declined_busy"]
 line = (f"{name}: {r['calls']} calls ({r['large']} large, {r['large_pinned']} touching pinned memory), "
         f"{r['signal_copies']} in a signal handler, 0 wrong; cmt took {h['calls']} "
         f"({h['bytes'] / 2**30:.2f} GiB, {h['gbps']} GB/s), {h['declined_busy']} left to libc while busy")
-if mode == "pinned":
+if name == "nohooks":
+    ok = h["calls"] == 0  # armed or not: without libcmt-host.so no memcpy reaches cmt
+elif mode == "pinned":
     # Every large call that touches pinned memory is offered; the handler's are too, unless the
     # signal arrived during one of cmt's copies on that thread (then libc makes it, uncounted).
     ok = h["armed"] and h["calls"] > 0 and r["large_pinned"] <= offered <= r["large_pinned"] + r["signal_copies"]
@@ -48,6 +51,8 @@ PY
 run pinned pinned 1 3000
 run all_threads all 4 1500
 run off off 1 500
+# libcmt.so alone (as a plain LD_PRELOAD of it, or `cmt run` with host copies off): libc copies.
+run nohooks pinned 1 500 "$lib"
 # And without cmt, the program itself passes.
 "$app" 1 200 11 "$threshold" > /dev/null || { echo "FAIL: the program fails without cmt"; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] || { echo "FAIL: $fails run(s)"; exit 1; }

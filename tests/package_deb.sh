@@ -13,14 +13,15 @@ fail() { echo "FAIL: $*"; exit 1; }
 deb=$(ls "$tmp"/out/*.deb)
 dpkg-deb -x "$deb" "$tmp/root" || fail "dpkg-deb -x $deb"
 cmt=$tmp/root/usr/bin/cmt
-for f in usr/bin/cmt usr/lib/cmt/libcmt.so usr/lib/cmt/cmt-bench-copy usr/share/cmt/configs/README.md; do
+for f in usr/bin/cmt usr/lib/cmt/libcmt.so usr/lib/cmt/libcmt-host.so usr/lib/cmt/cmt-bench-copy usr/share/cmt/configs/README.md; do
   [ -e "$tmp/root/$f" ] || fail "the package lacks /$f"
 done
 ls "$tmp"/root/usr/share/cmt/configs/*.toml > /dev/null 2>&1 || fail "the package has no shared profile"
 env -u CMT_LIBRARY -u CMT_CONFIGS_DIR "$cmt" run -- true || fail "cmt run -- true exited $?"
 env -u CMT_LIBRARY "$cmt" run -- sh -c 'exit 3'; [ $? -eq 3 ] || fail "cmt run did not pass on the exit status"
 env -u CMT_LIBRARY PATH="$tmp/root/usr/bin:$PATH" cmt run -- sh -c 'echo "$LD_PRELOAD"' > "$tmp/preload" 2>&1
-grep -qx "$(realpath "$tmp/root/usr/lib/cmt/libcmt.so")" "$tmp/preload" || fail "LD_PRELOAD was $(cat "$tmp/preload")"
+grep -qx "$(realpath "$tmp/root/usr/lib/cmt/libcmt.so"):$(realpath "$tmp/root/usr/lib/cmt/libcmt-host.so")" "$tmp/preload" ||
+  fail "LD_PRELOAD was $(cat "$tmp/preload")"
 # From PATH, as an installed cmt runs: it must still find where it lies.
 env -u CMT_CONFIGS_DIR -u CMT_PROFILE PATH="$tmp/root/usr/bin:$PATH" cmt profile show > "$tmp/show" 2>&1 ||
   { cat "$tmp/show"; fail "cmt profile show"; }

@@ -58,12 +58,20 @@
   X(cuMemHostUnregister, HostUnregister, 0)
 
 /* Exported, written by hand: the C library's dlsym (hooks/dlsym_hook.cpp, x86-64 assembly around
-   a C++ decision), its copies (hooks/libc_hooks.cpp: the host leg) and cmt's own function
-   (hooks/runtime_hooks.cpp). X(name) */
-#define CMT_OTHER_EXPORTS(X) \
-  X(dlsym)                   \
-  X(memcpy)                  \
-  X(memmove)                 \
-  X(__memcpy_chk)            \
-  X(__memmove_chk)           \
-  X(cmt_forward_this_thread)
+   a C++ decision), cmt's own function (hooks/runtime_hooks.cpp), and what libcmt-host.so asks of
+   this library (hooks/host_copy_api.cpp). X(name) */
+#define CMT_OTHER_EXPORTS(X)  \
+  X(dlsym)                    \
+  X(cmt_forward_this_thread)  \
+  X(cmt_host_copy)            \
+  X(cmt_host_copy_threshold)
+
+/* libcmt-host.so, the second, small preload (hooks/libc_hooks.cpp, its version script
+   libcmt-host.map): the C library's copies, for the host leg. A library of its own because even a
+   hook that only compares a size costs a tight loop of 64-byte memcpy calls measurably, so it is
+   loaded only where host copies are on (`cmt run` adds it unless host_copy is off). X(name) */
+#define CMT_HOST_LIBRARY_EXPORTS(X) \
+  X(memcpy)                         \
+  X(memmove)                        \
+  X(__memcpy_chk)                   \
+  X(__memmove_chk)

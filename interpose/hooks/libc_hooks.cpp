@@ -1,5 +1,7 @@
-// Hooks of the C library's copies: memcpy, memmove and their fortified forms (hook_table.h's
-// CMT_OTHER_EXPORTS). Most calls are tiny, and the hook must cost them next to nothing: up to 128
+// libcmt-host.so: hooks of the C library's copies, memcpy, memmove and their fortified forms
+// (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where host copies are on.
+// It holds no state: the threshold and the copy come from libcmt.so (hooks/host_copy_api.cpp),
+// found once with dlsym; without libcmt.so every call goes to libc. Most calls are tiny, and the hook must cost them next to nothing: up to 128
 // bytes it copies them itself, with overlapping vector loads and stores as libc does (jumping on
 // to libc's function from here cost 50% more per 64-byte call on the H200's host); a call below
 // host_copy_threshold() (every call until a copier is armed) jumps straight to libc's own
@@ -17,8 +19,8 @@
 #include <immintrin.h>
 #endif
 
-#include "engine/host_copier.h"
-#include "interposer/interposer.h"
+#include <atomic>
+#include <limits>
 
 namespace cmt::hooks {
 namespace {
@@ -53,6 +55,13 @@ void* early_move(void* dst, const void* src, std::size_t n) noexcept {
 void* early_checked_move(void* dst, const void* src, std::size_t n, std::size_t) noexcept {
   return early_move(dst, src, n);
 }
+
+// libcmt.so's side (hooks/host_copy_api.cpp): until found, no copy is large enough to offer.
+using HostCopyFn = int (*)(void*, const void*, std::size_t, int) noexcept;
+using ThresholdFn = const std::atomic<std::size_t>* (*)() noexcept;
+const std::atomic<std::size_t> kNever{std::numeric_limits<std::size_t>::max()};
+const std::atomic<std::size_t>* g_threshold = &kNever;
+HostCopyFn g_host_copy = nullptr;
 
 CopyFn g_memcpy = early_move;
 CopyFn g_memmove = early_move;
@@ -195,20 +204,28 @@ __attribute__((constructor(101))) void find_libc_copies() {
   find(&g_memcpy_chk, "__memcpy_chk", "GLIBC_2.17");
   find(&g_memmove_chk, "__memmove_chk", "GLIBC_2.17");
 #endif
+  // libcmt.so is preloaded before this library, so it is loaded (if it is) by now.
+  auto threshold = reinterpret_cast<ThresholdFn>(dlsym(RTLD_DEFAULT, "cmt_host_copy_threshold"));
+  auto copy = reinterpret_cast<HostCopyFn>(dlsym(RTLD_DEFAULT, "cmt_host_copy"));
+  if (threshold && copy) {
+    g_host_copy = copy;
+    g_threshold = threshold();
+  }
 }
 
 // The slow paths, out of line so that the hooks' fast path is a compare and a jump.
-// A thread that opted out (cmt_forward_this_thread) gets libc's copies too.
 __attribute__((noinline)) void* large_memcpy(void* dst, const void* src, std::size_t n) noexcept {
-  HostCopier* copier = HostCopier::armed();
-  if (copier && !ThreadOptOut::active() && copier->take(dst, src, n, false)) return dst;
+  if (g_host_copy && g_host_copy(dst, src, n, 0)) return dst;
   return g_memcpy(dst, src, n);
 }
 
 __attribute__((noinline)) void* large_memmove(void* dst, const void* src, std::size_t n) noexcept {
-  HostCopier* copier = HostCopier::armed();
-  if (copier && !ThreadOptOut::active() && copier->take(dst, src, n, true)) return dst;
+  if (g_host_copy && g_host_copy(dst, src, n, 1)) return dst;
   return g_memmove(dst, src, n);
+}
+
+inline std::size_t host_copy_threshold() {
+  return g_threshold->load(std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -219,14 +236,14 @@ __attribute__((noinline)) void* large_memmove(void* dst, const void* src, std::s
 CMT_LIBC_EXPORT void* memcpy(void* dst, const void* src, std::size_t n) noexcept {
   using namespace cmt::hooks;
   if (n <= kSmallLimit) return small(dst, src, n);
-  if (__builtin_expect(n < cmt::host_copy_threshold(), 1)) return g_memcpy(dst, src, n);
+  if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memcpy(dst, src, n);
   return large_memcpy(dst, src, n);
 }
 
 CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) noexcept {
   using namespace cmt::hooks;
   if (n <= kSmallLimit) return small(dst, src, n);
-  if (__builtin_expect(n < cmt::host_copy_threshold(), 1)) return g_memmove(dst, src, n);
+  if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memmove(dst, src, n);
   return large_memmove(dst, src, n);
 }
 
@@ -235,7 +252,7 @@ CMT_LIBC_EXPORT void* __memcpy_chk(void* dst, const void* src, std::size_t n,
                                    std::size_t room) noexcept {
   using namespace cmt::hooks;
   if (n <= kSmallLimit && n <= room) return small(dst, src, n);
-  if (__builtin_expect(n < cmt::host_copy_threshold(), 1) || n > room)
+  if (__builtin_expect(n < host_copy_threshold(), 1) || n > room)
     return g_memcpy_chk(dst, src, n, room);
   return large_memcpy(dst, src, n);
 }
@@ -244,7 +261,7 @@ CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
                                     std::size_t room) noexcept {
   using namespace cmt::hooks;
   if (n <= kSmallLimit && n <= room) return small(dst, src, n);
-  if (__builtin_expect(n < cmt::host_copy_threshold(), 1) || n > room)
+  if (__builtin_expect(n < host_copy_threshold(), 1) || n > room)
     return g_memmove_chk(dst, src, n, room);
   return large_memmove(dst, src, n);
 }

@@ -222,7 +222,7 @@ std::vector<OptionSpec> build_table() {
       "Which large memcpy and memmove calls run on cmt's copy threads: pinned, those into or out "
       "of CUDA host memory (cudaHostAlloc, cudaHostRegister and the driver's forms: a library "
       "filling its own pinned staging buffer); all, every one, from the program's first CUDA "
-      "call on; off, none (libc copies them all).",
+      "call on; off, none, and cmt run then leaves libcmt-host.so (the memcpy hooks) out.",
       &Config::host_copy, {HostCopy::Pinned, HostCopy::All, HostCopy::Off}, host_copy_name));
   t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, false,
                           "memcpy and memmove calls smaller than this go straight to libc.",

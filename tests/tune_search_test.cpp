@@ -5,7 +5,10 @@
 // them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
+#include <string>
 #include <cmath>
 #include <vector>
 
@@ -173,6 +176,29 @@ TEST(TuneSearch, GridVisitsEveryPointAndKeepsTheBest) {
   EXPECT_EQ(calls, 3 * 3 * 2 * 3);
   EXPECT_EQ(r.config.chunk_bytes, std::size_t{4} << 20);
   EXPECT_EQ(r.config.h2d_method, CopyMethod::Streaming);
+}
+
+}  // namespace
+}  // namespace cmt
+
+namespace cmt {
+namespace {
+
+// The host leg's threshold is measured on this machine's CPU alone: one of the sizes tried, or
+// 64 MiB where the copy threads never win, with the measurements in a note.
+TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {
+  Config config;
+  config.threads = 2;
+  config.spin_us = 50;
+  std::vector<std::string> notes;
+  const std::size_t t = pick_host_copy_threshold(config, {}, &notes);
+  const std::vector<std::size_t> allowed = {256u << 10, 512u << 10, 1u << 20, 2u << 20,
+                                            4u << 20,   8u << 20,   16u << 20, 64u << 20};
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), t), allowed.end()) << t;
+  ASSERT_EQ(notes.size(), 1u);
+  std::printf("%s\n", notes[0].c_str());
+  EXPECT_NE(notes[0].find("host_copy_threshold: threads/libc at 16M"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("-> " + format_byte_size(t)), std::string::npos) << notes[0];
 }
 
 }  // namespace

@@ -7,9 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
 
+#include "engine/host_copier.h"
 #include "memcpy_scaling.h"
 
 namespace cmt {
@@ -536,6 +538,47 @@ std::size_t pick_threshold(CopyBench& bench, const Config& config,
     }
     if (!wins) break;  // from the largest size down: stop at the first size where cmt loses
     threshold = *it;
+  }
+  if (notes) notes->push_back(line + " -> " + format_byte_size(threshold));
+  return threshold;
+}
+
+std::size_t pick_host_copy_threshold(const Config& config, const std::vector<int>& cpus,
+                                     std::vector<std::string>* notes) {
+  const std::size_t sizes[] = {256 * kKiB, 512 * kKiB, 1 * kMiB, 2 * kMiB,
+                               4 * kMiB,   8 * kMiB,   16 * kMiB};
+  std::size_t threshold = 64 * kMiB;  // if the copier never wins below this, from 64 MiB on
+  std::string line = "host_copy_threshold: threads/libc at";
+  try {
+    Config c = config;
+    c.host_copy = HostCopy::All;
+    const unsigned threads = c.threads ? c.threads : auto_threads(cpus.size());
+    HostCopier copier(c, threads, cpus);
+    const std::size_t most = sizes[std::size(sizes) - 1];
+    std::vector<char> src(most, 1), dst(most, 2);  // written: faulted in, as a reused buffer is
+    auto best_of = [](int reps, const std::function<void()>& copy) {
+      double best = 1e30;
+      for (int r = 0; r < reps; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        copy();
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                                  .count());
+      }
+      return best;
+    };
+    for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
+      const std::size_t n = *it;
+      const int reps = static_cast<int>(std::max<std::size_t>(5, (64 * kMiB) / n));
+      const double libc = best_of(reps, [&] { std::memcpy(dst.data(), src.data(), n); });
+      const double ours = best_of(reps, [&] { copier.copy(dst.data(), src.data(), n); });
+      char buf[48];
+      std::snprintf(buf, sizeof(buf), " %s %.2f;", format_byte_size(n).c_str(), libc / ours);
+      line += buf;
+      if (libc / ours < 1.2) break;  // from the largest size down: stop where it stops winning
+      threshold = n;
+    }
+  } catch (...) {
+    line += " the copy threads could not start;";
   }
   if (notes) notes->push_back(line + " -> " + format_byte_size(threshold));
   return threshold;

@@ -111,4 +111,10 @@ TuneResult confirm_against_builtin(const ScoreFn& score, const TuneResult& chose
 // `config`'s other knobs; at least 256 KiB.
 std::size_t pick_threshold(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
 
+// The host leg's threshold: from the largest size down, the smallest at which memcpy on a host
+// copier of `config` (threads on `cpus`) beats one thread's libc memcpy by 20%, measured between
+// two pageable buffers already faulted in; 64 MiB if it never does. No GPU needed.
+std::size_t pick_host_copy_threshold(const Config& config, const std::vector<int>& cpus,
+                                     std::vector<std::string>* notes);
+
 }  // namespace cmt

@@ -120,7 +120,10 @@ void Interposer::host_memory_added(void* p, std::size_t bytes) noexcept {
 }
 
 void Interposer::host_memory_removed(void* p) noexcept {
-  cuda_host_memory().remove(p);
+  try {
+    cuda_host_memory().remove(p);  // takes the map's writer lock
+  } catch (...) {
+  }
 }
 
 namespace {

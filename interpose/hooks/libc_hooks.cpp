@@ -1,26 +1,26 @@
 // libcmt-host.so: hooks of the C library's copies, memcpy, memmove and their fortified forms
 // (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where host copies are on.
 // It holds no state: the threshold and the copy come from libcmt.so (hooks/host_copy_api.cpp),
-// found once with dlsym; without libcmt.so every call goes to libc. Most calls are tiny, and the hook must cost them next to nothing: up to 128
-// bytes it copies them itself, with overlapping vector loads and stores as libc does (jumping on
-// to libc's function from here cost 50% more per 64-byte call on the H200's host); a call below
-// host_copy_threshold() (every call until a copier is armed) jumps straight to libc's own
-// function. Larger ones are offered to the host copier (engine/host_copier.h), which declines
-// whatever it should not take.
+// found once with dlsym; without libcmt.so every call goes to libc.
+//
+// Most calls are tiny, and the hook must cost them next to nothing: up to 128 bytes it copies
+// them itself, with overlapping vector loads and stores as libc does, rather than jumping on to
+// libc; a call below host_copy_threshold() (every call until a copier is armed) jumps straight to
+// libc's own function. Larger ones are offered to the host copier (engine/host_copier.h), which
+// declines whatever it should not take.
 //
 // libc's functions are found once, in a constructor, with dlvsym (which cmt does not hook). A call
 // made before that, by a library initialised earlier, is copied by a plain byte loop here.
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
-
-#include <atomic>
-#include <limits>
 
 namespace cmt::hooks {
 namespace {

@@ -116,11 +116,12 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
     std::fprintf(stderr, "cmt run: %s\n", why.c_str());
     return 2;
   }
-  // libcmt-host.so (the memcpy hooks) only where host copies are on: elsewhere not even their
-  // size test is paid.
+  // libcmt-host.so (the memcpy and memset hooks) only where host copies or fills are on:
+  // elsewhere not even their size test is paid.
   LoadedConfiguration loaded = load_configuration("", read_fingerprint());
   std::vector<std::string> libraries = {library};
-  if (loaded.config.host_copy != HostCopy::Off && !loaded.config.disable) {
+  if ((loaded.config.host_copy != HostCopy::Off || loaded.config.host_fill != HostFill::Off) &&
+      !loaded.config.disable) {
     const std::string host = host_library_beside(library);
     if (!host.empty())
       libraries.push_back(host);

@@ -11,10 +11,14 @@ check() { # name, condition result
 out=$(LD_PRELOAD=/nonexistent/keep.so "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
 case "$out" in */libcmt.so:*/libcmt-host.so:/nonexistent/keep.so) r=0;; *) r=1;; esac
 check "LD_PRELOAD is libcmt.so, libcmt-host.so, then the old value (got [$out])" $r
-# Host copies off: the memcpy hooks (libcmt-host.so) are not loaded at all.
-out=$(CMT_HOST_COPY=off "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+# Host copies and fills off: their hooks (libcmt-host.so) are not loaded at all; either one on
+# loads them.
+out=$(CMT_HOST_COPY=off CMT_HOST_FILL=off "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
 case "$out" in */libcmt.so) r=0;; *) r=1;; esac
-check "with CMT_HOST_COPY=off LD_PRELOAD is libcmt.so alone (got [$out])" $r
+check "with host copies and fills off LD_PRELOAD is libcmt.so alone (got [$out])" $r
+out=$(CMT_HOST_COPY=off "$cmt" run -- sh -c 'echo "$LD_PRELOAD"' 2>/dev/null)
+case "$out" in */libcmt.so:*/libcmt-host.so) r=0;; *) r=1;; esac
+check "with fills on libcmt-host.so is loaded (got [$out])" $r
 "$cmt" run -- sh -c 'kill -TERM $$'; rc=$?
 check "a signal passes through (rc=$rc, want 143)" $(( rc != 143 ))
 "$cmt" run -- /nonexistent/program 2>/tmp/cmt_cli_err.$$; rc=$?

@@ -2,6 +2,7 @@
 // decisions and copies (the libc hooks over them are tested end to end by host_copy.sh).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <limits>
@@ -132,6 +133,46 @@ TEST(HostCopier, ManyThreadsAtOnceEachGetTheirBytes) {
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(copier.counts().busy, static_cast<std::uint64_t>(declined.load()));
   EXPECT_GT(copier.counts().calls, 0u);
+}
+
+TEST(HostCopier, FillsByteExactAndTakesOnlyWhatItShould) {
+  if (g_host_fill_threshold.load() != std::numeric_limits<std::size_t>::max())
+    GTEST_SKIP() << "a copier is armed in this process";
+  Config c = host_config(HostCopy::Off);
+  c.host_fill = HostFill::Fresh;
+  HostCopier fresh_only(c, 2, {});
+  c.host_fill = HostFill::All;
+  HostCopier all(c, 2, {});
+  const std::size_t n = (16u << 20) + 5;
+  std::vector<unsigned char> written(n + 2, 7);
+  // Unarmed: nothing is taken.
+  EXPECT_FALSE(all.take_fill(written.data() + 1, 0, n));
+  g_host_fill_threshold.store(1u << 20);
+  // fresh: a buffer already written is libc's; all: taken, byte-exact, the ends untouched.
+  EXPECT_FALSE(fresh_only.take_fill(written.data() + 1, 0, n));
+  ASSERT_TRUE(all.take_fill(written.data() + 1, 0x5A, n));
+  EXPECT_EQ(written[0], 7);
+  EXPECT_EQ(written[n + 1], 7);
+  EXPECT_EQ(std::count(written.begin() + 1, written.begin() + 1 + static_cast<long>(n), 0x5A),
+            static_cast<long>(n));
+  // A new buffer (no page of it touched yet) is taken in fresh mode, where the kernel can populate.
+  std::unique_ptr<unsigned char[]> fresh(new unsigned char[n]);
+  if (fresh_only.take_fill(fresh.get(), 0, n)) {
+    EXPECT_EQ(std::count(fresh.get(), fresh.get() + n, 0), static_cast<long>(n));
+    EXPECT_GT(fresh_only.counts().fill_fresh_bytes, 0u);
+  }
+  // cmt's own code fills with libc.
+  {
+    HostCopier::InsideCmt inside;
+    EXPECT_FALSE(all.take_fill(written.data(), 1, n));
+  }
+  // The copy side is off in these copiers: copies are never taken.
+  g_host_copy_threshold.store(1u << 20);
+  EXPECT_FALSE(all.take(written.data(), written.data() + n / 2, n / 4, false));
+  g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max());
+  g_host_fill_threshold.store(std::numeric_limits<std::size_t>::max());
+  EXPECT_EQ(all.counts().fill_calls, 1u);
+  EXPECT_EQ(all.counts().fill_bytes, n);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #!/bin/bash
-# The host leg on a CPU machine: host_copy_app's random memcpy/memmove calls (odd sizes and
-# alignments, overlapping memmoves, fortified forms, a signal handler's copies, a forked child's)
+# The host leg on a CPU machine: host_copy_app's random memcpy/memmove/memset calls (odd sizes and
+# alignments, overlapping memmoves, fortified forms, a signal handler's copies, a forked child's,
+# fills of new memory)
 # under libcmt.so and libcmt-host.so, checked byte for byte against libc; with host_copy = pinned
 # (only copies that touch CUDA host memory are taken, and all of those are), all (every large one,
 # from several threads at once) and off (none); and with libcmt.so alone (none).
@@ -13,19 +14,20 @@ trap 'rm -rf "$tmp"' EXIT
 threshold=65536
 fails=0
 
-# run NAME MODE THREADS CALLS [PRELOAD]
+# run NAME MODE FILL_MODE THREADS CALLS [PRELOAD]
 run() {
-  local name=$1 mode=$2 threads=$3 calls=$4 preload=${5:-$lib:$hostlib}
-  CMT_HOST_COPY=$mode CMT_HOST_COPY_THRESHOLD=64K LD_PRELOAD=$preload CMT_STATS=$tmp/$name.json \
+  local name=$1 mode=$2 fill=$3 threads=$4 calls=$5 preload=${6:-$lib:$hostlib}
+  CMT_HOST_COPY=$mode CMT_HOST_COPY_THRESHOLD=64K CMT_HOST_FILL=$fill CMT_HOST_FILL_THRESHOLD=1M \
+    LD_PRELOAD=$preload CMT_STATS=$tmp/$name.json \
     CMT_LOG=error timeout 300 "$app" "$threads" "$calls" 11 "$threshold" > "$tmp/$name.out" 2> "$tmp/$name.err"
   local rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "FAIL $name: exit $rc"; cat "$tmp/$name.out"; head -20 "$tmp/$name.err"
     fails=$((fails + 1)); return
   fi
-  python3 - "$name" "$mode" "$tmp/$name.out" "$tmp/$name.json" <<'PY' || fails=$((fails + 1))
+  python3 - "$name" "$mode" "$fill" "$tmp/$name.out" "$tmp/$name.json" <<'PY' || fails=$((fails + 1))
 import json, sys
-name, mode, out, stats = sys.argv[1:]
+name, mode, fill, out, stats = sys.argv[1:]
 w = open(out).read().split()
 r = {w[i]: int(w[i + 1]) for i in range(0, len(w) - 1, 2)}
 h = json.load(open(stats))["host_copies"]
@@ -43,16 +45,27 @@ elif mode == "all":
     ok = h["armed"] and h["calls"] > 0 and offered >= r["large"]
 else:
     ok = not h["armed"] and h["calls"] == 0
+f = h["fills"]
+line += (f"; {r['fills']} memsets ({r['large_fills']} large, {r['fresh_fills']} into new memory), "
+         f"cmt took {f['calls']} ({f['bytes'] / 2**30:.2f} GiB, {f['gbps']} GB/s)")
+if name == "nohooks" or fill == "off":
+    ok = ok and f["calls"] == 0
+elif fill == "fresh":
+    # The new mappings' fills, and none of the others (their buffers are all written): unless
+    # another job held the threads.
+    ok = ok and 0 < f["calls"] <= r["fresh_fills"]
+else:
+    ok = ok and f["calls"] > 0
 print(("ok   " if ok else "FAIL ") + line)
 sys.exit(0 if ok else 1)
 PY
 }
 
-run pinned pinned 1 3000
-run all_threads all 4 1500
-run off off 1 500
+run pinned pinned fresh 1 3000
+run all_threads all all 4 1500
+run off off off 1 500
 # libcmt.so alone (as a plain LD_PRELOAD of it, or `cmt run` with host copies off): libc copies.
-run nohooks pinned 1 500 "$lib"
+run nohooks pinned fresh 1 500 "$lib"
 # And without cmt, the program itself passes.
 "$app" 1 200 11 "$threshold" > /dev/null || { echo "FAIL: the program fails without cmt"; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] || { echo "FAIL: $fails run(s)"; exit 1; }

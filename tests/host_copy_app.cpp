@@ -1,5 +1,6 @@
-// memcpy and memmove calls, checked byte for byte, for host_copy.sh. First every size up to 200
-// bytes at every overlap (the hook copies small ones itself). Then random calls: each thread copies
+// memcpy, memmove and memset calls, checked byte for byte, for host_copy.sh. First every size up
+// to 200 bytes at every overlap (the hook copies small ones itself), every memset size to 200, and
+// fills of new 16 MiB mappings. Then random calls: each thread copies
 // between two pageable buffers and a CUDA host (pinned) buffer, at random sizes (1 B to 8 MiB),
 // offsets and directions, memmove also within one buffer with overlapping ranges, and the fortified
 // forms. Every call is repeated on mirror buffers with the C library's own functions (looked up in
@@ -13,6 +14,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,17 +30,21 @@
 
 extern "C" void* __memcpy_chk(void*, const void*, std::size_t, std::size_t);
 extern "C" void* __memmove_chk(void*, const void*, std::size_t, std::size_t);
+extern "C" void* __memset_chk(void*, int, std::size_t, std::size_t);
 
 namespace {
 
 using CopyFn = void* (*)(void*, const void*, std::size_t);
+using FillFn = void* (*)(void*, int, std::size_t);
 CopyFn g_libc_memmove = nullptr;
+FillFn g_libc_memset = nullptr;
 
 constexpr std::size_t kBuffer = 24u << 20;
 constexpr std::size_t kGuard = 64;
 constexpr std::size_t kMaxCopy = 8u << 20;
 
 std::atomic<long> g_calls{0}, g_large{0}, g_large_pinned{0}, g_wrong{0};
+std::atomic<long> g_fills{0}, g_large_fills{0}, g_fresh_fills{0};
 std::size_t g_threshold = 0;
 
 // Real buffers and their mirrors, one set per thread.
@@ -64,7 +70,8 @@ std::size_t random_size(std::mt19937_64& rng) {
 
 void one_call(Buffers& b, std::mt19937_64& rng, int thread) {
   const int from = static_cast<int>(rng() % 3);
-  const int op = static_cast<int>(rng() % 6);  // 0-1 memcpy, 2-3 memmove, 4 within one buffer, 5 _chk
+  const int op = static_cast<int>(rng() % 7);  // 0-1 memcpy, 2-3 memmove, 4 within one buffer,
+                                               // 5 _chk, 6 memset (or __memset_chk)
   int to = static_cast<int>(rng() % 3);
   if (op != 4 && to == from) to = (to + 1) % 3;
   if (op == 4) to = from;
@@ -94,11 +101,28 @@ void one_call(Buffers& b, std::mt19937_64& rng, int thread) {
     case 4:
       std::memmove(d, s, n);
       break;
-    default:
+    case 5:
       if (rng() % 2)
         __memcpy_chk(d, s, n, n + rng() % 64);
       else
         __memmove_chk(d, s, n, n + rng() % 64);
+      break;
+    default: {
+      const int value = static_cast<int>(rng() % 256);
+      if (rng() % 2)
+        std::memset(d, value, n);
+      else
+        __memset_chk(d, value, n, n + rng() % 64);
+      g_libc_memset(md, value, n);
+      g_fills.fetch_add(1);
+      if (n >= g_threshold) g_large_fills.fetch_add(1);
+      if (std::memcmp(d - kGuard, md - kGuard, n + 2 * kGuard) != 0) {
+        g_wrong.fetch_add(1);
+        std::fprintf(stderr, "thread %d: memset of %zu bytes at %d+%zu differs\n", thread, n, to,
+                     dst_off);
+      }
+      return;
+    }
   }
   g_libc_memmove(md, ms, n);
   g_calls.fetch_add(1);
@@ -146,6 +170,50 @@ long small_sizes_wrong() {
   return wrong;
 }
 
+// Every memset size from 0 to 200 bytes at 32 offsets and several values, against libc.
+long small_fills_wrong() {
+  constexpr std::size_t kArea = 1024;
+  std::vector<unsigned char> real(kArea), mirror(kArea);
+  std::mt19937_64 rng(4);
+  long wrong = 0;
+  fill(real.data(), kArea, rng);
+  g_libc_memmove(mirror.data(), real.data(), kArea);
+  for (std::size_t n = 0; n <= 200; ++n)
+    for (std::size_t at = 100; at < 132; ++at) {
+      const int value = static_cast<int>(rng() % 256) - (n % 3 == 0 ? 256 : 0);  // int, as C passes it
+      std::memset(real.data() + at, value, n);
+      g_libc_memset(mirror.data() + at, value, n);
+      if (std::memcmp(real.data(), mirror.data(), kArea) != 0) {
+        ++wrong;
+        std::fprintf(stderr, "small memset of %zu bytes at %zu differs\n", n, at);
+        g_libc_memmove(real.data(), mirror.data(), kArea);
+      }
+    }
+  return wrong;
+}
+
+// New memory filled: each fill into a fresh mapping, as a new buffer's zero-fill; checked.
+long fresh_fills_wrong(int count) {
+  long wrong = 0;
+  for (int i = 0; i < count; ++i) {
+    const std::size_t n = (16u << 20) + static_cast<std::size_t>(i) * 4099;
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) return 1;
+    auto* b = static_cast<unsigned char*>(p);
+    const unsigned char value = static_cast<unsigned char>(i * 37 + 1);
+    std::memset(b + 3, value, n - 3);
+    g_fresh_fills.fetch_add(1);
+    for (std::size_t k = 0; k < n; ++k)
+      if (b[k] != (k < 3 ? 0 : value)) {
+        ++wrong;
+        std::fprintf(stderr, "fresh fill %d differs at %zu\n", i, k);
+        break;
+      }
+    munmap(p, n);
+  }
+  return wrong;
+}
+
 // The signal handler's own copies: into a region of the pinned buffer that nothing else uses.
 unsigned char* g_signal_src = nullptr;
 unsigned char* g_signal_dst = nullptr;
@@ -178,8 +246,9 @@ int main(int argc, char** argv) {
   g_threshold = std::strtoull(argv[4], nullptr, 10);
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   g_libc_memmove = libc ? reinterpret_cast<CopyFn>(dlsym(libc, "memmove")) : nullptr;
-  if (!g_libc_memmove || cuInit(0) != CUDA_SUCCESS) return 2;
-  if (long wrong = small_sizes_wrong()) {
+  g_libc_memset = libc ? reinterpret_cast<FillFn>(dlsym(libc, "memset")) : nullptr;
+  if (!g_libc_memmove || !g_libc_memset || cuInit(0) != CUDA_SUCCESS) return 2;
+  if (long wrong = small_sizes_wrong() + small_fills_wrong()) {
     std::fprintf(stderr, "%ld small-size cases differ\n", wrong);
     return 1;
   }
@@ -197,6 +266,11 @@ int main(int argc, char** argv) {
       fill(b.real[i], kBuffer, init);
       g_libc_memmove(b.mirror[i], b.real[i], kBuffer);
     }
+  }
+  // With CUDA in use (cmt armed by now), fills of new memory.
+  if (long wrong = fresh_fills_wrong(4)) {
+    std::fprintf(stderr, "%ld fresh fills differ\n", wrong);
+    return 1;
   }
   void* signal_area = nullptr;
   if (cuMemAllocHost(&signal_area, 2 * kSignalCopy) != CUDA_SUCCESS) return 2;
@@ -237,8 +311,10 @@ int main(int argc, char** argv) {
   itimerval off{};
   setitimer(ITIMER_REAL, &off, nullptr);
 
-  std::printf("calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld\n",
-              g_calls.load(), g_large.load(), g_large_pinned.load(), g_wrong.load(),
-              g_signal_copies.load(), g_signal_wrong.load());
+  std::printf(
+      "calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld fills %ld "
+      "large_fills %ld fresh_fills %ld\n",
+      g_calls.load(), g_large.load(), g_large_pinned.load(), g_wrong.load(), g_signal_copies.load(),
+      g_signal_wrong.load(), g_fills.load(), g_large_fills.load(), g_fresh_fills.load());
   return g_wrong.load() == 0 && g_signal_wrong.load() == 0 ? 0 : 1;
 }

@@ -87,4 +87,20 @@ inline const char* host_copy_name(HostCopy mode) {
   }
 }
 
+// Which large memset calls cmt runs on its copy threads (engine/host_copier.h): none, those into
+// memory never written yet (a new buffer's zero-fill: huge pages, faulted in on every thread),
+// or every large one.
+enum class HostFill { Off, Fresh, All };
+
+inline const char* host_fill_name(HostFill mode) {
+  switch (mode) {
+    case HostFill::Off:
+      return "off";
+    case HostFill::All:
+      return "all";
+    default:
+      return "fresh";
+  }
+}
+
 }  // namespace cmt

@@ -228,6 +228,16 @@ std::vector<OptionSpec> build_table() {
                           "memcpy and memmove calls smaller than this go straight to libc; cmt "
                           "tune sets it where the copy threads beat one thread by 20%.",
                           &Config::host_copy_threshold, 64u << 10, std::size_t{1} << 40));
+  t.push_back(choice_option(
+      "host_fill", "CMT_HOST_FILL", Scope::Process, false,
+      "Which large memset calls run on cmt's copy threads: fresh, those into memory never written "
+      "yet (a new buffer's zero-fill: huge pages asked for and faulted in on every thread, as "
+      "for fresh device-to-host destinations); all, every one; off, none. From the program's "
+      "first CUDA call on; with host_copy also off, cmt run leaves libcmt-host.so out.",
+      &Config::host_fill, {HostFill::Fresh, HostFill::All, HostFill::Off}, host_fill_name));
+  t.push_back(size_option("host_fill_threshold", "CMT_HOST_FILL_THRESHOLD", Scope::Process, false,
+                          "memset calls smaller than this go straight to libc.",
+                          &Config::host_fill_threshold, 1u << 20, std::size_t{1} << 40));
   t.push_back({"log", "CMT_LOG", Scope::Process, false, ValueKind::Choice,
                "Log level, to stderr with the prefix [cmt]: off, error, warn, info, or debug "
                "(traces every copy, and makes host-to-device copies wait for their DMAs to log "

@@ -34,6 +34,8 @@ struct Config {
   FreshPages fresh_pages = FreshPages::Huge;  // how D2H prepares never-touched destinations
   HostCopy host_copy = HostCopy::Pinned;      // which memcpy/memmove calls cmt's threads run
   std::size_t host_copy_threshold = 4u << 20;  // smaller memcpy/memmove calls go to libc
+  HostFill host_fill = HostFill::Fresh;        // which memset calls cmt's threads run
+  std::size_t host_fill_threshold = 8u << 20;  // smaller memset calls go to libc
   std::string log_level = "warn";
   // Environment only: where output goes and which files are read never come from a profile.
   std::string stats_file;                  // JSON summary written when the process ends

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "common/log.h"
 #include "engine/copy_tasks.h"
@@ -27,20 +28,25 @@ constexpr std::size_t kStreamFrom = 8u << 20;
 void disarm_in_child() {
   // The child has none of the parent's threads: it copies with libc, as without cmt.
   g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max(), std::memory_order_relaxed);
+  g_host_fill_threshold.store(std::numeric_limits<std::size_t>::max(), std::memory_order_relaxed);
 }
 
 }  // namespace
 
-// One copy cut into units, each run by one thread.
+// One copy (src set) or fill (src null: memset with `value`) cut into units, each run by one
+// thread.
 class HostCopier::Job final : public UnitTask {
  public:
-  Job(char* dst, const char* src, std::size_t bytes, std::size_t unit)
-      : dst_(dst), src_(src), bytes_(bytes), unit_(unit), streaming_(bytes >= kStreamFrom) {}
+  Job(char* dst, const char* src, int value, std::size_t bytes, std::size_t unit)
+      : dst_(dst), src_(src), value_(value), bytes_(bytes), unit_(unit),
+        streaming_(bytes >= kStreamFrom) {}
   std::size_t units() const { return (bytes_ + unit_ - 1) / unit_; }
   void run_unit(std::size_t i) override {
     const std::size_t off = i * unit_;
     const std::size_t n = std::min(unit_, bytes_ - off);
-    if (streaming_)
+    if (!src_)
+      std::memset(dst_ + off, value_, n);  // libc's: this is cmt's own thread
+    else if (streaming_)
       copy_streaming(dst_ + off, src_ + off, n);
     else
       copy_memcpy(dst_ + off, src_ + off, n);
@@ -49,12 +55,22 @@ class HostCopier::Job final : public UnitTask {
  private:
   char* dst_;
   const char* src_;
+  int value_;
   std::size_t bytes_, unit_;
   bool streaming_;
 };
 
+namespace {
+// About four units per thread (the issuer helps), so a slow core does not hold the end up.
+std::size_t unit_for(std::size_t bytes, std::size_t threads) {
+  std::size_t unit = std::max(kMinUnit, bytes / (threads * 4));
+  return (unit + kAlign - 1) / kAlign * kAlign;
+}
+}  // namespace
+
 HostCopier::HostCopier(const Config& config, unsigned threads, const std::vector<int>& cpus)
     : mode_(config.host_copy),
+      fill_mode_(config.host_fill),
       fresh_pages_(config.fresh_pages),
       pool_(std::make_unique<WorkerPool>(std::max(1u, threads), cpus,
                                          std::chrono::microseconds(config.spin_us))) {}
@@ -71,7 +87,7 @@ bool HostCopier::inside_cmt() {
 
 bool HostCopier::arm(const Config& config, unsigned threads,
                      const std::vector<int>& cpus) noexcept {
-  if (config.host_copy == HostCopy::Off) return false;
+  if (config.host_copy == HostCopy::Off && config.host_fill == HostFill::Off) return false;
   static std::mutex mu;
   std::lock_guard<std::mutex> lk(mu);
   if (armed()) return true;
@@ -81,9 +97,14 @@ bool HostCopier::arm(const Config& config, unsigned threads,
     auto* copier = new HostCopier(config, threads, cpus);  // lives as long as the process
     pthread_atfork(nullptr, nullptr, disarm_in_child);
     g_armed.store(copier, std::memory_order_release);
-    g_host_copy_threshold.store(config.host_copy_threshold, std::memory_order_relaxed);
-    CMT_LOG(info, "host copies ({}) of {} or more on {} threads", host_copy_name(config.host_copy),
-            format_byte_size(config.host_copy_threshold), copier->threads());
+    if (config.host_copy != HostCopy::Off)
+      g_host_copy_threshold.store(config.host_copy_threshold, std::memory_order_relaxed);
+    if (config.host_fill != HostFill::Off)
+      g_host_fill_threshold.store(config.host_fill_threshold, std::memory_order_relaxed);
+    CMT_LOG(info, "host copies ({}) of {} or more and fills ({}) of {} or more on {} threads",
+            host_copy_name(config.host_copy), format_byte_size(config.host_copy_threshold),
+            host_fill_name(config.host_fill), format_byte_size(config.host_fill_threshold),
+            copier->threads());
     return true;
   } catch (...) {
     failed = true;
@@ -107,18 +128,18 @@ bool HostCopier::take(void* dst, const void* src, std::size_t bytes, bool is_mem
   return copy(dst, src, bytes);
 }
 
-bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
+bool HostCopier::run(Job& job, void* dst, std::size_t bytes,
+                     std::atomic<std::uint64_t>& fresh_counter) noexcept {
   bool expected = false;
   if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
     declined_busy_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
   InsideCmt inside;
-  const auto t0 = std::chrono::steady_clock::now();
   WorkerPool& pool = *pool_;
   pool.wake();
   Backoff backoff;
-  auto run = [&](UnitTask* task, std::size_t units) {
+  auto run_units = [&](UnitTask* task, std::size_t units) {
     pool.begin(task);
     pool.publish(units);
     while (pool.finished() < units)
@@ -133,27 +154,58 @@ bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
   if (fresh.count) {
     if (fresh_pages_ == FreshPages::Huge) advise_huge_pages(fresh);
     PopulateFresh populate(fresh);
-    run(&populate, fresh.count);
-    fresh_bytes_.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
+    run_units(&populate, fresh.count);
+    fresh_counter.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
   }
-  // About four units per thread, so a slow core does not hold the end up.
-  const std::size_t threads = pool.size() + 1;  // the issuer helps
-  std::size_t unit = std::max(kMinUnit, bytes / (threads * 4));
-  unit = (unit + kAlign - 1) / kAlign * kAlign;
-  Job job(static_cast<char*>(dst), static_cast<const char*>(src), bytes, unit);
-  run(&job, job.units());
+  run_units(&job, job.units());
+  busy_.store(false, std::memory_order_release);
+  return true;
+}
+
+bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
+  const auto t0 = std::chrono::steady_clock::now();
+  Job job(static_cast<char*>(dst), static_cast<const char*>(src), 0, bytes,
+          unit_for(bytes, pool_->size() + 1));
+  if (!run(job, dst, bytes, fresh_bytes_)) return false;
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - t0)
                       .count();
   calls_.fetch_add(1, std::memory_order_relaxed);
   bytes_.fetch_add(bytes, std::memory_order_relaxed);
   ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
-  busy_.store(false, std::memory_order_release);
+  return true;
+}
+
+bool HostCopier::take_fill(void* dst, int value, std::size_t bytes) noexcept {
+  if (bytes == 0 || fill_mode_ == HostFill::Off || inside_cmt()) return false;
+  if (g_host_fill_threshold.load(std::memory_order_relaxed) ==
+      std::numeric_limits<std::size_t>::max())
+    return false;  // disarmed: a forked child
+  if (fill_mode_ == HostFill::Fresh) {
+    // Only a destination none of whose sampled pages exists yet: a new buffer's first fill.
+    if (bytes < kFreshPagesFrom || !can_populate()) return false;
+    if (!looks_fresh(whole_blocks(dst, bytes))) return false;
+  }
+  return fill(dst, value, bytes);
+}
+
+bool HostCopier::fill(void* dst, int value, std::size_t bytes) noexcept {
+  const auto t0 = std::chrono::steady_clock::now();
+  Job job(static_cast<char*>(dst), nullptr, value, bytes, unit_for(bytes, pool_->size() + 1));
+  if (!run(job, dst, bytes, fill_fresh_bytes_)) return false;
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  fill_calls_.fetch_add(1, std::memory_order_relaxed);
+  fill_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  fill_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
   return true;
 }
 
 HostCopier::Counts HostCopier::counts() const {
-  return {calls_.load(), bytes_.load(), ns_.load(), fresh_bytes_.load(), declined_busy_.load()};
+  return {calls_.load(),      bytes_.load(),      ns_.load(),      fresh_bytes_.load(),
+          declined_busy_.load(), fill_calls_.load(), fill_bytes_.load(), fill_ns_.load(),
+          fill_fresh_bytes_.load()};
 }
 
 }  // namespace cmt

@@ -64,14 +64,18 @@
   X(dlsym)                    \
   X(cmt_forward_this_thread)  \
   X(cmt_host_copy)            \
-  X(cmt_host_copy_threshold)
+  X(cmt_host_copy_threshold)  \
+  X(cmt_host_fill)            \
+  X(cmt_host_fill_threshold)
 
 /* libcmt-host.so, the second, small preload (hooks/libc_hooks.cpp, its version script
-   libcmt-host.map): the C library's copies, for the host leg. A library of its own because even a
+   libcmt-host.map): the C library's copies and fills, for the host leg. A library of its own because even a
    hook that only compares a size costs a tight loop of 64-byte memcpy calls measurably, so it is
    loaded only where host copies are on (`cmt run` adds it unless host_copy is off). X(name) */
 #define CMT_HOST_LIBRARY_EXPORTS(X) \
   X(memcpy)                         \
   X(memmove)                        \
   X(__memcpy_chk)                   \
-  X(__memmove_chk)
+  X(__memmove_chk)                  \
+  X(memset)                         \
+  X(__memset_chk)

@@ -1,5 +1,6 @@
 // What libcmt-host.so (hooks/libc_hooks.cpp) asks of libcmt.so, as C functions it finds with
-// dlsym: the host copier's threshold, read on every large-enough memcpy, and the copy itself.
+// dlsym: the host copier's thresholds, read on every large-enough memcpy or memset, and the copy
+// or fill itself.
 #include <atomic>
 #include <cstddef>
 
@@ -19,4 +20,16 @@ extern "C" __attribute__((visibility("default"))) int cmt_host_copy(void* dst, c
                                                                     int is_memmove) noexcept {
   cmt::HostCopier* copier = cmt::HostCopier::armed();
   return copier && !cmt::ThreadOptOut::active() && copier->take(dst, src, n, is_memmove != 0);
+}
+
+// The same for memset (engine/host_copier.h's take_fill).
+extern "C" __attribute__((visibility("default"))) const std::atomic<std::size_t>*
+cmt_host_fill_threshold() noexcept {
+  return &cmt::g_host_fill_threshold;
+}
+
+extern "C" __attribute__((visibility("default"))) int cmt_host_fill(void* dst, int value,
+                                                                    std::size_t n) noexcept {
+  cmt::HostCopier* copier = cmt::HostCopier::armed();
+  return copier && !cmt::ThreadOptOut::active() && copier->take_fill(dst, value, n);
 }

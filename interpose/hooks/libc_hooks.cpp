@@ -1,9 +1,9 @@
-// libcmt-host.so: hooks of the C library's copies, memcpy, memmove and their fortified forms
-// (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where host copies are on.
+// libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
+// fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where host copies are on.
 // It holds no state: the threshold and the copy come from libcmt.so (hooks/host_copy_api.cpp),
 // found once with dlsym; without libcmt.so every call goes to libc.
 //
-// Most calls are tiny, and the hook must cost them next to nothing: up to 128 bytes it copies
+// Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing: up to 128 bytes it copies
 // them itself, with overlapping vector loads and stores as libc does, rather than jumping on to
 // libc; a call below host_copy_threshold() (every call until a copier is armed) jumps straight to
 // libc's own function. Larger ones are offered to the host copier (engine/host_copier.h), which
@@ -27,6 +27,8 @@ namespace {
 
 using CopyFn = void* (*)(void*, const void*, std::size_t) noexcept;
 using CheckedCopyFn = void* (*)(void*, const void*, std::size_t, std::size_t) noexcept;
+using FillFn = void* (*)(void*, int, std::size_t) noexcept;
+using CheckedFillFn = void* (*)(void*, int, std::size_t, std::size_t) noexcept;
 
 // Copies forwards or backwards by bytes (memmove's meaning), for the moment before libc's
 // functions are known. `rep movsb` cannot be turned into a call to memcpy by the compiler.
@@ -56,12 +58,32 @@ void* early_checked_move(void* dst, const void* src, std::size_t n, std::size_t)
   return early_move(dst, src, n);
 }
 
+void* early_fill(void* dst, int value, std::size_t n) noexcept {
+  auto* d = static_cast<unsigned char*>(dst);
+#if defined(__x86_64__)
+  asm volatile("rep stosb" : "+D"(d), "+c"(n) : "a"(value) : "memory");
+#else
+  for (std::size_t i = 0; i < n; ++i)
+    reinterpret_cast<volatile unsigned char*>(d)[i] = static_cast<unsigned char>(value);
+#endif
+  return dst;
+}
+
+void* early_checked_fill(void* dst, int value, std::size_t n, std::size_t) noexcept {
+  return early_fill(dst, value, n);
+}
+
 // libcmt.so's side (hooks/host_copy_api.cpp): until found, no copy is large enough to offer.
 using HostCopyFn = int (*)(void*, const void*, std::size_t, int) noexcept;
 using ThresholdFn = const std::atomic<std::size_t>* (*)() noexcept;
+using HostFillFn = int (*)(void*, int, std::size_t) noexcept;
 const std::atomic<std::size_t> kNever{std::numeric_limits<std::size_t>::max()};
 const std::atomic<std::size_t>* g_threshold = &kNever;
+const std::atomic<std::size_t>* g_fill_threshold = &kNever;
 HostCopyFn g_host_copy = nullptr;
+HostFillFn g_host_fill = nullptr;
+FillFn g_memset = early_fill;
+CheckedFillFn g_memset_chk = early_checked_fill;
 
 CopyFn g_memcpy = early_move;
 CopyFn g_memmove = early_move;
@@ -171,6 +193,49 @@ constexpr std::size_t kSmallLimit = kSmallCopy;
 constexpr std::size_t kSmallLimit = 15;
 #endif
 
+// Fills n <= kSmallCopy bytes with `value`, with stores from both ends overlapping in the middle.
+inline __attribute__((always_inline)) void* small_fill(void* dst, int value,
+                                                       std::size_t n) noexcept {
+  auto* d = static_cast<unsigned char*>(dst);
+  const std::uint64_t v = 0x0101010101010101ull * static_cast<unsigned char>(value);
+#if defined(__x86_64__)
+  if (n >= 16) {
+    const __m128i x = _mm_set1_epi8(static_cast<char>(value));
+    auto store = [](unsigned char* p, __m128i w) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), w);
+    };
+    store(d, x);
+    store(d + n - 16, x);
+    if (n > 32) {
+      store(d + 16, x);
+      store(d + n - 32, x);
+    }
+    if (n > 64) {
+      store(d + 32, x);
+      store(d + 48, x);
+      store(d + n - 64, x);
+      store(d + n - 48, x);
+    }
+    return dst;
+  }
+#endif
+  if (n >= 8) {
+    __builtin_memcpy(d, &v, 8);
+    __builtin_memcpy(d + n - 8, &v, 8);
+  } else if (n >= 4) {
+    const auto w = static_cast<std::uint32_t>(v);
+    __builtin_memcpy(d, &w, 4);
+    __builtin_memcpy(d + n - 4, &w, 4);
+  } else if (n >= 2) {
+    const auto w = static_cast<std::uint16_t>(v);
+    __builtin_memcpy(d, &w, 2);
+    __builtin_memcpy(d + n - 2, &w, 2);
+  } else if (n == 1) {
+    *d = static_cast<unsigned char>(value);
+  }
+  return dst;
+}
+
 // Whether this CPU has AVX2, read once in the constructor below. (An IFUNC would spare the test,
 // but a preloaded library's IFUNCs cannot be resolved for the libraries relocated before it.)
 bool g_avx2 = false;
@@ -198,11 +263,15 @@ __attribute__((constructor(101))) void find_libc_copies() {
   find(&g_memmove, "memmove", "GLIBC_2.2.5");
   find(&g_memcpy_chk, "__memcpy_chk", "GLIBC_2.3.4");
   find(&g_memmove_chk, "__memmove_chk", "GLIBC_2.3.4");
+  find(&g_memset, "memset", "GLIBC_2.2.5");
+  find(&g_memset_chk, "__memset_chk", "GLIBC_2.3.4");
 #else
   find(&g_memcpy, "memcpy", "GLIBC_2.17");
   find(&g_memmove, "memmove", "GLIBC_2.17");
   find(&g_memcpy_chk, "__memcpy_chk", "GLIBC_2.17");
   find(&g_memmove_chk, "__memmove_chk", "GLIBC_2.17");
+  find(&g_memset, "memset", "GLIBC_2.17");
+  find(&g_memset_chk, "__memset_chk", "GLIBC_2.17");
 #endif
   // libcmt.so is preloaded before this library, so it is loaded (if it is) by now.
   auto threshold = reinterpret_cast<ThresholdFn>(dlsym(RTLD_DEFAULT, "cmt_host_copy_threshold"));
@@ -210,6 +279,13 @@ __attribute__((constructor(101))) void find_libc_copies() {
   if (threshold && copy) {
     g_host_copy = copy;
     g_threshold = threshold();
+  }
+  auto fill_threshold =
+      reinterpret_cast<ThresholdFn>(dlsym(RTLD_DEFAULT, "cmt_host_fill_threshold"));
+  auto fill = reinterpret_cast<HostFillFn>(dlsym(RTLD_DEFAULT, "cmt_host_fill"));
+  if (fill_threshold && fill) {
+    g_host_fill = fill;
+    g_fill_threshold = fill_threshold();
   }
 }
 
@@ -226,6 +302,15 @@ __attribute__((noinline)) void* large_memmove(void* dst, const void* src, std::s
 
 inline std::size_t host_copy_threshold() {
   return g_threshold->load(std::memory_order_relaxed);
+}
+
+__attribute__((noinline)) void* large_memset(void* dst, int value, std::size_t n) noexcept {
+  if (g_host_fill && g_host_fill(dst, value, n)) return dst;
+  return g_memset(dst, value, n);
+}
+
+inline std::size_t host_fill_threshold() {
+  return g_fill_threshold->load(std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -264,4 +349,20 @@ CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
   if (__builtin_expect(n < host_copy_threshold(), 1) || n > room)
     return g_memmove_chk(dst, src, n, room);
   return large_memmove(dst, src, n);
+}
+
+CMT_LIBC_EXPORT void* memset(void* dst, int value, std::size_t n) noexcept {
+  using namespace cmt::hooks;
+  if (n <= kSmallLimit) return small_fill(dst, value, n);
+  if (__builtin_expect(n < host_fill_threshold(), 1)) return g_memset(dst, value, n);
+  return large_memset(dst, value, n);
+}
+
+CMT_LIBC_EXPORT void* __memset_chk(void* dst, int value, std::size_t n,
+                                   std::size_t room) noexcept {
+  using namespace cmt::hooks;
+  if (n <= kSmallLimit && n <= room) return small_fill(dst, value, n);
+  if (__builtin_expect(n < host_fill_threshold(), 1) || n > room)
+    return g_memset_chk(dst, value, n, room);
+  return large_memset(dst, value, n);
 }

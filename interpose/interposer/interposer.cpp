@@ -141,8 +141,8 @@ std::string current_gpu_bus_id(const DriverApi* driver) {
 }  // namespace
 
 void Interposer::arm_host_copies() {
-  if (config_.disable || config_.host_copy == HostCopy::Off || g_forked_child ||
-      HostCopier::armed())
+  if (config_.disable || (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||
+      g_forked_child || HostCopier::armed())
     return;
   const GpuLocality where = gpu_locality(current_gpu_bus_id(real_driver()));
   const unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
@@ -165,8 +165,9 @@ Interposer::Interposer() {
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
   if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
   CMT_LOG(debug, "configuration:\n{}", describe(config_));
-  // Every large memcpy from now on, not only those into CUDA host memory.
-  if (config_.host_copy == HostCopy::All) arm_host_copies();
+  // Every large memcpy from now on, not only those into CUDA host memory; and large memsets into
+  // new memory (or all), which need no CUDA host memory to be worth taking.
+  if (config_.host_copy == HostCopy::All || config_.host_fill != HostFill::Off) arm_host_copies();
 }
 
 Interposer::Interposer(const DriverApi* driver, const Config& config)

@@ -50,15 +50,21 @@ std::string Stats::host_copies_json() {
   HostCopier::Counts c{};
   const HostCopier* copier = HostCopier::armed();
   if (copier) c = copier->counts();
-  char buf[320];
+  char buf[512];
   std::snprintf(buf, sizeof(buf),
                 "{\"armed\": %s, \"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
-                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"declined_busy\": %llu}",
+                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"declined_busy\": %llu, "
+                "\"fills\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
+                "\"gbps\": %.2f, \"fresh_bytes\": %llu}}",
                 copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
                 static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
                 c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
                 static_cast<unsigned long long>(c.fresh_bytes),
-                static_cast<unsigned long long>(c.busy));
+                static_cast<unsigned long long>(c.busy),
+                static_cast<unsigned long long>(c.fill_calls),
+                static_cast<unsigned long long>(c.fill_bytes), static_cast<double>(c.fill_ns) / 1e9,
+                c.fill_ns ? static_cast<double>(c.fill_bytes) / static_cast<double>(c.fill_ns) : 0.0,
+                static_cast<unsigned long long>(c.fill_fresh_bytes));
   return buf;
 }
 
@@ -127,6 +133,12 @@ std::string Stats::summary() const {
     std::snprintf(buf, sizeof(buf), "; host copies (memcpy/memmove) taken: %llu (%.2f GiB, %.1f GB/s)",
                   static_cast<unsigned long long>(c.calls), static_cast<double>(c.bytes) / (1u << 30),
                   c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0);
+    out += buf;
+    std::snprintf(buf, sizeof(buf), "; fills (memset) taken: %llu (%.2f GiB, %.1f GB/s)",
+                  static_cast<unsigned long long>(c.fill_calls),
+                  static_cast<double>(c.fill_bytes) / (1u << 30),
+                  c.fill_ns ? static_cast<double>(c.fill_bytes) / static_cast<double>(c.fill_ns)
+                            : 0.0);
     out += buf;
   }
   out += "; forwarded to CUDA: " + (forwards.empty() ? std::string("none") : forwards);

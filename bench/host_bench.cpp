@@ -9,11 +9,18 @@
 //          The bytes on the GPU are checked against the source after every pair.
 //   small  memcpy of SIZE bytes (64 by default) in a tight loop through the PLT: nanoseconds per
 //          call. Run with and without libcmt.so preloaded (bench/host_leg.py alternates them).
+//   fresh  A new buffer zero-filled and then the target of a device-to-host copy, as
+//          `std::vector<float>(n)` and a fetch make it: memset of a fresh mapping, then cudaMemcpy
+//          into it. In one process under libcmt.so, rounds alternating: default (the thread opted
+//          out: libc's memset and CUDA's copy), cmt (both through cmt), and the memset of a buffer
+//          already faulted in (no page faults: what filling costs without them). Bytes checked.
 //
 // usage: cmt-bench-host fill [--bytes N] [--reps N] [--json FILE]
 //        cmt-bench-host small [--size N] [--calls N]
+//        cmt-bench-host fresh [--bytes N] [--reps N] [--json FILE]
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <chrono>
@@ -32,6 +39,17 @@ using ForwardFn = int (*)(int);
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// "64M", "1G", "4096": a byte count with an optional K, M or G (powers of 1024).
+std::size_t parse_bytes(const std::string& text) {
+  char* end = nullptr;
+  std::size_t n = std::strtoull(text.c_str(), &end, 10);
+  if (end && *end) {
+    const char unit = static_cast<char>(*end | 0x20);
+    n <<= unit == 'k' ? 10 : unit == 'm' ? 20 : unit == 'g' ? 30 : 0;
+  }
+  return n;
 }
 
 double median(std::vector<double> v) {
@@ -115,6 +133,85 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
   return wrong == 0 ? 0 : 1;
 }
 
+int fresh(std::size_t bytes, int reps, const std::string& json) {
+  auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
+  if (!forward) {
+    std::fprintf(stderr, "cmt-bench-host fresh: run it under libcmt.so (cmt run -- ...)\n");
+    return 2;
+  }
+  void* dev = nullptr;
+  CMT_CHECK_CUDA(cudaMalloc(&dev, bytes));
+  CMT_CHECK_CUDA(cudaMemset(dev, 0x5A, bytes));
+  CMT_CHECK_CUDA(cudaDeviceSynchronize());
+  std::vector<double> fill_d, fill_c, pair_d, pair_c, fill_resident;
+  long wrong = 0;
+  auto one = [&](bool cmt) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) std::exit(1);
+    forward(cmt ? 0 : 1);
+    auto t0 = Clock::now();
+    std::memset(p, 0, bytes);  // what value-initialisation does
+    const double f = seconds_since(t0);
+    CMT_CHECK_CUDA(cudaMemcpy(p, dev, bytes, cudaMemcpyDeviceToHost));
+    const double t = seconds_since(t0);
+    forward(0);
+    const auto* b = static_cast<const unsigned char*>(p);
+    for (std::size_t i = 0; i < bytes; i += 4093)
+      if (b[i] != 0x5A) {
+        ++wrong;
+        break;
+      }
+    if (b[bytes - 1] != 0x5A) ++wrong;
+    munmap(p, bytes);
+    (cmt ? fill_c : fill_d).push_back(f);
+    (cmt ? pair_c : pair_d).push_back(t);
+  };
+  std::vector<unsigned char> resident(bytes, 1);
+  for (int r = 0; r < reps + 1; ++r) {  // the first round warms up and is dropped
+    const std::size_t before = fill_d.size();
+    one(r % 2 == 0);
+    one(r % 2 != 0);
+    forward(1);
+    auto t0 = Clock::now();
+    std::memset(resident.data(), r, bytes);
+    const double x = seconds_since(t0);
+    forward(0);
+    if (r == 0) {
+      fill_d.resize(before);
+      fill_c.resize(before);
+      pair_d.resize(before);
+      pair_c.resize(before);
+      continue;
+    }
+    fill_resident.push_back(x);
+  }
+  const double gb = static_cast<double>(bytes) / 1e9;
+  std::printf("a new %zu MiB buffer zero-filled, then cudaMemcpy D2H into it (%d rounds, medians):\n",
+              bytes >> 20, reps);
+  std::printf("  default  memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_d),
+              gb / median(pair_d));
+  std::printf("  cmt      memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_c),
+              gb / median(pair_c));
+  std::printf("  memset of memory already faulted in (one thread): %.1f GB/s\n",
+              gb / median(fill_resident));
+  std::printf("  pair cmt/default %.2fx, memset cmt/default %.2fx; wrong %ld\n",
+              median(pair_d) / median(pair_c), median(fill_d) / median(fill_c), wrong);
+  if (!json.empty()) {
+    FILE* f = std::fopen(json.c_str(), "w");
+    if (!f) return 1;
+    std::fprintf(f,
+                 "{\"bytes\": %zu, \"rounds\": %d, \"default_memset_gbps\": %.2f, "
+                 "\"cmt_memset_gbps\": %.2f, \"resident_memset_gbps\": %.2f, "
+                 "\"default_pair_gbps\": %.2f, \"cmt_pair_gbps\": %.2f, \"pair_ratio\": %.3f, "
+                 "\"wrong\": %ld}\n",
+                 bytes, reps, gb / median(fill_d), gb / median(fill_c), gb / median(fill_resident),
+                 gb / median(pair_d), gb / median(pair_c), median(pair_d) / median(pair_c), wrong);
+    std::fclose(f);
+  }
+  CMT_CHECK_CUDA(cudaFree(dev));
+  return wrong == 0 ? 0 : 1;
+}
+
 // The size comes from a volatile, so the compiler cannot inline the copy: every call goes
 // through the PLT to whichever memcpy the process bound (libc's, or libcmt.so's hook).
 volatile std::size_t g_size = 64;
@@ -146,7 +243,7 @@ int small(std::size_t size, long calls) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: cmt-bench-host fill|small [options]\n");
+    std::fprintf(stderr, "usage: cmt-bench-host fill|small|fresh [options]\n");
     return 2;
   }
   std::string mode = argv[1], json;
@@ -155,10 +252,10 @@ int main(int argc, char** argv) {
   long calls = 200000000;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--bytes") bytes = std::strtoull(v.c_str(), nullptr, 0);
+    if (k == "--bytes") bytes = parse_bytes(v);
     else if (k == "--reps") reps = std::atoi(v.c_str());
     else if (k == "--json") json = v;
-    else if (k == "--size") size = std::strtoull(v.c_str(), nullptr, 0);
+    else if (k == "--size") size = parse_bytes(v);
     else if (k == "--calls") calls = std::atol(v.c_str());
     else {
       std::fprintf(stderr, "cmt-bench-host: unknown option '%s'\n", k.c_str());
@@ -167,6 +264,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "fill") return fill(bytes, reps, json);
   if (mode == "small") return small(size, calls);
-  std::fprintf(stderr, "cmt-bench-host: unknown mode '%s' (expected fill or small)\n", mode.c_str());
+  if (mode == "fresh") return fresh(bytes, reps, json);
+  std::fprintf(stderr, "cmt-bench-host: unknown mode '%s' (expected fill, small or fresh)\n",
+               mode.c_str());
   return 2;
 }

@@ -9,6 +9,9 @@
           `cmt run` with CMT_HOST_COPY=off (libcmt.so alone); processes alternating.
   python  a CPU-bound Python program (import torch, small tensor work): seconds without cmt and
           under `cmt run`, processes alternating.
+  fresh   cmt-bench-host fresh under `cmt run`, 64 MiB and 1 GiB: a new buffer zero-filled and
+          then the target of a device-to-host copy, default against cmt in one process, and the
+          memset of memory already faulted in.
 
 usage: host_leg.py CMT CMT_BENCH_HOST [--rounds N] [--json FILE]
 """
@@ -82,10 +85,18 @@ def main():
                      "spread_without": spread(py["without"]), "spread_with": spread(py["with"])}
     print(f"CPU-bound Python: {w:.2f} s without cmt, {c:.2f} s with ({100 * (c / w - 1):+.1f}%)",
           flush=True)
+    doc["fresh"] = {}
+    for size in ("64M", "1G"):
+        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+            p = subprocess.run([cmt, "run", "--", bench, "fresh", "--bytes", size, "--reps",
+                                str(rounds), "--json", f.name], capture_output=True, text=True)
+            print(p.stdout, p.stderr, flush=True)
+            doc["fresh"][size] = (json.load(open(f.name)) if p.returncode == 0
+                                  else {"error": p.stderr[-500:], "wrong": 1})
     if "--json" in sys.argv:
         json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
-    fill = doc["fill"]
-    return 0 if fill.get("wrong", 1) == 0 else 1
+    ok = doc["fill"].get("wrong", 1) == 0 and all(r.get("wrong", 1) == 0 for r in doc["fresh"].values())
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

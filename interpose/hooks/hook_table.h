@@ -73,6 +73,7 @@
    hook that only compares a size costs a tight loop of 64-byte memcpy calls measurably, so it is
    loaded only where host copies are on (`cmt run` adds it unless host_copy is off). X(name) */
 #define CMT_HOST_LIBRARY_EXPORTS(X) \
+  X(cmt_host_hooks_loaded)          \
   X(memcpy)                         \
   X(memmove)                        \
   X(__memcpy_chk)                   \

@@ -351,6 +351,11 @@ CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
   return large_memmove(dst, src, n);
 }
 
+// Looked up by libcmt.so, which builds its copy threads only where these hooks are loaded.
+CMT_LIBC_EXPORT int cmt_host_hooks_loaded() noexcept {
+  return 1;
+}
+
 CMT_LIBC_EXPORT void* memset(void* dst, int value, std::size_t n) noexcept {
   using namespace cmt::hooks;
   if (n <= kSmallLimit) return small_fill(dst, value, n);

@@ -1,5 +1,6 @@
 #include "interposer/interposer.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "common/log.h"
 #include "config/profile.h"
+#include "cuda/real_dl.h"
 #include "engine/copy_engine.h"
 #include "engine/copy_plan.h"
 #include "engine/gpu_locality.h"
@@ -144,6 +146,9 @@ void Interposer::arm_host_copies() {
   if (config_.disable || (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||
       g_forked_child || HostCopier::armed())
     return;
+  // No threads for hooks that are not there (libcmt.so preloaded alone).
+  static const bool hooks_loaded = real_dlsym(RTLD_DEFAULT, "cmt_host_hooks_loaded") != nullptr;
+  if (!hooks_loaded) return;
   const GpuLocality where = gpu_locality(current_gpu_bus_id(real_driver()));
   const unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
   HostCopier::arm(config_, threads, where.cpus);

@@ -251,6 +251,7 @@ int tune_command(const TuneOptions& o) {
   if (result.interrupted) std::fprintf(stderr, "%sinterrupted: keeping the best so far\n", me);
   result.config.threshold = pick_threshold(bench, result.config, &notes);
   result.config.host_copy_threshold = pick_host_copy_threshold(result.config, local_cpus, &notes);
+  result.config.host_fill_threshold = pick_host_fill_threshold(result.config, local_cpus, &notes);
   const double search_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -267,13 +268,14 @@ int tune_command(const TuneOptions& o) {
   std::printf(
       "%s search: %.1f s, %d configurations measured; the mix at %.1f GB/s with:\n"
       "  threads %u, chunk_bytes %s, d2h_chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, "
-      "threshold %s, host_copy_threshold %s\n",
+      "threshold %s, host_copy_threshold %s, host_fill_threshold %s\n",
       o.search.c_str(), search_seconds, std::max(1, result.evaluated), result.score_gbps,
       result.config.threads, format_byte_size(result.config.chunk_bytes).c_str(),
       format_byte_size(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
       copy_method_name(result.config.h2d_method), copy_method_name(result.config.d2h_method),
       format_byte_size(result.config.threshold).c_str(),
-      format_byte_size(result.config.host_copy_threshold).c_str());
+      format_byte_size(result.config.host_copy_threshold).c_str(),
+      format_byte_size(result.config.host_fill_threshold).c_str());
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());
   std::printf("\n%10s %4s %9s %9s %9s %9s %9s %9s\n", "size", "dir", "CUDA", "builtin", "tuned",
               "pinned", "tuned/CUDA", "tuned/pin");

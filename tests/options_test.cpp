@@ -117,7 +117,7 @@ TEST(OptionTable, ScopesMakeTheKnobLists) {
   EXPECT_EQ(tuned_knobs(),
             (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
                                       "threshold", "h2d_method", "d2h_method",
-                                      "host_copy_threshold"}));
+                                      "host_copy_threshold", "host_fill_threshold"}));
   Config a, b;
   b.spin_us = 5;
   b.h2d_method = CopyMethod::Streaming;

@@ -201,5 +201,29 @@ TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {
   EXPECT_NE(notes[0].find("-> " + format_byte_size(t)), std::string::npos) << notes[0];
 }
 
+
+}  // namespace
+}  // namespace cmt
+
+namespace cmt {
+namespace {
+
+// So is the fills' threshold, into new memory.
+TEST(HostFillThreshold, IsMeasuredOnTheCpuAlone) {
+  Config config;
+  config.threads = 2;
+  config.spin_us = 50;
+  std::vector<std::string> notes;
+  const std::size_t t = pick_host_fill_threshold(config, {}, &notes);
+  const std::vector<std::size_t> allowed = {2u << 20,  4u << 20,  8u << 20,  16u << 20,
+                                            32u << 20, 64u << 20, 256u << 20};
+  EXPECT_NE(std::find(allowed.begin(), allowed.end(), t), allowed.end()) << t;
+  ASSERT_EQ(notes.size(), 1u);
+  std::printf("%s\n", notes[0].c_str());
+  EXPECT_NE(notes[0].find("host_fill_threshold: threads/libc into new memory at 64M"),
+            std::string::npos)
+      << notes[0];
+}
+
 }  // namespace
 }  // namespace cmt

@@ -584,4 +584,45 @@ std::size_t pick_host_copy_threshold(const Config& config, const std::vector<int
   return threshold;
 }
 
+std::size_t pick_host_fill_threshold(const Config& config, const std::vector<int>& cpus,
+                                     std::vector<std::string>* notes) {
+  const std::size_t sizes[] = {2 * kMiB, 4 * kMiB, 8 * kMiB, 16 * kMiB, 32 * kMiB, 64 * kMiB};
+  std::size_t threshold = 256 * kMiB;  // if the copier never wins below this, from 256 MiB on
+  std::string line = "host_fill_threshold: threads/libc into new memory at";
+  try {
+    Config c = config;
+    c.host_fill = HostFill::All;
+    const unsigned threads = c.threads ? c.threads : auto_threads(cpus.size());
+    HostCopier copier(c, threads, cpus);
+    // Best of three, each into a mapping made just before: its pages exist only once filled.
+    auto best_of = [](std::size_t n, const std::function<void(void*)>& fill) {
+      double best = 1e30;
+      for (int r = 0; r < 3; ++r) {
+        void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return best;
+        const auto t0 = std::chrono::steady_clock::now();
+        fill(p);
+        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+                                  .count());
+        munmap(p, n);
+      }
+      return best;
+    };
+    for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
+      const std::size_t n = *it;
+      const double libc = best_of(n, [&](void* p) { std::memset(p, 0, n); });
+      const double ours = best_of(n, [&](void* p) { copier.fill(p, 0, n); });
+      char buf[48];
+      std::snprintf(buf, sizeof(buf), " %s %.2f;", format_byte_size(n).c_str(), libc / ours);
+      line += buf;
+      if (libc / ours < 1.2) break;
+      threshold = n;
+    }
+  } catch (...) {
+    line += " the copy threads could not start;";
+  }
+  if (notes) notes->push_back(line + " -> " + format_byte_size(threshold));
+  return threshold;
+}
+
 }  // namespace cmt

@@ -117,4 +117,9 @@ std::size_t pick_threshold(CopyBench& bench, const Config& config, std::vector<s
 std::size_t pick_host_copy_threshold(const Config& config, const std::vector<int>& cpus,
                                      std::vector<std::string>* notes);
 
+// The fills' threshold: likewise for memset into new memory (a fresh mapping each time), the
+// copier's fill against libc's memset; 256 MiB if it never wins by 20%. No GPU needed.
+std::size_t pick_host_fill_threshold(const Config& config, const std::vector<int>& cpus,
+                                     std::vector<std::string>* notes);
+
 }  // namespace cmt

@@ -235,8 +235,9 @@ std::vector<OptionSpec> build_table() {
       "for fresh device-to-host destinations); all, every one; off, none. From the program's "
       "first CUDA call on; with host_copy also off, cmt run leaves libcmt-host.so out.",
       &Config::host_fill, {HostFill::Fresh, HostFill::All, HostFill::Off}, host_fill_name));
-  t.push_back(size_option("host_fill_threshold", "CMT_HOST_FILL_THRESHOLD", Scope::Process, false,
-                          "memset calls smaller than this go straight to libc.",
+  t.push_back(size_option("host_fill_threshold", "CMT_HOST_FILL_THRESHOLD", Scope::Process, true,
+                          "memset calls smaller than this go straight to libc; cmt tune sets it "
+                          "where the copy threads fill new memory 20% faster than one thread.",
                           &Config::host_fill_threshold, 1u << 20, std::size_t{1} << 40));
   t.push_back({"log", "CMT_LOG", Scope::Process, false, ValueKind::Choice,
                "Log level, to stderr with the prefix [cmt]: off, error, warn, info, or debug "

@@ -543,40 +543,58 @@ std::size_t pick_threshold(CopyBench& bench, const Config& config,
   return threshold;
 }
 
+namespace {
+
+// From the largest of `sizes` down, the smallest size at which `speedup(n)` (the copy threads
+// over one thread) is still at least 1.2; `never` if the largest already falls short. Each ratio
+// is added to `line`.
+std::size_t smallest_winning_size(const std::vector<std::size_t>& sizes, std::size_t never,
+                                  const std::function<double(std::size_t)>& speedup,
+                                  std::string& line) {
+  std::size_t threshold = never;
+  for (auto it = sizes.rbegin(); it != sizes.rend(); ++it) {
+    const double ratio = speedup(*it);
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), " %s %.2f;", format_byte_size(*it).c_str(), ratio);
+    line += buf;
+    if (ratio < 1.2) break;  // from the largest size down: stop where it stops winning
+    threshold = *it;
+  }
+  return threshold;
+}
+
+double seconds_of(const std::function<void()>& work) {
+  const auto t0 = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
 std::size_t pick_host_copy_threshold(const Config& config, const std::vector<int>& cpus,
                                      std::vector<std::string>* notes) {
-  const std::size_t sizes[] = {256 * kKiB, 512 * kKiB, 1 * kMiB, 2 * kMiB,
-                               4 * kMiB,   8 * kMiB,   16 * kMiB};
   std::size_t threshold = 64 * kMiB;  // if the copier never wins below this, from 64 MiB on
   std::string line = "host_copy_threshold: threads/libc at";
   try {
     Config c = config;
     c.host_copy = HostCopy::All;
-    const unsigned threads = c.threads ? c.threads : auto_threads(cpus.size());
-    HostCopier copier(c, threads, cpus);
-    const std::size_t most = sizes[std::size(sizes) - 1];
-    std::vector<char> src(most, 1), dst(most, 2);  // written: faulted in, as a reused buffer is
-    auto best_of = [](int reps, const std::function<void()>& copy) {
+    HostCopier copier(c, c.threads ? c.threads : auto_threads(cpus.size()), cpus);
+    const std::vector<std::size_t> sizes = {256 * kKiB, 512 * kKiB, 1 * kMiB, 2 * kMiB,
+                                            4 * kMiB,   8 * kMiB,   16 * kMiB};
+    std::vector<char> src(sizes.back(), 1), dst(sizes.back(), 2);  // faulted in, as reused ones
+    auto best_of = [](std::size_t n, const std::function<void()>& copy) {
       double best = 1e30;
-      for (int r = 0; r < reps; ++r) {
-        const auto t0 = std::chrono::steady_clock::now();
-        copy();
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                  .count());
-      }
+      for (std::size_t r = 0; r < std::max<std::size_t>(5, (64 * kMiB) / n); ++r)
+        best = std::min(best, seconds_of(copy));
       return best;
     };
-    for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
-      const std::size_t n = *it;
-      const int reps = static_cast<int>(std::max<std::size_t>(5, (64 * kMiB) / n));
-      const double libc = best_of(reps, [&] { std::memcpy(dst.data(), src.data(), n); });
-      const double ours = best_of(reps, [&] { copier.copy(dst.data(), src.data(), n); });
-      char buf[48];
-      std::snprintf(buf, sizeof(buf), " %s %.2f;", format_byte_size(n).c_str(), libc / ours);
-      line += buf;
-      if (libc / ours < 1.2) break;  // from the largest size down: stop where it stops winning
-      threshold = n;
-    }
+    threshold = smallest_winning_size(
+        sizes, threshold,
+        [&](std::size_t n) {
+          return best_of(n, [&] { std::memcpy(dst.data(), src.data(), n); }) /
+                 best_of(n, [&] { copier.copy(dst.data(), src.data(), n); });
+        },
+        line);
   } catch (...) {
     line += " the copy threads could not start;";
   }
@@ -586,38 +604,30 @@ std::size_t pick_host_copy_threshold(const Config& config, const std::vector<int
 
 std::size_t pick_host_fill_threshold(const Config& config, const std::vector<int>& cpus,
                                      std::vector<std::string>* notes) {
-  const std::size_t sizes[] = {2 * kMiB, 4 * kMiB, 8 * kMiB, 16 * kMiB, 32 * kMiB, 64 * kMiB};
   std::size_t threshold = 256 * kMiB;  // if the copier never wins below this, from 256 MiB on
   std::string line = "host_fill_threshold: threads/libc into new memory at";
   try {
     Config c = config;
     c.host_fill = HostFill::All;
-    const unsigned threads = c.threads ? c.threads : auto_threads(cpus.size());
-    HostCopier copier(c, threads, cpus);
+    HostCopier copier(c, c.threads ? c.threads : auto_threads(cpus.size()), cpus);
     // Best of three, each into a mapping made just before: its pages exist only once filled.
     auto best_of = [](std::size_t n, const std::function<void(void*)>& fill) {
       double best = 1e30;
       for (int r = 0; r < 3; ++r) {
         void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (p == MAP_FAILED) return best;
-        const auto t0 = std::chrono::steady_clock::now();
-        fill(p);
-        best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
-                                  .count());
+        best = std::min(best, seconds_of([&] { fill(p); }));
         munmap(p, n);
       }
       return best;
     };
-    for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
-      const std::size_t n = *it;
-      const double libc = best_of(n, [&](void* p) { std::memset(p, 0, n); });
-      const double ours = best_of(n, [&](void* p) { copier.fill(p, 0, n); });
-      char buf[48];
-      std::snprintf(buf, sizeof(buf), " %s %.2f;", format_byte_size(n).c_str(), libc / ours);
-      line += buf;
-      if (libc / ours < 1.2) break;
-      threshold = n;
-    }
+    threshold = smallest_winning_size(
+        {2 * kMiB, 4 * kMiB, 8 * kMiB, 16 * kMiB, 32 * kMiB, 64 * kMiB}, threshold,
+        [&](std::size_t n) {
+          return best_of(n, [&](void* p) { std::memset(p, 0, n); }) /
+                 best_of(n, [&](void* p) { copier.fill(p, 0, n); });
+        },
+        line);
   } catch (...) {
     line += " the copy threads could not start;";
   }

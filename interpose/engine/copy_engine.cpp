@@ -280,10 +280,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
 
   // A fresh destination is populated first, block by block on every thread, while the first
   // DMAs fill the ring; the drain starts once that is done (fresh_pages.h).
-  FreshBlocks fresh;
-  if (lane.config.fresh_pages != FreshPages::Off && req.bytes >= kFreshPagesFrom && can_populate())
-    fresh = whole_blocks(req.host, req.bytes);
-  if (!looks_fresh(fresh)) fresh = {};
+  const FreshBlocks fresh = find_fresh(lane.config.fresh_pages, req.host, req.bytes);
   if (lane.config.fresh_pages == FreshPages::Huge) advise_huge_pages(fresh);
   PopulateFresh populate(fresh);
   DrainOut task(static_cast<char*>(req.host), layout, ring, base,

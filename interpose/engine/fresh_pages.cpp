@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "engine/copy_plan.h"
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
 #endif
@@ -36,6 +38,12 @@ bool looks_fresh(const FreshBlocks& blocks) {
   const char* end = blocks.first + blocks.count * kFreshBlock;
   return !page_resident(blocks.first) &&
          !page_resident(blocks.first + blocks.count / 2 * kFreshBlock) && !page_resident(end - 1);
+}
+
+FreshBlocks find_fresh(FreshPages mode, void* p, std::size_t n) {
+  if (mode == FreshPages::Off || n < kFreshPagesFrom || !can_populate()) return {};
+  const FreshBlocks blocks = whole_blocks(p, n);
+  return looks_fresh(blocks) ? blocks : FreshBlocks{};
 }
 
 bool can_populate() {

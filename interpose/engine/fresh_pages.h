@@ -10,6 +10,8 @@
 
 #include <cstddef>
 
+#include "common/copy_types.h"
+
 namespace cmt {
 
 constexpr std::size_t kFreshBlock = 2u << 20;  // an x86-64 transparent huge page
@@ -30,6 +32,11 @@ bool looks_fresh(const FreshBlocks& blocks);
 // once per process on a page of its own. Without it, fresh destinations are left alone: huge-page
 // advice alone would have the drain threads race to fault (and each zero) the same huge page.
 bool can_populate();
+
+// The whole blocks of a destination of `n` bytes at `p` to prepare before writing it: all of them
+// if `mode` is not Off, the destination is at least kFreshPagesFrom long, the kernel can populate
+// and it looks fresh; else none. It only looks (mincore): the caller prepares.
+FreshBlocks find_fresh(FreshPages mode, void* p, std::size_t n);
 
 // Asks for transparent huge pages over the blocks (MADV_HUGEPAGE). Best effort: a kernel or a
 // mapping that says no leaves the blocks as they were.

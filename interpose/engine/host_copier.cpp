@@ -128,8 +128,8 @@ bool HostCopier::take(void* dst, const void* src, std::size_t bytes, bool is_mem
   return copy(dst, src, bytes);
 }
 
-bool HostCopier::run(Job& job, void* dst, std::size_t bytes,
-                     std::atomic<std::uint64_t>& fresh_counter) noexcept {
+bool HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept {
+  const auto t0 = std::chrono::steady_clock::now();
   bool expected = false;
   if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
     declined_busy_.fetch_add(1, std::memory_order_relaxed);
@@ -147,33 +147,28 @@ bool HostCopier::run(Job& job, void* dst, std::size_t bytes,
     pool.end();
   };
   // A destination never written yet (a new buffer): huge pages, faulted in on every thread.
-  FreshBlocks fresh;
-  if (fresh_pages_ != FreshPages::Off && bytes >= kFreshPagesFrom && can_populate())
-    fresh = whole_blocks(dst, bytes);
-  if (!looks_fresh(fresh)) fresh = {};
+  const FreshBlocks fresh = find_fresh(fresh_pages_, dst, bytes);
   if (fresh.count) {
     if (fresh_pages_ == FreshPages::Huge) advise_huge_pages(fresh);
     PopulateFresh populate(fresh);
     run_units(&populate, fresh.count);
-    fresh_counter.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
+    tally.fresh_bytes.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
   }
   run_units(&job, job.units());
   busy_.store(false, std::memory_order_release);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  tally.calls.fetch_add(1, std::memory_order_relaxed);
+  tally.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  tally.ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
   return true;
 }
 
 bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
-  const auto t0 = std::chrono::steady_clock::now();
   Job job(static_cast<char*>(dst), static_cast<const char*>(src), 0, bytes,
           unit_for(bytes, pool_->size() + 1));
-  if (!run(job, dst, bytes, fresh_bytes_)) return false;
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
-  calls_.fetch_add(1, std::memory_order_relaxed);
-  bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
-  return true;
+  return run(job, dst, bytes, copies_);
 }
 
 bool HostCopier::take_fill(void* dst, int value, std::size_t bytes) noexcept {
@@ -181,31 +176,21 @@ bool HostCopier::take_fill(void* dst, int value, std::size_t bytes) noexcept {
   if (g_host_fill_threshold.load(std::memory_order_relaxed) ==
       std::numeric_limits<std::size_t>::max())
     return false;  // disarmed: a forked child
-  if (fill_mode_ == HostFill::Fresh) {
-    // Only a destination none of whose sampled pages exists yet: a new buffer's first fill.
-    if (bytes < kFreshPagesFrom || !can_populate()) return false;
-    if (!looks_fresh(whole_blocks(dst, bytes))) return false;
-  }
+  // Fresh: only a destination none of whose sampled pages exists yet (a new buffer's first fill).
+  if (fill_mode_ == HostFill::Fresh && !find_fresh(FreshPages::Populate, dst, bytes).count)
+    return false;
   return fill(dst, value, bytes);
 }
 
 bool HostCopier::fill(void* dst, int value, std::size_t bytes) noexcept {
-  const auto t0 = std::chrono::steady_clock::now();
   Job job(static_cast<char*>(dst), nullptr, value, bytes, unit_for(bytes, pool_->size() + 1));
-  if (!run(job, dst, bytes, fill_fresh_bytes_)) return false;
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
-  fill_calls_.fetch_add(1, std::memory_order_relaxed);
-  fill_bytes_.fetch_add(bytes, std::memory_order_relaxed);
-  fill_ns_.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
-  return true;
+  return run(job, dst, bytes, fills_);
 }
 
 HostCopier::Counts HostCopier::counts() const {
-  return {calls_.load(),      bytes_.load(),      ns_.load(),      fresh_bytes_.load(),
-          declined_busy_.load(), fill_calls_.load(), fill_bytes_.load(), fill_ns_.load(),
-          fill_fresh_bytes_.load()};
+  return {copies_.calls.load(),      copies_.bytes.load(), copies_.ns.load(),
+          copies_.fresh_bytes.load(), declined_busy_.load(), fills_.calls.load(),
+          fills_.bytes.load(),        fills_.ns.load(),     fills_.fresh_bytes.load()};
 }
 
 }  // namespace cmt

@@ -90,17 +90,21 @@ class HostCopier {
   static inline std::atomic<HostCopier*> g_armed{nullptr};
   static inline thread_local bool t_inside_ __attribute__((tls_model("initial-exec"))) = false;
 
-  // Runs `job` over [dst, dst + bytes) on all threads, a fresh destination prepared first; adds
-  // to the fresh-bytes counter. False if another job holds the threads.
-  bool run(Job& job, void* dst, std::size_t bytes, std::atomic<std::uint64_t>& fresh) noexcept;
+  // What one kind of job (copies, fills) has done.
+  struct Tally {
+    std::atomic<std::uint64_t> calls{0}, bytes{0}, ns{0}, fresh_bytes{0};
+  };
+  // Runs `job` over [dst, dst + bytes) on all threads, a fresh destination prepared first, and
+  // counts it in `tally`. False if another job holds the threads.
+  bool run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept;
 
   const HostCopy mode_;
   const HostFill fill_mode_;
   const FreshPages fresh_pages_;
   std::unique_ptr<WorkerPool> pool_;
   std::atomic<bool> busy_{false};
-  std::atomic<std::uint64_t> calls_{0}, bytes_{0}, ns_{0}, fresh_bytes_{0}, declined_busy_{0};
-  std::atomic<std::uint64_t> fill_calls_{0}, fill_bytes_{0}, fill_ns_{0}, fill_fresh_bytes_{0};
+  Tally copies_, fills_;
+  std::atomic<std::uint64_t> declined_busy_{0};
 };
 
 }  // namespace cmt

@@ -194,16 +194,9 @@ CUresult HostRegister(void* p, size_t bytes, unsigned flags) {
   return r;
 }
 
+// cuMemFreeHost and cuMemHostUnregister: forgotten before the memory goes.
 template <Driver H>
-CUresult FreeHost(void* p) {
-  auto real = reinterpret_cast<HostPtrFn>(real_of(hook<H>()));
-  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  Interposer::host_memory_removed(p);
-  return real(p);
-}
-
-template <Driver H>
-CUresult HostUnregister(void* p) {
+CUresult HostRelease(void* p) {
   auto real = reinterpret_cast<HostPtrFn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
   Interposer::host_memory_removed(p);
@@ -321,10 +314,9 @@ void* driver_hook_for_symbol(const char* name, void* found) {
 #define CMT_SHAPE_HostAlloc \
   CUresult, (void** p, size_t bytes, unsigned int flags), (p, bytes, flags)
 #define CMT_SHAPE_AllocHost CUresult, (void** p, size_t bytes), (p, bytes)
-#define CMT_SHAPE_FreeHost CUresult, (void* p), (p)
+#define CMT_SHAPE_HostRelease CUresult, (void* p), (p)
 #define CMT_SHAPE_HostRegister \
   CUresult, (void* p, size_t bytes, unsigned int flags), (p, bytes, flags)
-#define CMT_SHAPE_HostUnregister CUresult, (void* p), (p)
 #define CMT_SHAPE_HtoD CUresult, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n)
 #define CMT_SHAPE_DtoH CUresult, (void* dst, CUdeviceptr src, size_t n), (dst, src, n)
 #define CMT_SHAPE_HtoDAsync \

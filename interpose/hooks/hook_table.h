@@ -24,9 +24,9 @@
 #define CMT_RUNTIME_HOST_MEMORY_HOOKS(X)     \
   X(cudaHostAlloc, RuntimeHostAlloc, 0)      \
   X(cudaMallocHost, RuntimeMallocHost, 0)    \
-  X(cudaFreeHost, RuntimeFreeHost, 0)        \
+  X(cudaFreeHost, RuntimeHostRelease, 0)     \
   X(cudaHostRegister, RuntimeHostRegister, 0) \
-  X(cudaHostUnregister, RuntimeHostUnregister, 0)
+  X(cudaHostUnregister, RuntimeHostRelease, 0)
 
 /* The CUDA driver's copies and its symbol lookup (hooks/driver_hooks.cpp), by exact variant: the
    64-bit _v2 entries, never the legacy 32-bit ones such as cuMemcpyHtoD. Reached directly by
@@ -53,9 +53,9 @@
 #define CMT_DRIVER_HOST_MEMORY_HOOKS(X)        \
   X(cuMemHostAlloc, HostAlloc, 0)              \
   X(cuMemAllocHost_v2, AllocHost, 0)           \
-  X(cuMemFreeHost, FreeHost, 0)                \
+  X(cuMemFreeHost, HostRelease, 0)             \
   X(cuMemHostRegister_v2, HostRegister, 0)     \
-  X(cuMemHostUnregister, HostUnregister, 0)
+  X(cuMemHostUnregister, HostRelease, 0)
 
 /* Exported, written by hand: the C library's dlsym (hooks/dlsym_hook.cpp, x86-64 assembly around
    a C++ decision), cmt's own function (hooks/runtime_hooks.cpp), and what libcmt-host.so asks of

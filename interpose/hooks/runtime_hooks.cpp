@@ -120,18 +120,10 @@ cudaError_t RuntimeHostRegister(void* p, size_t size, unsigned flags) {
   return r;
 }
 
-// Forgotten before the memory goes: a copy racing the free must not be told it is still there.
+// cudaFreeHost and cudaHostUnregister. Forgotten before the memory goes: a copy racing the free
+// must not be told it is still there.
 template <Runtime H>
-cudaError_t RuntimeFreeHost(void* p) {
-  auto real = resolve<H, HostPtrFn>();
-  if (!real) return cudaErrorInitializationError;
-  RuntimeHookScope scope;
-  Interposer::host_memory_removed(p);
-  return real(p);
-}
-
-template <Runtime H>
-cudaError_t RuntimeHostUnregister(void* p) {
+cudaError_t RuntimeHostRelease(void* p) {
   auto real = resolve<H, HostPtrFn>();
   if (!real) return cudaErrorInitializationError;
   RuntimeHookScope scope;
@@ -155,10 +147,9 @@ cudaError_t RuntimeHostUnregister(void* p) {
 #define CMT_SHAPE_RuntimeHostAlloc \
   cudaError_t, (void** p, size_t size, unsigned int flags), (p, size, flags)
 #define CMT_SHAPE_RuntimeMallocHost cudaError_t, (void** p, size_t size), (p, size)
-#define CMT_SHAPE_RuntimeFreeHost cudaError_t, (void* p), (p)
+#define CMT_SHAPE_RuntimeHostRelease cudaError_t, (void* p), (p)
 #define CMT_SHAPE_RuntimeHostRegister \
   cudaError_t, (void* p, size_t size, unsigned int flags), (p, size, flags)
-#define CMT_SHAPE_RuntimeHostUnregister cudaError_t, (void* p), (p)
 #define CMT_EXPORT_RUNTIME_HOOK(name, shape, per_thread) \
   CMT_DEFINE_EXPORT(name, cmt::hooks::shape<cmt::hooks::Runtime::name>, CMT_SHAPE_##shape)
 CMT_RUNTIME_HOOKS(CMT_EXPORT_RUNTIME_HOOK)

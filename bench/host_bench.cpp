@@ -9,11 +9,12 @@
 //          The bytes on the GPU are checked against the source after every pair.
 //   small  memcpy of SIZE bytes (64 by default) in a tight loop through the PLT: nanoseconds per
 //          call. Run with and without libcmt.so preloaded (bench/host_leg.py alternates them).
-//   fresh  A new buffer zero-filled and then the target of a device-to-host copy, as
-//          `std::vector<float>(n)` and a fetch make it: memset of a fresh mapping, then cudaMemcpy
-//          into it. In one process under libcmt.so, rounds alternating: default (the thread opted
-//          out: libc's memset and CUDA's copy), cmt (both through cmt), and the memset of a buffer
-//          already faulted in (no page faults: what filling costs without them). Bytes checked.
+//   fresh  A new buffer zero-filled and then the target of a device-to-host copy:
+//          `std::vector<float>(n)` (a memset of a new mmap'd block), then cudaMemcpy into it. In
+//          one process under libcmt.so, rounds alternating: default (the thread opted out: libc's
+//          memset and CUDA's copy) and cmt (both through cmt); with two yardsticks, the machine's
+//          fresh-page limit (huge pages populated on every CPU, nothing written) and the memset of
+//          a buffer already faulted in (no page faults). Bytes checked.
 //
 // usage: cmt-bench-host fill [--bytes N] [--reps N] [--json FILE]
 //        cmt-bench-host small [--size N] [--calls N]
@@ -23,11 +24,14 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_check.h"
@@ -55,6 +59,12 @@ std::size_t parse_bytes(const std::string& text) {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// (max - min) / median: how far the rounds spread.
+double spread(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : (v.back() - v.front()) / v[v.size() / 2];
 }
 
 int fill(std::size_t bytes, int reps, const std::string& json) {
@@ -102,10 +112,6 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
     t_dma.push_back(x[0]);
   }
   const double gb = static_cast<double>(bytes) / 1e9;
-  auto spread = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : (v.back() - v.front()) / v[v.size() / 2];
-  };
   std::printf("memmove %zu MiB into a cudaHostAlloc buffer, then cudaMemcpy to the GPU (%d rounds, "
               "medians):\n", bytes >> 20, reps);
   std::printf("  default  pair %.1f GB/s  (memmove %.1f GB/s)\n", gb / median(t_default),
@@ -133,40 +139,68 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
   return wrong == 0 ? 0 : 1;
 }
 
+// The machine's fresh-page limit: a new mapping of `bytes` made resident as fast as this host
+// can, huge pages asked for and the 2 MiB blocks populated (MADV_POPULATE_WRITE) by `threads`
+// threads at once, nothing written after. Seconds.
+double populate_limit(std::size_t bytes, unsigned threads) {
+  constexpr std::size_t kBlock = 2u << 20;
+  const std::size_t blocks = bytes / kBlock;
+  void* p = mmap(nullptr, bytes + kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) std::exit(1);
+  auto* first = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(p) + kBlock - 1) & ~(kBlock - 1));
+  (void)madvise(first, blocks * kBlock, MADV_HUGEPAGE);
+  std::atomic<std::size_t> next{0};
+  auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < blocks;)
+        if (madvise(first + i * kBlock, kBlock, 23 /* MADV_POPULATE_WRITE */) != 0)
+          std::memset(first + i * kBlock, 0, kBlock);
+    });
+  for (auto& t : pool) t.join();
+  const double s = seconds_since(t0);
+  munmap(p, bytes + kBlock);
+  return s;
+}
+
 int fresh(std::size_t bytes, int reps, const std::string& json) {
   auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
   if (!forward) {
     std::fprintf(stderr, "cmt-bench-host fresh: run it under libcmt.so (cmt run -- ...)\n");
     return 2;
   }
+  const std::size_t n = bytes / sizeof(float);
+  bytes = n * sizeof(float);
   void* dev = nullptr;
   CMT_CHECK_CUDA(cudaMalloc(&dev, bytes));
   CMT_CHECK_CUDA(cudaMemset(dev, 0x5A, bytes));
   CMT_CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<double> fill_d, fill_c, pair_d, pair_c, fill_resident;
+  std::vector<double> fill_d, fill_c, pair_d, pair_c, fill_resident, limit;
   long wrong = 0;
   auto one = [&](bool cmt) {
-    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) std::exit(1);
     forward(cmt ? 0 : 1);
     auto t0 = Clock::now();
-    std::memset(p, 0, bytes);  // what value-initialisation does
+    // The program the issue names: value-initialisation, which GCC compiles to a memset call
+    // over a new malloc'd (so mmap'd, never written) block.
+    auto* v = new std::vector<float>(n);
     const double f = seconds_since(t0);
-    CMT_CHECK_CUDA(cudaMemcpy(p, dev, bytes, cudaMemcpyDeviceToHost));
+    CMT_CHECK_CUDA(cudaMemcpy(v->data(), dev, bytes, cudaMemcpyDeviceToHost));
     const double t = seconds_since(t0);
     forward(0);
-    const auto* b = static_cast<const unsigned char*>(p);
+    const auto* b = reinterpret_cast<const unsigned char*>(v->data());
     for (std::size_t i = 0; i < bytes; i += 4093)
       if (b[i] != 0x5A) {
         ++wrong;
         break;
       }
     if (b[bytes - 1] != 0x5A) ++wrong;
-    munmap(p, bytes);
+    delete v;
     (cmt ? fill_c : fill_d).push_back(f);
     (cmt ? pair_c : pair_d).push_back(t);
   };
   std::vector<unsigned char> resident(bytes, 1);
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   for (int r = 0; r < reps + 1; ++r) {  // the first round warms up and is dropped
     const std::size_t before = fill_d.size();
     one(r % 2 == 0);
@@ -176,6 +210,7 @@ int fresh(std::size_t bytes, int reps, const std::string& json) {
     std::memset(resident.data(), r, bytes);
     const double x = seconds_since(t0);
     forward(0);
+    const double l = populate_limit(bytes, threads);
     if (r == 0) {
       fill_d.resize(before);
       fill_c.resize(before);
@@ -184,28 +219,36 @@ int fresh(std::size_t bytes, int reps, const std::string& json) {
       continue;
     }
     fill_resident.push_back(x);
+    limit.push_back(l);
   }
   const double gb = static_cast<double>(bytes) / 1e9;
-  std::printf("a new %zu MiB buffer zero-filled, then cudaMemcpy D2H into it (%d rounds, medians):\n",
-              bytes >> 20, reps);
+  std::printf("std::vector<float>(%zu) (%zu MiB, a memset of new memory), then cudaMemcpy D2H into "
+              "it (%d rounds, medians):\n", n, bytes >> 20, reps);
   std::printf("  default  memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_d),
               gb / median(pair_d));
   std::printf("  cmt      memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_c),
               gb / median(pair_c));
+  std::printf("  fresh-page limit (huge pages populated on %u threads, nothing written): %.1f GB/s\n",
+              threads, gb / median(limit));
   std::printf("  memset of memory already faulted in (one thread): %.1f GB/s\n",
               gb / median(fill_resident));
-  std::printf("  pair cmt/default %.2fx, memset cmt/default %.2fx; wrong %ld\n",
-              median(pair_d) / median(pair_c), median(fill_d) / median(fill_c), wrong);
+  std::printf("  pair cmt/default %.2fx, memset cmt/default %.2fx, cmt memset/limit %.2f; wrong %ld\n",
+              median(pair_d) / median(pair_c), median(fill_d) / median(fill_c),
+              median(limit) / median(fill_c), wrong);
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 1;
     std::fprintf(f,
                  "{\"bytes\": %zu, \"rounds\": %d, \"default_memset_gbps\": %.2f, "
                  "\"cmt_memset_gbps\": %.2f, \"resident_memset_gbps\": %.2f, "
+                 "\"fresh_page_limit_gbps\": %.2f, \"limit_threads\": %u, "
                  "\"default_pair_gbps\": %.2f, \"cmt_pair_gbps\": %.2f, \"pair_ratio\": %.3f, "
+                 "\"memset_ratio\": %.3f, \"spread_pair_default\": %.3f, \"spread_pair_cmt\": %.3f, "
                  "\"wrong\": %ld}\n",
                  bytes, reps, gb / median(fill_d), gb / median(fill_c), gb / median(fill_resident),
-                 gb / median(pair_d), gb / median(pair_c), median(pair_d) / median(pair_c), wrong);
+                 gb / median(limit), threads, gb / median(pair_d), gb / median(pair_c),
+                 median(pair_d) / median(pair_c), median(fill_d) / median(fill_c), spread(pair_d),
+                 spread(pair_c), wrong);
     std::fclose(f);
   }
   CMT_CHECK_CUDA(cudaFree(dev));

@@ -87,12 +87,19 @@ def main():
           flush=True)
     doc["fresh"] = {}
     for size in ("64M", "1G"):
-        with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        with tempfile.NamedTemporaryFile(suffix=".json") as f, \
+                tempfile.NamedTemporaryFile(suffix=".json") as stats:
             p = subprocess.run([cmt, "run", "--", bench, "fresh", "--bytes", size, "--reps",
-                                str(rounds), "--json", f.name], capture_output=True, text=True)
+                                str(rounds), "--json", f.name], capture_output=True, text=True,
+                               env=dict(os.environ, CMT_STATS=stats.name))
             print(p.stdout, p.stderr, flush=True)
             doc["fresh"][size] = (json.load(open(f.name)) if p.returncode == 0
                                   else {"error": p.stderr[-500:], "wrong": 1})
+            # cmt's own count of the fills it took: the cmt rounds' memsets must all be there.
+            try:
+                doc["fresh"][size]["cmt_fills"] = json.load(open(stats.name))["host_copies"]["fills"]
+            except (ValueError, KeyError):
+                doc["fresh"][size]["cmt_fills"] = None
     if "--json" in sys.argv:
         json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
     ok = doc["fill"].get("wrong", 1) == 0 and all(r.get("wrong", 1) == 0 for r in doc["fresh"].values())

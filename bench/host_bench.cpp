@@ -13,8 +13,8 @@
 //          `std::vector<float>(n)` (a memset of a new mmap'd block), then cudaMemcpy into it. In
 //          one process under libcmt.so, rounds alternating: default (the thread opted out: libc's
 //          memset and CUDA's copy) and cmt (both through cmt); with two yardsticks, the machine's
-//          fresh-page limit (huge pages populated on every CPU, nothing written) and the memset of
-//          a buffer already faulted in (no page faults). Bytes checked.
+//          fresh-page limit (a new mapping populated as fast as the host can, nothing written)
+//          and the memset of a buffer already faulted in (no page faults). Bytes checked.
 //
 // usage: cmt-bench-host fill [--bytes N] [--reps N] [--json FILE]
 //        cmt-bench-host small [--size N] [--calls N]
@@ -139,18 +139,18 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
   return wrong == 0 ? 0 : 1;
 }
 
-// The machine's fresh-page limit: a new mapping of `bytes` made resident as fast as this host
-// can, huge pages asked for and the 2 MiB blocks populated (MADV_POPULATE_WRITE) by `threads`
-// threads at once, nothing written after. Seconds.
-double populate_limit(std::size_t bytes, unsigned threads) {
+// A new mapping of `bytes` made resident as fast as this host can: the 2 MiB blocks populated
+// (MADV_POPULATE_WRITE) by `threads` threads at once, huge pages asked for first if `huge`,
+// nothing written after. Seconds. The fastest over thread counts is the fresh-page limit.
+double populate_limit(std::size_t bytes, unsigned threads, bool huge) {
   constexpr std::size_t kBlock = 2u << 20;
   const std::size_t blocks = bytes / kBlock;
   void* p = mmap(nullptr, bytes + kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) std::exit(1);
   auto* first = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(p) + kBlock - 1) & ~(kBlock - 1));
-  (void)madvise(first, blocks * kBlock, MADV_HUGEPAGE);
-  std::atomic<std::size_t> next{0};
   auto t0 = Clock::now();
+  if (huge) (void)madvise(first, blocks * kBlock, MADV_HUGEPAGE);
+  std::atomic<std::size_t> next{0};
   std::vector<std::thread> pool;
   for (unsigned t = 0; t < threads; ++t)
     pool.emplace_back([&] {
@@ -176,7 +176,13 @@ int fresh(std::size_t bytes, int reps, const std::string& json) {
   CMT_CHECK_CUDA(cudaMalloc(&dev, bytes));
   CMT_CHECK_CUDA(cudaMemset(dev, 0x5A, bytes));
   CMT_CHECK_CUDA(cudaDeviceSynchronize());
-  std::vector<double> fill_d, fill_c, pair_d, pair_c, fill_resident, limit;
+  std::vector<double> fill_d, fill_c, pair_d, pair_c, fill_resident;
+  // The fresh-page limit's candidates: thread counts, with and without huge pages.
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<unsigned> counts;
+  for (unsigned t = 1; t < cpus; t *= 2) counts.push_back(t);
+  counts.push_back(cpus);
+  std::vector<std::vector<double>> limit_huge(counts.size()), limit_small(counts.size());
   long wrong = 0;
   auto one = [&](bool cmt) {
     forward(cmt ? 0 : 1);
@@ -200,7 +206,6 @@ int fresh(std::size_t bytes, int reps, const std::string& json) {
     (cmt ? pair_c : pair_d).push_back(t);
   };
   std::vector<unsigned char> resident(bytes, 1);
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
   for (int r = 0; r < reps + 1; ++r) {  // the first round warms up and is dropped
     const std::size_t before = fill_d.size();
     one(r % 2 == 0);
@@ -210,7 +215,11 @@ int fresh(std::size_t bytes, int reps, const std::string& json) {
     std::memset(resident.data(), r, bytes);
     const double x = seconds_since(t0);
     forward(0);
-    const double l = populate_limit(bytes, threads);
+    if (r > 0)
+      for (std::size_t i = 0; i < counts.size(); ++i) {
+        limit_huge[i].push_back(populate_limit(bytes, counts[i], true));
+        limit_small[i].push_back(populate_limit(bytes, counts[i], false));
+      }
     if (r == 0) {
       fill_d.resize(before);
       fill_c.resize(before);
@@ -219,34 +228,52 @@ int fresh(std::size_t bytes, int reps, const std::string& json) {
       continue;
     }
     fill_resident.push_back(x);
-    limit.push_back(l);
   }
   const double gb = static_cast<double>(bytes) / 1e9;
+  double limit = 1e30;
+  unsigned limit_threads = 0;
+  bool limit_huge_pages = false;
+  std::string limits_json;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    const double h = median(limit_huge[i]), p = median(limit_small[i]);
+    if (h < limit) limit = h, limit_threads = counts[i], limit_huge_pages = true;
+    if (p < limit) limit = p, limit_threads = counts[i], limit_huge_pages = false;
+    limits_json += (i ? ", " : "") + std::string("{\"threads\": ") + std::to_string(counts[i]) +
+                   ", \"huge_gbps\": " + std::to_string(gb / h) +
+                   ", \"small_gbps\": " + std::to_string(gb / p) + "}";
+  }
   std::printf("std::vector<float>(%zu) (%zu MiB, a memset of new memory), then cudaMemcpy D2H into "
               "it (%d rounds, medians):\n", n, bytes >> 20, reps);
   std::printf("  default  memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_d),
               gb / median(pair_d));
   std::printf("  cmt      memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_c),
               gb / median(pair_c));
-  std::printf("  fresh-page limit (huge pages populated on %u threads, nothing written): %.1f GB/s\n",
-              threads, gb / median(limit));
+  std::printf("  fresh-page limit (the fastest population of a new mapping, nothing written): "
+              "%.1f GB/s, %u threads, %s pages\n", gb / limit, limit_threads,
+              limit_huge_pages ? "huge" : "4 KiB");
+  std::printf("    populate GB/s by threads (huge / 4 KiB pages):");
+  for (std::size_t i = 0; i < counts.size(); ++i)
+    std::printf(" %u: %.1f / %.1f;", counts[i], gb / median(limit_huge[i]), gb / median(limit_small[i]));
+  std::printf("\n");
   std::printf("  memset of memory already faulted in (one thread): %.1f GB/s\n",
               gb / median(fill_resident));
   std::printf("  pair cmt/default %.2fx, memset cmt/default %.2fx, cmt memset/limit %.2f; wrong %ld\n",
               median(pair_d) / median(pair_c), median(fill_d) / median(fill_c),
-              median(limit) / median(fill_c), wrong);
+              limit / median(fill_c), wrong);
   if (!json.empty()) {
     FILE* f = std::fopen(json.c_str(), "w");
     if (!f) return 1;
     std::fprintf(f,
                  "{\"bytes\": %zu, \"rounds\": %d, \"default_memset_gbps\": %.2f, "
                  "\"cmt_memset_gbps\": %.2f, \"resident_memset_gbps\": %.2f, "
-                 "\"fresh_page_limit_gbps\": %.2f, \"limit_threads\": %u, "
+                 "\"fresh_page_limit_gbps\": %.2f, \"limit_threads\": %u, \"limit_huge\": %s, "
+                 "\"populate\": [%s], "
                  "\"default_pair_gbps\": %.2f, \"cmt_pair_gbps\": %.2f, \"pair_ratio\": %.3f, "
                  "\"memset_ratio\": %.3f, \"spread_pair_default\": %.3f, \"spread_pair_cmt\": %.3f, "
                  "\"wrong\": %ld}\n",
                  bytes, reps, gb / median(fill_d), gb / median(fill_c), gb / median(fill_resident),
-                 gb / median(limit), threads, gb / median(pair_d), gb / median(pair_c),
+                 gb / limit, limit_threads, limit_huge_pages ? "true" : "false", limits_json.c_str(),
+                 gb / median(pair_d), gb / median(pair_c),
                  median(pair_d) / median(pair_c), median(fill_d) / median(fill_c), spread(pair_d),
                  spread(pair_c), wrong);
     std::fclose(f);

@@ -91,7 +91,10 @@ CheckedCopyFn g_memcpy_chk = early_checked_move;
 CheckedCopyFn g_memmove_chk = early_checked_move;
 
 // Copies n <= kSmallCopy bytes. Every load comes before any store, so overlapping ranges come out
-// as memmove says. Pieces from both ends overlap in the middle instead of looping.
+// as memmove says. Pieces from both ends overlap in the middle instead of looping. 16-byte SSE2
+// vectors, which every x86-64 has, inline: a 32-byte AVX2 version chosen by a CPU flag cost the
+// 64-byte call about 1 ns more on the H200 host (the flag test, a jump and vzeroupper), 4.26 ns
+// against 3.15 (bench/lab/memcpy_hook_variants.cpp, bench/lab/NOTES.md 31).
 constexpr std::size_t kSmallCopy = 128;
 
 inline __attribute__((always_inline)) void* small_copy(void* dst, const void* src,
@@ -157,35 +160,6 @@ inline __attribute__((always_inline)) void* small_copy(void* dst, const void* sr
   return dst;
 }
 
-#if defined(__x86_64__)
-// The same with 32-byte vectors where the CPU has AVX2: a 64-byte call is then two loads and two
-// stores, as in libc's own AVX2 and EVEX versions. Out of line (code for AVX2 cannot be inlined
-// into code for any x86-64): the hooks reach it by a direct jump.
-__attribute__((target("avx2"), noinline)) void* small_copy_avx2(
-    void* dst, const void* src, std::size_t n) noexcept {
-  if (n <= 32) return small_copy(dst, src, n);
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
-#define CMT_LOAD32(p) _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))
-#define CMT_STORE32(p, v) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v)
-  if (n <= 64) {
-    const __m256i a = CMT_LOAD32(s), b = CMT_LOAD32(s + n - 32);
-    CMT_STORE32(d, a);
-    CMT_STORE32(d + n - 32, b);
-  } else {
-    const __m256i a = CMT_LOAD32(s), b = CMT_LOAD32(s + 32), c = CMT_LOAD32(s + n - 64),
-                  e = CMT_LOAD32(s + n - 32);
-    CMT_STORE32(d, a);
-    CMT_STORE32(d + 32, b);
-    CMT_STORE32(d + n - 64, c);
-    CMT_STORE32(d + n - 32, e);
-  }
-#undef CMT_LOAD32
-#undef CMT_STORE32
-  return dst;
-}
-#endif
-
 // Where small_copy takes every size up to kSmallCopy (x86-64), or only those under 16 bytes.
 #if defined(__x86_64__)
 constexpr std::size_t kSmallLimit = kSmallCopy;
@@ -236,18 +210,6 @@ inline __attribute__((always_inline)) void* small_fill(void* dst, int value,
   return dst;
 }
 
-// Whether this CPU has AVX2, read once in the constructor below. (An IFUNC would spare the test,
-// but a preloaded library's IFUNCs cannot be resolved for the libraries relocated before it.)
-bool g_avx2 = false;
-
-inline __attribute__((always_inline)) void* small(void* dst, const void* src,
-                                                  std::size_t n) noexcept {
-#if defined(__x86_64__)
-  if (g_avx2) return small_copy_avx2(dst, src, n);
-#endif
-  return small_copy(dst, src, n);
-}
-
 template <typename Fn>
 void find(Fn* slot, const char* name, const char* version) {
   if (void* fn = dlvsym(RTLD_NEXT, name, version)) *slot = reinterpret_cast<Fn>(fn);
@@ -257,8 +219,6 @@ void find(Fn* slot, const char* name, const char* version) {
 // preloaded, so its constructors run after those of the libraries it needs (libc, libstdc++).
 __attribute__((constructor(101))) void find_libc_copies() {
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  g_avx2 = __builtin_cpu_supports("avx2") != 0;
   find(&g_memcpy, "memcpy", "GLIBC_2.14");
   find(&g_memmove, "memmove", "GLIBC_2.2.5");
   find(&g_memcpy_chk, "__memcpy_chk", "GLIBC_2.3.4");
@@ -320,14 +280,14 @@ inline std::size_t host_fill_threshold() {
 
 CMT_LIBC_EXPORT void* memcpy(void* dst, const void* src, std::size_t n) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit) return small(dst, src, n);
+  if (n <= kSmallLimit) return small_copy(dst, src, n);
   if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memcpy(dst, src, n);
   return large_memcpy(dst, src, n);
 }
 
 CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit) return small(dst, src, n);
+  if (n <= kSmallLimit) return small_copy(dst, src, n);
   if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memmove(dst, src, n);
   return large_memmove(dst, src, n);
 }
@@ -336,7 +296,7 @@ CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) noexcep
 CMT_LIBC_EXPORT void* __memcpy_chk(void* dst, const void* src, std::size_t n,
                                    std::size_t room) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit && n <= room) return small(dst, src, n);
+  if (n <= kSmallLimit && n <= room) return small_copy(dst, src, n);
   if (__builtin_expect(n < host_copy_threshold(), 1) || n > room)
     return g_memcpy_chk(dst, src, n, room);
   return large_memcpy(dst, src, n);
@@ -345,7 +305,7 @@ CMT_LIBC_EXPORT void* __memcpy_chk(void* dst, const void* src, std::size_t n,
 CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
                                     std::size_t room) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit && n <= room) return small(dst, src, n);
+  if (n <= kSmallLimit && n <= room) return small_copy(dst, src, n);
   if (__builtin_expect(n < host_copy_threshold(), 1) || n > room)
     return g_memmove_chk(dst, src, n, room);
   return large_memmove(dst, src, n);

@@ -28,7 +28,12 @@
 
 #include "config/fingerprint.h"
 #include "config/profile.h"
+#include "bench_process.h"
 #include "cuda_check.h"
+
+using cmt::bench::ensure_preloaded;
+using cmt::bench::object_of;
+using cmt::bench::self_dir;
 
 namespace {
 
@@ -111,41 +116,6 @@ Options parse(int argc, char** argv) {
     }
   }
   return o;
-}
-
-std::string object_of(const void* addr) {
-  Dl_info info{};
-  if (dladdr(addr, &info) && info.dli_fname) return info.dli_fname;
-  return "?";
-}
-
-std::string self_dir() {
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return ".";
-  std::string dir(self, static_cast<size_t>(n));
-  return dir.substr(0, dir.find_last_of('/'));
-}
-
-// Re-executes with libcmt.so preloaded unless it already is.
-void ensure_preloaded(char** argv) {
-  if (object_of(reinterpret_cast<const void*>(&cudaMemcpy)).find("libcmt.so") != std::string::npos)
-    return;
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) usage("cannot find my own path to locate libcmt.so");
-  self[n] = 0;
-  std::string dir(self);
-  dir = dir.substr(0, dir.find_last_of('/'));
-  std::string lib = dir + "/libcmt.so";
-  if (access(lib.c_str(), R_OK) != 0) usage(("libcmt.so not found at " + lib).c_str());
-  if (getenv("CMT_BENCH_REEXEC")) usage("libcmt.so is preloaded but cudaMemcpy is not its hook");
-  std::string preload = lib;
-  if (const char* old = getenv("LD_PRELOAD")) preload += std::string(":") + old;
-  setenv("LD_PRELOAD", preload.c_str(), 1);
-  setenv("CMT_BENCH_REEXEC", "1", 1);
-  execv(self, argv);
-  usage("cannot re-execute with libcmt.so preloaded");
 }
 
 // libcmt.so's switch for this thread: CUDA's own cudaMemcpy reaches the driver through
@@ -423,7 +393,7 @@ int main(int argc, char** argv) {
     if (opt.json.empty()) usage("--plot needs --json (the plot is drawn from it)");
     std::string dir = self_dir();
     std::string script;
-    for (const char* rel : {"/../bench/plot.py", "/../share/cmt/plot.py"})
+    for (const char* rel : {"/../bench/plot.py", "/../../share/cmt/plot.py"})
       if (access((dir + rel).c_str(), R_OK) == 0) script = dir + rel;
     if (script.empty()) usage("bench/plot.py not found for --plot");
     std::string cmd = "python3 '" + script + "' '" + opt.json + "' '" + opt.plot + "'";

@@ -15,6 +15,10 @@
 #   hostleg    the host leg (bench/host_leg.py): memmove into a cudaHostAlloc buffer then H2D, the
 #              64-byte memcpy hook's cost, a CPU-bound Python program; and safetensors' load with
 #              and without cmt, 3 rounds; about 3 minutes
+#   concurrent `cmt bench copy --threads N` (cmt-bench-concurrent): 8 threads x 256 MiB each way
+#              and both, own streams; one H2D and one D2H thread x 1 GiB; 8 threads both ways on
+#              the legacy stream; one thread x 16 MiB async + synchronize against cudaMemcpy;
+#              about 3 minutes
 #   stress     tests/gpu_stress.sh's 16-thread stress for $CMT_STRESS_SECONDS (default 600), in a
 #              new session so it outlives the call: its log is OUT/stress.txt
 #   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),
@@ -78,6 +82,19 @@ for stage in "$@"; do
       timeout 200 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 3 \
         --only safetensors_load --json "$out/safetensors.json" > "$out/safetensors.txt" 2>&1
       tail -4 "$out/safetensors.txt" ;;
+    concurrent)
+      c() {  # NAME, then cmt bench copy's arguments
+        name=$1
+        shift
+        timeout 150 "$build/cmt" bench copy "$@" --json "$out/concurrent-$name.json" \
+          --plot "$out/concurrent-$name.svg" > "$out/concurrent-$name.txt" 2>&1
+        cat "$out/concurrent-$name.txt"
+      }
+      c 8x256M --threads 8 --sizes 256M --seconds 1.5 --rounds 3
+      c 2x1G --threads 2 --sizes 1G --patterns both --seconds 2 --rounds 3
+      c 8x256M-null --threads 8 --sizes 256M --patterns both --stream null --seconds 1.5 --rounds 3
+      c 1x16M --threads 1 --sizes 16M --patterns h2d,d2h --seconds 1 --rounds 3
+      c 1x16M-null --threads 1 --sizes 16M --patterns h2d,d2h --stream null --seconds 1 --rounds 3 ;;
     stress)
       CMT_STATS="$out/stress-stats.json" setsid sh -c "'$build/cmt' run -- '$build/tests/cmt_gpu_stress' \
         stress ${CMT_STRESS_SECONDS:-600} 16 > '$out/stress.txt' 2>&1; echo exit \$? >> '$out/stress.txt'" \
@@ -91,7 +108,7 @@ for stage in "$@"; do
         after:CMT_CONFIGS_DIR= --json "$out/versus.json" > "$out/versus.txt" 2>&1
       cat "$out/versus.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch, hostleg, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch, hostleg, concurrent, stress or versus)" >&2
       exit 2 ;;
   esac
 done

@@ -113,6 +113,25 @@ int main(int argc, char** argv) {
   bench_copy->add_option("--json", bench_json, "Write the results as JSON");
   bench_copy->add_option("--csv", bench_csv, "Write the results as CSV");
   bench_copy->add_option("--plot", bench_plot, "Draw GB/s against size as SVG (needs --json)");
+  // Concurrent mode (cmt-bench-concurrent): N threads at once, each direction alone and both.
+  int bench_threads = 0, bench_rounds = 3;
+  double bench_seconds = 2;
+  std::string bench_patterns = "h2d,d2h,both", bench_stream = "own";
+  bench_copy
+      ->add_option("--threads", bench_threads,
+                   "Concurrent mode: this many host threads copy at once, each with its own "
+                   "buffers and stream, started on a barrier (sizes default to 256M)")
+      ->check(CLI::Range(1, 64));
+  bench_copy->add_option("--patterns", bench_patterns,
+                         "Concurrent mode: h2d, d2h and/or both (half the threads each way)");
+  bench_copy->add_option("--seconds", bench_seconds, "Concurrent mode: each timed window")
+      ->check(CLI::Range(0.1, 600.0));
+  bench_copy->add_option("--rounds", bench_rounds, "Concurrent mode: windows per mode")
+      ->check(CLI::Range(1, 100));
+  bench_copy->add_option("--stream", bench_stream,
+                         "Concurrent mode: own (a stream per thread, cudaMemcpyAsync) or null "
+                         "(cudaMemcpy on the legacy stream)")
+      ->check(CLI::IsMember({"own", "null"}));
 
   bool topo_json = false;
   CLI::App* topo = app.add_subcommand(
@@ -146,6 +165,19 @@ int main(int argc, char** argv) {
     tune_options.confirm = !no_confirm;
     tune_options.command = command;
     return cmt::cli::tune_command(tune_options);
+  }
+  if (bench_copy->parsed() && bench_threads > 0) {
+    std::vector<std::string> args = {
+        "--threads",  std::to_string(bench_threads), "--sizes",
+        bench_copy->count("--sizes") ? bench_sizes : "256M",
+        "--patterns", bench_patterns,
+        "--seconds",  std::to_string(bench_seconds),
+        "--rounds",   std::to_string(bench_rounds),
+        "--stream",   bench_stream,
+        "--device",   std::to_string(bench_device)};
+    if (!bench_json.empty()) args.insert(args.end(), {"--json", bench_json});
+    if (!bench_plot.empty()) args.insert(args.end(), {"--plot", bench_plot});
+    return cmt::cli::run_tool("cmt-bench-concurrent", args);
   }
   if (bench_copy->parsed()) {
     std::vector<std::string> args = {"--sizes",  bench_sizes,

@@ -1,0 +1,456 @@
+// cmt-bench-concurrent: copies from several host threads at once, each direction alone and both
+// at once, by the method of host-to-gpu-bandwidth-8x4090.txt (the seeds): every thread has its own
+// buffers and its own stream, all start on one barrier, copy back to back for a set time, and
+// record their own window on the monotonic clock. A thread's rate is its bytes over its own
+// window; an aggregate is the sum of the rates, reported only where the window all threads
+// share covers at least 99% of every thread's own (else the threads did not copy at the same
+// time, and the sum is no bandwidth anyone gets).
+//
+// Three modes in one process, rounds rotating their order: default (CUDA's own path: every
+// thread opted out of cmt), cmt (the same calls through libcmt.so), pinned (the same calls on
+// cudaMallocHost buffers: the link's ceiling). Each copy is cudaMemcpyAsync on the thread's own
+// non-blocking stream then cudaStreamSynchronize (--stream own), or cudaMemcpy on the legacy
+// default stream (--stream null), where CUDA orders every thread's copies one after another.
+// After each window every thread checks the bytes its last copy left.
+//
+// Two host yardsticks: memcpy between resident buffers on one thread and on every CPU, and the
+// staging bound derived from it. Staging moves each byte through host memory three times (the
+// CPU reads one buffer and writes another, the DMA reads or writes the pinned one) where a
+// memcpy moves it twice, so staged copies together cannot pass 2/3 of the all-CPU memcpy rate.
+//
+// usage: cmt-bench-concurrent [--threads N] [--sizes 256M,1G] [--patterns h2d,d2h,both]
+//          [--seconds S] [--rounds R] [--stream own|null] [--device N] [--json FILE]
+//          [--plot FILE.svg]   (the plot is drawn from the JSON by bench/plot_concurrent.py)
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_process.h"
+#include "common/byte_size.h"
+#include "cuda_check.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ForwardFn = int (*)(int);
+
+constexpr double kOverlapNeeded = 0.99;
+const char* kModes[] = {"default", "cmt", "pinned"};
+
+struct Options {
+  unsigned threads = 8;
+  std::vector<std::size_t> sizes = {256u << 20};
+  std::vector<std::string> patterns = {"h2d", "d2h", "both"};
+  double seconds = 2;
+  int rounds = 3;
+  bool null_stream = false;
+  int device = 0;
+  std::string json, plot;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "cmt-bench-concurrent: %s\nusage: cmt-bench-concurrent [--threads N] "
+               "[--sizes 256M,1G] [--patterns h2d,d2h,both] [--seconds S] [--rounds R] "
+               "[--stream own|null] [--device N] [--json FILE] [--plot FILE.svg]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+std::vector<std::string> split(const std::string& list) {
+  std::vector<std::string> out;
+  std::string item;
+  for (char c : list + ",") {
+    if (c != ',') {
+      item += c;
+    } else if (!item.empty()) {
+      out.push_back(item);
+      item.clear();
+    }
+  }
+  return out;
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage(a + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&](double lo, double hi) {
+      const std::string v = value();
+      char* end = nullptr;
+      const double x = std::strtod(v.c_str(), &end);
+      if (!end || *end || x < lo || x > hi)
+        usage("bad value '" + v + "' for " + a + " (expected a number from " +
+              std::to_string(static_cast<long>(lo)) + " to " + std::to_string(static_cast<long>(hi)) +
+              ")");
+      return x;
+    };
+    if (a == "--threads") {
+      o.threads = static_cast<unsigned>(number(1, 64));
+    } else if (a == "--sizes") {
+      o.sizes.clear();
+      for (const std::string& s : split(value())) {
+        std::size_t v = 0;
+        if (!cmt::parse_byte_size(s, &v) || v == 0)
+          usage("bad size '" + s + "' for --sizes (expected a size such as 256M)");
+        o.sizes.push_back(v);
+      }
+    } else if (a == "--patterns") {
+      o.patterns = split(value());
+      for (const std::string& p : o.patterns)
+        if (p != "h2d" && p != "d2h" && p != "both")
+          usage("unknown pattern '" + p + "' (expected h2d, d2h or both)");
+    } else if (a == "--seconds") {
+      o.seconds = number(0.1, 600);
+    } else if (a == "--rounds") {
+      o.rounds = static_cast<int>(number(1, 100));
+    } else if (a == "--stream") {
+      const std::string v = value();
+      if (v != "own" && v != "null") usage("bad value '" + v + "' for --stream (expected own or null)");
+      o.null_stream = v == "null";
+    } else if (a == "--device") {
+      o.device = static_cast<int>(number(0, 1024));
+    } else if (a == "--json") {
+      o.json = value();
+    } else if (a == "--plot") {
+      o.plot = value();
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  for (const std::string& p : o.patterns)
+    if (p == "both" && o.threads < 2) usage("pattern both needs --threads 2 or more (half each way)");
+  return o;
+}
+
+// Contents that differ by thread, round and mode, cheap to write and to check: 8-byte words.
+std::uint64_t word(std::size_t i, std::uint64_t seed) {
+  return (i * 0x9E3779B97F4A7C15ull) ^ seed;
+}
+
+void write_pattern(unsigned char* p, std::size_t bytes, std::uint64_t seed) {
+  for (std::size_t i = 0; i + 8 <= bytes; i += 8) {
+    const std::uint64_t w = word(i, seed);
+    std::memcpy(p + i, &w, 8);
+  }
+  for (std::size_t i = bytes & ~std::size_t{7}; i < bytes; ++i) p[i] = static_cast<unsigned char>(seed + i);
+}
+
+bool has_pattern(const unsigned char* p, std::size_t bytes, std::uint64_t seed) {
+  for (std::size_t i = 0; i + 8 <= bytes; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    if (w != word(i, seed)) return false;
+  }
+  for (std::size_t i = bytes & ~std::size_t{7}; i < bytes; ++i)
+    if (p[i] != static_cast<unsigned char>(seed + i)) return false;
+  return true;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct Buffers {  // one thread's
+  unsigned char* pageable = nullptr;
+  unsigned char* pinned = nullptr;
+  void* dev = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+struct Window {  // one thread's part of one timed window
+  bool h2d = true;
+  double start = 0, end = 0;  // seconds from the barrier's release
+  std::size_t bytes = 0;
+  bool right = true;
+  double gbps() const { return end > start ? static_cast<double>(bytes) / (end - start) / 1e9 : 0; }
+};
+
+// What one window of all threads gave.
+struct Outcome {
+  double h2d = 0, d2h = 0, overlap = 0;
+  bool right = true;
+};
+
+class Bench {
+ public:
+  Bench(const Options& o, ForwardFn forward) : o_(o), forward_(forward) {}
+
+  void allocate(std::size_t bytes) {
+    bufs_.resize(o_.threads);
+    for (Buffers& b : bufs_) {
+      b.pageable = static_cast<unsigned char*>(std::malloc(bytes));
+      if (!b.pageable) usage("out of host memory for " + std::to_string(o_.threads) + " buffers");
+      std::memset(b.pageable, 0, bytes);  // resident: page faults are another benchmark's
+      CMT_CHECK_CUDA(cudaMallocHost(&b.pinned, bytes));
+      CMT_CHECK_CUDA(cudaMalloc(&b.dev, bytes));
+      CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+    }
+  }
+
+  void release() {
+    for (Buffers& b : bufs_) {
+      std::free(b.pageable);
+      CMT_CHECK_CUDA(cudaFreeHost(b.pinned));
+      CMT_CHECK_CUDA(cudaFree(b.dev));
+      CMT_CHECK_CUDA(cudaStreamDestroy(b.stream));
+    }
+    bufs_.clear();
+  }
+
+  // One window: `mode` (0 default, 1 cmt, 2 pinned), every thread copying `bytes` at a time.
+  Outcome window(int mode, const std::string& pattern, std::size_t bytes, std::uint64_t seed) {
+    std::vector<Window> w(o_.threads);
+    std::atomic<unsigned> ready{0};
+    std::atomic<bool> go{false};
+    Clock::time_point t0;
+    auto body = [&](unsigned t) {
+      Buffers& b = bufs_[t];
+      Window& mine = w[t];
+      mine.h2d = pattern == "h2d" || (pattern == "both" && t % 2 == 0);
+      const std::uint64_t s = seed * 1315423911u + t;
+      unsigned char* host = mode == 2 ? b.pinned : b.pageable;
+      // Known contents on the source side, zeros on the destination side.
+      if (mine.h2d) {
+        write_pattern(host, bytes, s);
+        CMT_CHECK_CUDA(cudaMemsetAsync(b.dev, 0, bytes, b.stream));
+      } else {
+        write_pattern(b.pinned, bytes, s);
+        CMT_CHECK_CUDA(cudaMemcpyAsync(b.dev, b.pinned, bytes, cudaMemcpyHostToDevice, b.stream));
+        if (mode != 2) std::memset(host, 0, bytes);
+      }
+      CMT_CHECK_CUDA(cudaStreamSynchronize(b.stream));
+      if (mode == 2 && !mine.h2d) std::memset(host, 0, bytes);
+      CMT_CHECK_CUDA(cudaSetDevice(o_.device));
+      forward_(mode == 0 ? 1 : 0);
+      ready.fetch_add(1);
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      const auto start = Clock::now();
+      auto now = start;
+      std::size_t copies = 0;
+      do {
+        void* dst = mine.h2d ? b.dev : static_cast<void*>(host);
+        const void* src = mine.h2d ? static_cast<const void*>(host) : b.dev;
+        const cudaMemcpyKind kind = mine.h2d ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+        if (o_.null_stream) {
+          CMT_CHECK_CUDA(cudaMemcpy(dst, src, bytes, kind));
+        } else {
+          CMT_CHECK_CUDA(cudaMemcpyAsync(dst, src, bytes, kind, b.stream));
+          CMT_CHECK_CUDA(cudaStreamSynchronize(b.stream));
+        }
+        ++copies;
+        now = Clock::now();
+      } while (now - t0 < std::chrono::duration<double>(o_.seconds));
+      forward_(0);
+      mine.start = std::chrono::duration<double>(start - t0).count();
+      mine.end = std::chrono::duration<double>(now - t0).count();
+      mine.bytes = copies * bytes;
+      // The bytes the last copy left.
+      if (mine.h2d) {
+        CMT_CHECK_CUDA(cudaMemcpy(b.pinned, b.dev, bytes, cudaMemcpyDeviceToHost));
+        mine.right = has_pattern(b.pinned, bytes, s);
+      } else {
+        mine.right = has_pattern(host, bytes, s);
+      }
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < o_.threads; ++t) pool.emplace_back(body, t);
+    while (ready.load() < o_.threads) std::this_thread::yield();
+    t0 = Clock::now();
+    go.store(true, std::memory_order_release);
+    for (auto& t : pool) t.join();
+    Outcome out;
+    double shared_start = 0, shared_end = 1e30;
+    for (const Window& x : w) {
+      shared_start = std::max(shared_start, x.start);
+      shared_end = std::min(shared_end, x.end);
+    }
+    out.overlap = 1;
+    for (const Window& x : w) {
+      (x.h2d ? out.h2d : out.d2h) += x.gbps();
+      out.right = out.right && x.right;
+      const double own = x.end - x.start;
+      out.overlap = std::min(out.overlap, own > 0 ? std::max(0.0, shared_end - shared_start) / own : 0);
+    }
+    return out;
+  }
+
+ private:
+  const Options& o_;
+  ForwardFn forward_;
+  std::vector<Buffers> bufs_;
+};
+
+// memcpy between two resident buffers of `bytes` on `threads` threads, each its own slice,
+// started together: payload GB/s, the median of 5.
+double host_memcpy_gbps(std::size_t bytes, unsigned threads) {
+  std::vector<unsigned char> a(bytes, 1), b(bytes, 2);
+  std::vector<double> rates;
+  for (int rep = 0; rep < 6; ++rep) {
+    std::atomic<bool> go{false};
+    std::vector<std::thread> pool;
+    const std::size_t slice = bytes / threads;
+    for (unsigned t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+        std::memcpy(b.data() + t * slice, a.data() + t * slice, slice);
+      });
+    const auto t0 = Clock::now();
+    go.store(true, std::memory_order_release);
+    for (auto& t : pool) t.join();
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (rep > 0) rates.push_back(static_cast<double>(slice * threads) / s / 1e9);
+  }
+  return median(rates);
+}
+
+struct Cell {
+  std::size_t bytes;
+  std::string pattern;
+  std::vector<double> h2d[3], d2h[3], total[3], overlap[3];
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  cmt::bench::ensure_preloaded(argv);
+  auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
+  if (!forward) usage("libcmt.so has no cmt_forward_this_thread");
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "cmt-bench-concurrent: no CUDA GPU found\n");
+    return 1;
+  }
+  if (o.device >= devices) usage("--device " + std::to_string(o.device) + " out of range (" +
+                                 std::to_string(devices) + " GPUs)");
+  CMT_CHECK_CUDA(cudaSetDevice(o.device));
+  cudaDeviceProp prop{};
+  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, o.device));
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::printf("cmt-bench-concurrent  %s  GPU %d: %s  %u CPUs  %u threads, %s stream%s, %.1f s "
+              "windows, %d rounds\n",
+              date, o.device, prop.name, cpus, o.threads, o.null_stream ? "the legacy" : "own",
+              o.null_stream ? "" : "s", o.seconds, o.rounds);
+
+  // The host's yardsticks first, with no GPU traffic.
+  const double memcpy_one = host_memcpy_gbps(1u << 30, 1);
+  const double memcpy_all = host_memcpy_gbps(1u << 30, cpus);
+  const double staging_bound = memcpy_all * 2 / 3;
+  std::printf("host memcpy of 1 GiB, resident: %.1f GB/s on 1 thread, %.1f GB/s on %u; staging "
+              "bound (2/3 of that) %.1f GB/s\n",
+              memcpy_one, memcpy_all, cpus, staging_bound);
+
+  std::vector<Cell> cells;
+  long wrong = 0;
+  std::uint64_t seed = 1;
+  Bench bench(o, forward);
+  for (std::size_t bytes : o.sizes) {
+    bench.allocate(bytes);
+    for (const std::string& pattern : o.patterns) {
+      Cell cell{bytes, pattern, {}, {}, {}, {}};
+      for (int round = 0; round < o.rounds; ++round) {
+        for (int k = 0; k < 3; ++k) {
+          const int mode = (k + round) % 3;
+          const Outcome out = bench.window(mode, pattern, bytes, ++seed);
+          if (!out.right) ++wrong;
+          cell.h2d[mode].push_back(out.h2d);
+          cell.d2h[mode].push_back(out.d2h);
+          cell.total[mode].push_back(out.h2d + out.d2h);
+          cell.overlap[mode].push_back(out.overlap);
+        }
+      }
+      cells.push_back(cell);
+      std::printf("%s x %u threads, %s:\n", cmt::format_byte_size(bytes).c_str(), o.threads,
+                  pattern.c_str());
+      for (int m = 0; m < 3; ++m) {
+        const double ov = *std::min_element(cell.overlap[m].begin(), cell.overlap[m].end());
+        const auto& t = cell.total[m];
+        std::printf("  %-7s %6.1f GB/s [%5.1f-%5.1f]", kModes[m], median(t),
+                    *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
+        if (pattern == "both")
+          std::printf(" (h2d %.1f + d2h %.1f)", median(cell.h2d[m]), median(cell.d2h[m]));
+        std::printf("  windows overlap %.1f%%%s\n", 100 * ov,
+                    ov < kOverlapNeeded ? " (< 99%: not an aggregate)" : "");
+      }
+      std::printf("  cmt/default %.2fx, cmt/pinned %.2f, cmt/staging bound %.2f\n",
+                  median(cell.total[1]) / median(cell.total[0]),
+                  median(cell.total[1]) / median(cell.total[2]),
+                  median(cell.total[1]) / staging_bound);
+      std::fflush(stdout);
+    }
+    bench.release();
+  }
+  if (wrong) std::printf("WRONG BYTES in %ld windows\n", wrong);
+
+  if (!o.json.empty()) {
+    std::FILE* f = std::fopen(o.json.c_str(), "w");
+    if (!f) usage("cannot write " + o.json);
+    std::string cmdline;
+    for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
+    std::fprintf(f,
+                 "{\n  \"benchmark\": \"cmt-bench-concurrent\",\n  \"cmt_version\": \"%s\",\n  "
+                 "\"date\": \"%s\",\n  \"command\": \"%s\",\n  \"gpu\": \"%s\",\n  \"cpus\": %u,\n  "
+                 "\"threads\": %u,\n  \"stream\": \"%s\",\n  \"seconds\": %.2f,\n  \"rounds\": %d,\n  "
+                 "\"host_memcpy_one_thread_gbps\": %.2f,\n  \"host_memcpy_all_cpus_gbps\": %.2f,\n  "
+                 "\"staging_bound_gbps\": %.2f,\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
+                 CMT_VERSION, date, cmdline.c_str(), prop.name, cpus, o.threads,
+                 o.null_stream ? "null" : "own", o.seconds, o.rounds, memcpy_one, memcpy_all,
+                 staging_bound, wrong);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const Cell& c = cells[i];
+      std::fprintf(f, "    {\"bytes\": %zu, \"pattern\": \"%s\"", c.bytes, c.pattern.c_str());
+      for (int m = 0; m < 3; ++m) {
+        const auto& t = c.total[m];
+        const double ov = *std::min_element(c.overlap[m].begin(), c.overlap[m].end());
+        std::fprintf(f,
+                     ", \"%s\": {\"total_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f, "
+                     "\"h2d_gbps\": %.3f, \"d2h_gbps\": %.3f, \"overlap_min\": %.4f, "
+                     "\"aggregate\": %s}",
+                     kModes[m], median(t), *std::min_element(t.begin(), t.end()),
+                     *std::max_element(t.begin(), t.end()), median(c.h2d[m]), median(c.d2h[m]), ov,
+                     ov >= kOverlapNeeded ? "true" : "false");
+      }
+      std::fprintf(f, ", \"cmt_over_default\": %.3f, \"cmt_over_pinned\": %.3f, "
+                      "\"cmt_over_staging_bound\": %.3f}%s\n",
+                   median(c.total[1]) / median(c.total[0]), median(c.total[1]) / median(c.total[2]),
+                   median(c.total[1]) / staging_bound, i + 1 < cells.size() ? "," : "");
+    }
+    std::fprintf(f, "  ]\n}\n");
+    std::fclose(f);
+  }
+  if (!o.plot.empty()) {
+    if (o.json.empty()) usage("--plot needs --json (the plot is drawn from it)");
+    std::string script;
+    for (const char* rel : {"/../bench/plot_concurrent.py", "/../../share/cmt/plot_concurrent.py"})
+      if (access((cmt::bench::self_dir() + rel).c_str(), R_OK) == 0)
+        script = cmt::bench::self_dir() + rel;
+    if (script.empty()) usage("bench/plot_concurrent.py not found for --plot");
+    const std::string cmd = "python3 '" + script + "' '" + o.json + "' '" + o.plot + "'";
+    if (std::system(cmd.c_str()) != 0) usage("drawing the plot failed: " + cmd);
+    std::printf("plot: %s\n", o.plot.c_str());
+  }
+  return wrong ? 1 : 0;
+}

@@ -127,8 +127,8 @@ TEST(CopyEngine, DefaultStreamsAreHonoured) {
   round_trip(fake, engine, 3 << 20, 1, 1, CU_STREAM_PER_THREAD, false, 4);
 }
 
-// Ten threads on four streams at once, byte-exact, with one lane per direction (the default:
-// they take turns) and with three (concurrent copies get lanes of their own, up to three).
+// Ten threads on four streams at once, byte-exact, with one lane per direction (they take turns)
+// and with three (concurrent copies get lanes of their own, up to three).
 TEST(CopyEngine, ManyThreadsManyStreams) {
   for (unsigned lanes : {1u, 3u}) {
     SCOPED_TRACE(testing::Message() << "lanes=" << lanes);
@@ -175,6 +175,65 @@ TEST(CopyEngine, ManyThreadsManyStreams) {
       EXPECT_GT(built.size(), 2u) << "concurrent copies should have had lanes of their own";
     }
   }
+}
+
+int process_threads() {
+  int n = 0;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof(line), f))
+      if (std::sscanf(line, "Threads: %d", &n) == 1) break;
+    std::fclose(f);
+  }
+  return n;
+}
+
+// Six callers at once, both directions, with lanes left to the engine (the default): each gets a
+// lane of its own (none waits, none is forwarded), and all lanes draw on one pool of threads for
+// the GPU, so the process gains that pool's threads, not a set per lane.
+TEST(CopyEngine, ConcurrentCopiesEachGetALaneAndShareTheGpusThreads) {
+  fake::FakeDriver fake(10);
+  Config config = small_config(3, 128 << 10, 4);
+  ASSERT_EQ(config.lanes, 0u);
+  CopyEngine engine(fake.api(), config);
+  std::vector<CUstream> streams;  // each runs a thread of the fake's: made before counting
+  for (int t = 0; t < 6; ++t) streams.push_back(fake.create_stream());
+  const int before = process_threads();
+  std::atomic<int> wrong{0}, forwarded{0}, ready{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 6; ++t)
+    callers.emplace_back([&, t] {
+      const std::size_t bytes = (6u << 20) + 4099 * t;
+      auto src = pattern(bytes, 100 + t);
+      std::vector<unsigned char> back(bytes);
+      CUdeviceptr dev = fake.alloc_device(bytes);
+      CUstream s = streams[t];
+      ++ready;
+      while (ready.load() < 6) std::this_thread::yield();
+      for (int rep = 0; rep < 4; ++rep) {
+        if (engine.copy({Direction::HostToDevice, src.data(), dev, bytes, s, false}).bytes_done !=
+                bytes ||
+            engine.copy({Direction::DeviceToHost, back.data(), dev, bytes, s, false}).bytes_done !=
+                bytes)
+          ++forwarded;
+        else if (std::memcmp(back.data(), src.data(), bytes) != 0)
+          ++wrong;
+      }
+    });
+  const int during = process_threads();
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(forwarded.load(), 0) << "a caller waited past the limit for a lane";
+  auto lanes = engine.lanes();
+  ASSERT_FALSE(lanes.empty());
+  const unsigned pool = lanes[0].pool_threads;
+  for (const LaneInfo& l : lanes) {
+    EXPECT_EQ(l.pool_threads, pool) << "every lane of the GPU is on one pool";
+    EXPECT_EQ(l.threads, 3u);
+  }
+  EXPECT_GT(lanes.size(), 2u) << "concurrent callers should have had lanes of their own";
+  EXPECT_LE(process_threads() - before, static_cast<int>(pool))
+      << "threads started beyond the one pool (" << during - before << " while copying)";
 }
 
 TEST(CopyEngine, AsyncCopiesOnOneStreamStayOrdered) {

@@ -164,8 +164,9 @@ std::vector<OptionSpec> build_table() {
                           "Forward every copy to CUDA untouched (the kill switch).",
                           &Config::disable));
   t.push_back(count_option("threads", "CMT_THREADS", Scope::PerGpu, true,
-                           "CPU copy threads per GPU and direction; 0 picks half the GPU's local "
-                           "cores, at most 8.",
+                           "CPU copy threads one copy uses; 0 picks half the GPU's local cores, "
+                           "at most 8. A GPU's pool has room for two copies at once (at most its "
+                           "local cores less two).",
                            &Config::threads, 0, 256));
   t.push_back(size_option("chunk_bytes", "CMT_CHUNK_BYTES", Scope::PerGpu, true,
                           "The largest piece (one DMA) of a copy shorter than 64 pieces, either "
@@ -184,10 +185,10 @@ std::vector<OptionSpec> build_table() {
                            &Config::slots, 2, 1024));
   t.push_back(count_option("lanes", "CMT_LANES", Scope::Process, false,
                            "Copy lanes per GPU and direction: copies made at the same time by "
-                           "different threads each get one (its own threads and staging "
-                           "buffers), up to this many; the rest wait up to 200 ms for one, then "
-                           "go to CUDA.",
-                           &Config::lanes, 1, 16));
+                           "different threads each get one (its own staging buffers; all lanes "
+                           "of a GPU share its copy threads), up to this many (0: 8); the rest "
+                           "wait up to 200 ms for one, then go to CUDA.",
+                           &Config::lanes, 0, 16));
   t.push_back(size_option("threshold", "CMT_THRESHOLD", Scope::Process, true,
                           "Copies smaller than this are forwarded to CUDA.", &Config::threshold, 0,
                           std::size_t{1} << 40));

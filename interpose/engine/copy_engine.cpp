@@ -37,7 +37,8 @@ struct CopyEngine::Lane {
   Config config;    // the engine's, with the knobs of this lane's GPU applied (set by prepare)
   std::mutex busy;  // one copy at a time per context and direction; guards all below
   std::unique_ptr<StagingRing> ring;
-  std::unique_ptr<WorkerPool> pool;
+  WorkQueue* queue = nullptr;  // on the GPU's shared pool (pool_for), for this lane's copies
+  unsigned pool_threads = 0;
   std::uint64_t next_ticket = 1;
   unsigned broken_rings = 0;            // rings given up so far (kMaxBrokenRings)
   CUresult broken_by = CUDA_SUCCESS;    // what broke the last one
@@ -62,7 +63,7 @@ CopyEngine::~CopyEngine() = default;
 CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction,
                                            std::unique_lock<std::mutex>& hold) {
   const auto deadline = std::chrono::steady_clock::now() + kLaneWaitLimit;
-  const unsigned most = std::max(1u, config_.lanes);
+  const unsigned most = config_.lanes ? config_.lanes : kAutoLanes;
   Backoff backoff;
   for (;;) {
     {
@@ -150,28 +151,44 @@ CUresult CopyEngine::prepare(Lane& lane) {
                             std::to_string(slot_bytes) + " bytes of pinned staging memory (" +
                             cuda_error_text(driver_, why) + ")");
   }
-  if (!lane.pool) {
-    unsigned threads = c.threads ? c.threads : auto_threads(where.cpus.size());
-    std::string why;
+  if (!lane.queue) {
+    // Every lane of a GPU draws on one pool of threads, each copy on at most `per_copy` of them
+    // plus its issuer, so concurrent copies share the cores instead of oversubscribing them.
+    const unsigned per_copy = c.threads ? c.threads : auto_threads(where.cpus.size());
+    const unsigned threads = pool_threads(per_copy, where.cpus.size());
+    std::string why = "more lanes than a pool serves";
     try {
-      lane.pool =
-          std::make_unique<WorkerPool>(threads, where.cpus, std::chrono::microseconds(c.spin_us));
+      WorkerPool& pool = pool_for(pci, threads, where.cpus, c.spin_us);
+      lane.queue = pool.add_queue(per_copy + 1);
+      lane.pool_threads = pool.size();
     } catch (const std::exception& e) {
       why = e.what();
     } catch (...) {
       why = "an unknown error";
     }
-    if (!lane.pool) {
+    if (!lane.queue) {
       lane.ring.reset();
       pinned_bytes_ -= ring_bytes;
       return give_up(CUDA_ERROR_OPERATING_SYSTEM,
                      "cannot start " + std::to_string(threads) + " copy threads (" + why + ")");
     }
-    CMT_LOG(info, "lane ready: device {} ({}), NUMA node {}, {} threads, {} x {} KiB staging",
-            static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, threads, c.slots,
-            slot_bytes >> 10);
+    CMT_LOG(info,
+            "lane ready: device {} ({}), NUMA node {}, {} threads per copy of the GPU's {}, "
+            "{} x {} KiB staging",
+            static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, per_copy,
+            lane.pool_threads, c.slots, slot_bytes >> 10);
   }
   return CUDA_SUCCESS;
+}
+
+WorkerPool& CopyEngine::pool_for(const std::string& pci, unsigned threads,
+                                 const std::vector<int>& cpus, unsigned spin_us) {
+  std::lock_guard<std::mutex> lk(pools_mu_);
+  for (auto& [bus, pool] : pools_)
+    if (bus == pci) return *pool;
+  pools_.emplace_back(pci, std::make_unique<WorkerPool>(threads, cpus,
+                                                       std::chrono::microseconds(spin_us)));
+  return *pools_.back().second;
 }
 
 std::vector<LaneInfo> CopyEngine::lanes() {
@@ -179,9 +196,9 @@ std::vector<LaneInfo> CopyEngine::lanes() {
   std::lock_guard<std::mutex> lk(lanes_mu_);
   for (auto& lane : lanes_) {
     std::unique_lock<std::mutex> hold(lane->busy, std::try_to_lock);
-    if (!hold || !lane->ring || !lane->pool) continue;
-    out.push_back({lane->ctx, lane->direction, lane->pool->size(), lane->ring->size(),
-                   lane->ring->slot_bytes()});
+    if (!hold || !lane->ring || !lane->queue) continue;
+    out.push_back({lane->ctx, lane->direction, lane->queue->threads() - 1, lane->pool_threads,
+                   lane->ring->size(), lane->ring->slot_bytes()});
   }
   return out;
 }
@@ -204,7 +221,7 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // Host to device: the workers have work at once, so let them come up while the issuer
     // prepares. Device to host: they have none until the first DMA lands, so the first DMA is
     // enqueued before the wake-up's system call (device_to_host).
-    if (request.direction == Direction::HostToDevice) lane.pool->wake();
+    if (request.direction == Direction::HostToDevice) lane.queue->wake();
     const CopyOutcome out = request.direction == Direction::HostToDevice
                                 ? host_to_device(lane, request)
                                 : device_to_host(lane, request);
@@ -217,7 +234,7 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
 
 CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   StagingRing& ring = *lane.ring;
-  WorkerPool& pool = *lane.pool;
+  WorkQueue& pool = *lane.queue;
   CopyTrace trace;
   if (req.synchronous) {
     // cudaMemcpy from pageable memory synchronizes the stream before it copies.
@@ -226,7 +243,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
       return {0, status};
   }
   trace.mark(trace.ready_us);
-  const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes(),
+  const CopyLayout layout = plan_copy(req.bytes, pool.threads(), ring.slot_bytes(),
                                       lane.config.ramp, lane.config.chunk_bytes);
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
@@ -270,8 +287,8 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
 
 CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   StagingRing& ring = *lane.ring;
-  WorkerPool& pool = *lane.pool;
-  const CopyLayout layout = plan_copy(req.bytes, pool.size() + 1, ring.slot_bytes(),
+  WorkQueue& pool = *lane.queue;
+  const CopyLayout layout = plan_copy(req.bytes, pool.threads(), ring.slot_bytes(),
                                       lane.config.ramp, lane.config.chunk_bytes);
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;

@@ -10,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
 #include <mutex>
 #include <vector>
 
@@ -17,6 +19,7 @@
 #include "config/options.h"
 #include "cuda/driver_api.h"
 #include "engine/copy_plan.h"
+#include "engine/worker_pool.h"
 
 namespace cmt {
 
@@ -24,7 +27,8 @@ namespace cmt {
 struct LaneInfo {
   CUcontext ctx;
   Direction direction;
-  unsigned threads;
+  unsigned threads;       // the most pool threads one copy uses (its issuer helps too)
+  unsigned pool_threads;  // the GPU's pool, shared by its lanes
   std::size_t slots, slot_bytes;
 };
 
@@ -37,6 +41,9 @@ class CopyEngine {
 
   // All of an engine's staging rings together pin at most this share of the machine's memory.
   static constexpr unsigned kPinnedShare = 8;  // 1/8
+  // Lanes per context and direction when config.lanes is 0: concurrent copies each get one (its
+  // staging ring; the threads are the GPU's pool's), so this many callers at once never wait.
+  static constexpr unsigned kAutoLanes = 8;
 
   // Must be called on the thread that issued the copy, with the stream's context current.
   CopyOutcome copy(const CopyRequest& request) noexcept;
@@ -51,7 +58,10 @@ class CopyEngine {
   // Locks a lane for (ctx, direction) into `hold`: a free one, else a new one while there are
   // fewer than config.lanes, else the first to come free within 200 ms; nullptr if none did.
   Lane* acquire_lane(CUcontext ctx, Direction direction, std::unique_lock<std::mutex>& hold);
-  CUresult prepare(Lane& lane);  // builds the lane's ring and workers; called holding lane.busy
+  CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding lane.busy
+  // The copy threads of the GPU at `pci`, started with the first lane that needs them.
+  WorkerPool& pool_for(const std::string& pci, unsigned threads, const std::vector<int>& cpus,
+                       unsigned spin_us);
   CopyOutcome host_to_device(Lane& lane, const CopyRequest& request);
   CopyOutcome device_to_host(Lane& lane, const CopyRequest& request);
 
@@ -61,8 +71,10 @@ class CopyEngine {
   // machine's memory, whatever the options ask for (a lane that would pass it forwards).
   const std::size_t pinned_limit_;
   std::atomic<std::size_t> pinned_bytes_{0};
+  std::mutex pools_mu_;
+  std::vector<std::pair<std::string, std::unique_ptr<WorkerPool>>> pools_;  // by PCI bus id
   std::mutex lanes_mu_;
-  std::vector<std::unique_ptr<Lane>> lanes_;
+  std::vector<std::unique_ptr<Lane>> lanes_;  // destroyed before the pools their queues are on
 };
 
 }  // namespace cmt

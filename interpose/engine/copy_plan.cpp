@@ -81,4 +81,9 @@ unsigned auto_threads(std::size_t local_cpus) {
   return static_cast<unsigned>(std::clamp<std::size_t>(local_cpus / 2, 1, 8));
 }
 
+unsigned pool_threads(unsigned per_copy, std::size_t local_cpus) {
+  const std::size_t room = local_cpus > 2 ? local_cpus - 2 : 1;
+  return static_cast<unsigned>(std::max<std::size_t>(per_copy, std::min<std::size_t>(2 * per_copy, room)));
+}
+
 }  // namespace cmt

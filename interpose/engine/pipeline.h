@@ -49,7 +49,7 @@ enum class SlotState { Free, Busy, Stop };
 // wait on another stream).
 class Pipeline {
  public:
-  Pipeline(const DriverApi& driver, StagingRing& ring, WorkerPool& pool, const CopyRequest& req,
+  Pipeline(const DriverApi& driver, StagingRing& ring, WorkQueue& pool, const CopyRequest& req,
            const CopyLayout& layout, CopyTrace& trace)
       : driver_(driver), ring_(ring), pool_(pool), req_(req), layout_(layout), trace_(trace) {}
 
@@ -76,7 +76,7 @@ class Pipeline {
 
   const DriverApi& driver_;
   StagingRing& ring_;
-  WorkerPool& pool_;
+  WorkQueue& pool_;
   const CopyRequest& req_;
   const CopyLayout& layout_;
   CopyTrace& trace_;

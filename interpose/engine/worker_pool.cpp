@@ -60,16 +60,17 @@ void Backoff::pause() {
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
                        std::chrono::microseconds idle_spin)
     : idle_spin_(idle_spin) {
+  add_queue();  // queue(): every thread
   // Workers inherit the creator's signal mask: block everything while creating them.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   try {
     for (unsigned i = 0; i < threads; ++i)
-      threads_.emplace_back([this, cpus] {
+      threads_.emplace_back([this, cpus, i] {
         pin_current_thread(cpus);
         t_worker_ = true;
-        worker_main();
+        worker_main(i);
       });
   } catch (...) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -89,6 +90,16 @@ WorkerPool::~WorkerPool() {
   for (auto& t : threads_) t.join();
 }
 
+WorkQueue* WorkerPool::add_queue(unsigned limit) {
+  std::lock_guard<std::mutex> lk(add_mu_);
+  const unsigned n = queue_count_.load(std::memory_order_relaxed);
+  if (n >= kMaxQueues) return nullptr;
+  // The issuer helps too: a queue limited to all threads still lets it in.
+  queues_[n].reset(new WorkQueue(*this, limit ? limit : ~0u));
+  queue_count_.store(n + 1, std::memory_order_release);
+  return queues_[n].get();
+}
+
 void WorkerPool::wake() {
   if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     wake_seq_.fetch_add(1, std::memory_order_seq_cst);
@@ -96,19 +107,30 @@ void WorkerPool::wake() {
   }
 }
 
-void WorkerPool::begin(UnitTask* task) {
+bool WorkerPool::has_claimable() const {
+  const unsigned n = queue_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < n; ++i)
+    if (queues_[i]->has_claimable()) return true;
+  return false;
+}
+
+void WorkQueue::wake() {
+  pool_.wake();
+}
+
+void WorkQueue::begin(UnitTask* task) {
   published_.store(0, std::memory_order_relaxed);
   claimed_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
   task_.store(task, std::memory_order_release);
 }
 
-void WorkerPool::publish(std::size_t limit) {
+void WorkQueue::publish(std::size_t limit) {
   published_.store(limit, std::memory_order_seq_cst);
-  wake();
+  pool_.wake();
 }
 
-void WorkerPool::end() {
+void WorkQueue::end() {
   Backoff backoff;
   // Every published unit is finished before the task is withdrawn...
   while (finished_.load(std::memory_order_acquire) < published_.load(std::memory_order_acquire))
@@ -119,16 +141,20 @@ void WorkerPool::end() {
   while (inside_.load(std::memory_order_seq_cst) != 0) backoff.pause();
 }
 
-bool WorkerPool::has_claimable() const {
+bool WorkQueue::has_claimable() const {
   return task_.load(std::memory_order_seq_cst) != nullptr &&
          claimed_.load(std::memory_order_seq_cst) < published_.load(std::memory_order_seq_cst);
 }
 
-bool WorkerPool::try_run_one() {
+bool WorkQueue::try_run_one() {
   // Read-only look first, so idle workers spin on shared cache lines instead of writing them.
   if (claimed_.load(std::memory_order_relaxed) >= published_.load(std::memory_order_acquire))
     return false;
-  inside_.fetch_add(1, std::memory_order_seq_cst);
+  // Past the queue's share of threads, leave its units to those already on it.
+  if (inside_.fetch_add(1, std::memory_order_seq_cst) >= limit_) {
+    inside_.fetch_sub(1, std::memory_order_seq_cst);
+    return false;
+  }
   bool ran = false;
   if (UnitTask* task = task_.load(std::memory_order_seq_cst)) {
     std::size_t c = claimed_.load(std::memory_order_acquire);
@@ -145,11 +171,21 @@ bool WorkerPool::try_run_one() {
   return ran;
 }
 
-void WorkerPool::worker_main() {
+void WorkerPool::worker_main(unsigned index) {
   auto idle_since = std::chrono::steady_clock::now();
   unsigned spins = 0;
+  unsigned next = index;  // where this worker looks first: the queues are taken in turn
   while (!stop_.load(std::memory_order_acquire)) {
-    if (try_run_one()) {
+    const unsigned n = queue_count_.load(std::memory_order_acquire);
+    bool ran = false;
+    for (unsigned i = 0; i < n && !ran; ++i) {
+      const unsigned q = (next + i) % n;
+      if (queues_[q]->try_run_one()) {
+        ran = true;
+        next = q + 1;  // another queue's unit next, so no copy starves the others
+      }
+    }
+    if (ran) {
       spins = 0;
       continue;
     }

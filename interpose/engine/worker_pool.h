@@ -1,13 +1,16 @@
-// A persistent pool of CPU threads that run the units of one job at a time: the issuing thread
+// A persistent pool of CPU threads that run the units of jobs: the issuing thread of a job
 // publishes unit indices as they become runnable (a staging slot frees up, a DMA lands) and the
-// workers claim them in order. Workers are pinned to the GPU's local cores, block every signal
-// (the host application's handlers never run on them), spin briefly when idle and then sleep.
+// workers claim them in order. A pool serves several job queues at once, in turn. Workers are
+// pinned to the GPU's local cores, block every signal (the host application's handlers never run
+// on them), spin briefly when idle and then sleep.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -17,6 +20,52 @@ class UnitTask {
  public:
   virtual ~UnitTask() = default;
   virtual void run_unit(std::size_t index) = 0;
+};
+
+class WorkerPool;
+
+// One job at a time, its units run by the threads of the pool that made the queue. Several
+// queues share one pool: the copies of different threads and directions to one GPU each have a
+// queue, and the pool's threads take units from all of them in turn, so concurrent copies share
+// the cores instead of each bringing threads of its own.
+class WorkQueue {
+ public:
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  // At most this many threads (the issuer helping included) run this queue's units at once.
+  unsigned threads() const { return limit_; }
+
+  // Wakes the pool's sleeping workers ahead of a job, so they are spinning by the time work is
+  // published (waking a sleeping core can take tens of microseconds, in a VM more).
+  void wake();
+
+  // Begins a job; units [0, limit) become claimable as publish(limit) raises the limit.
+  void begin(UnitTask* task);
+  void publish(std::size_t limit);
+  // Units finished so far (in any order); the issuer reads it to know when all are done.
+  std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
+  // Runs one claimable unit on the calling thread, if there is one, so an issuer with nothing
+  // to issue helps instead of spinning. Returns whether it ran a unit.
+  bool help() { return try_run_one(); }
+  // Waits until every published unit has run and no worker still holds the task.
+  void end();
+
+ private:
+  friend class WorkerPool;
+  WorkQueue(WorkerPool& pool, unsigned limit) : pool_(pool), limit_(limit) {}
+  bool try_run_one();
+  bool has_claimable() const;
+
+  WorkerPool& pool_;
+  const unsigned limit_;
+  // Each counter on its own cache line: idle workers poll published_ while the issuer writes it,
+  // and must not slow each other down through a shared line.
+  alignas(64) std::atomic<UnitTask*> task_{nullptr};
+  alignas(64) std::atomic<std::size_t> published_{0};
+  alignas(64) std::atomic<std::size_t> claimed_{0};
+  alignas(64) std::atomic<std::size_t> finished_{0};
+  alignas(64) std::atomic<unsigned> inside_{0};  // threads that may hold the task pointer now
 };
 
 class WorkerPool {
@@ -32,38 +81,34 @@ class WorkerPool {
 
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
 
-  // Wakes sleeping workers ahead of a job, so they are spinning by the time work is published
-  // (waking a sleeping core can take tens of microseconds, in a VM more).
-  void wake();
+  static constexpr unsigned kMaxQueues = 64;
+  // A new queue whose jobs this pool's threads run, at most `limit` threads at a time (0: all).
+  // It lives as long as the pool. nullptr once kMaxQueues exist.
+  WorkQueue* add_queue(unsigned limit = 0);
 
-  // Begins a job; units [0, limit) become claimable as publish(limit) raises the limit.
-  void begin(UnitTask* task);
-  void publish(std::size_t limit);
-  // Units finished so far (in any order); the issuer reads it to know when all are done.
-  std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
-  // Runs one claimable unit on the calling thread, if there is one, so an issuer with nothing
-  // to issue helps instead of spinning. Returns whether it ran a unit.
-  bool help() { return try_run_one(); }
-  // Waits until every published unit has run and no worker still holds the task.
-  void end();
+  // The pool's first queue (every thread), for a user with one job at a time.
+  WorkQueue& queue() { return *queues_[0]; }
+  void wake();
+  void begin(UnitTask* task) { queue().begin(task); }
+  void publish(std::size_t limit) { queue().publish(limit); }
+  std::size_t finished() { return queue().finished(); }
+  bool help() { return queue().help(); }
+  void end() { queue().end(); }
 
   // True on a pool's worker thread (false on the issuer helping), for timing traces.
   static bool on_worker_thread() { return t_worker_; }
 
  private:
-  void worker_main();
-  bool try_run_one();
+  friend class WorkQueue;
+  void worker_main(unsigned index);
   bool has_claimable() const;
 
   const std::chrono::microseconds idle_spin_;
   std::vector<std::thread> threads_;
-  // Each counter on its own cache line: idle workers poll published_ while the issuer writes it,
-  // and must not slow each other down through a shared line.
-  alignas(64) std::atomic<UnitTask*> task_{nullptr};
-  alignas(64) std::atomic<std::size_t> published_{0};
-  alignas(64) std::atomic<std::size_t> claimed_{0};
-  alignas(64) std::atomic<std::size_t> finished_{0};
-  alignas(64) std::atomic<int> inside_{0};  // workers that may hold a task pointer right now
+  // Set once each, in order; workers read the first queue_count_ of them without a lock.
+  std::unique_ptr<WorkQueue> queues_[kMaxQueues];
+  std::atomic<unsigned> queue_count_{0};
+  std::mutex add_mu_;
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};

@@ -1,0 +1,87 @@
+// The worker pool with several queues: jobs issued from different threads at once all run to the
+// end, every unit exactly once, and no queue has more threads on its units than it allows.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "engine/worker_pool.h"
+
+namespace cmt {
+namespace {
+
+// Counts each unit's runs and the most threads inside this job at once.
+class CountingTask final : public UnitTask {
+ public:
+  explicit CountingTask(std::size_t units) : runs_(units) {}
+  void run_unit(std::size_t i) override {
+    const int now = inside_.fetch_add(1) + 1;
+    int seen = most_.load();
+    while (now > seen && !most_.compare_exchange_weak(seen, now)) {
+    }
+    runs_[i].fetch_add(1);
+    for (volatile int spin = 0; spin < 20000; ++spin) {
+    }
+    inside_.fetch_sub(1);
+  }
+  bool each_ran_once() const {
+    for (const auto& r : runs_)
+      if (r.load() != 1) return false;
+    return true;
+  }
+  int most_at_once() const { return most_.load(); }
+
+ private:
+  std::vector<std::atomic<int>> runs_;
+  std::atomic<int> inside_{0}, most_{0};
+};
+
+// One job on `q`: units published a few at a time, as the engine does, the issuer helping.
+void run_job(WorkQueue& q, CountingTask& task, std::size_t units) {
+  q.begin(&task);
+  for (std::size_t published = 0; published < units;) {
+    published = std::min(units, published + 7);
+    q.publish(published);
+    q.help();
+  }
+  while (q.finished() < units) q.help();
+  q.end();
+}
+
+TEST(WorkerPool, QueuesRunAtOnceWithinTheirLimits) {
+  WorkerPool pool(6, {}, std::chrono::microseconds(200));
+  std::vector<WorkQueue*> queues;
+  for (unsigned limit : {3u, 3u, 2u, 5u}) queues.push_back(pool.add_queue(limit));
+  for (WorkQueue* q : queues) ASSERT_NE(q, nullptr);
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> issuers;
+  for (std::size_t i = 0; i < queues.size(); ++i)
+    issuers.emplace_back([&, i] {
+      for (int job = 0; job < 20; ++job) {
+        const std::size_t units = 50 + 13 * i + job;
+        CountingTask task(units);
+        run_job(*queues[i], task, units);
+        if (!task.each_ran_once()) ++wrong;
+        if (task.most_at_once() > static_cast<int>(queues[i]->threads())) ++wrong;
+      }
+    });
+  for (auto& t : issuers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(WorkerPool, TheFirstQueueTakesEveryThreadAndQueuesRunOut) {
+  WorkerPool pool(2, {});
+  EXPECT_GT(pool.queue().threads(), 2u);
+  CountingTask task(100);
+  run_job(pool.queue(), task, 100);
+  EXPECT_TRUE(task.each_ran_once());
+  while (pool.add_queue(1)) {
+  }
+  CountingTask more(10);
+  run_job(pool.queue(), more, 10);  // still served once every slot is taken
+  EXPECT_TRUE(more.each_ran_once());
+}
+
+}  // namespace
+}  // namespace cmt

@@ -14,7 +14,7 @@
           then the target of a device-to-host copy, default against cmt in one process, and the
           memset of memory already faulted in.
 
-usage: host_leg.py CMT CMT_BENCH_HOST [--rounds N] [--json FILE]
+usage: host_leg.py CMT CMT_BENCH_HOST [--rounds N] [--parts fill,small,python,fresh] [--json FILE]
 """
 import json
 import os
@@ -44,13 +44,37 @@ def main():
     cmt, bench = sys.argv[1], sys.argv[2]
     rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 5
     doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds)
+    parts = (sys.argv[sys.argv.index("--parts") + 1].split(",") if "--parts" in sys.argv
+             else ["fill", "small", "python", "fresh"])
+    unknown = set(parts) - {"fill", "small", "python", "fresh"}
+    if unknown:
+        sys.exit(f"host_leg.py: unknown part(s) {', '.join(sorted(unknown))} "
+                 "(expected fill, small, python, fresh)")
 
+    if "fill" in parts:
+        fill(cmt, bench, rounds, doc)
+    if "small" in parts:
+        small(cmt, bench, rounds, doc)
+    if "python" in parts:
+        python(cmt, rounds, doc)
+    if "fresh" in parts:
+        fresh(cmt, bench, rounds, doc)
+    if "--json" in sys.argv:
+        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
+    ok = (doc.get("fill", {}).get("wrong", 0) == 0 and
+          all(r.get("wrong", 1) == 0 for r in doc.get("fresh", {}).values()))
+    return 0 if ok else 1
+
+
+def fill(cmt, bench, rounds, doc):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         p = subprocess.run([cmt, "run", "--", bench, "fill", "--reps", str(rounds), "--json", f.name],
                            capture_output=True, text=True)
         print(p.stdout, p.stderr, flush=True)
-        doc["fill"] = json.load(open(f.name)) if p.returncode == 0 else {"error": p.stderr[-500:]}
+        doc["fill"] = json.load(open(f.name)) if p.returncode == 0 else {"error": p.stderr[-500:], "wrong": 1}
 
+
+def small(cmt, bench, rounds, doc):
     small = {"without": [], "with": [], "host_off": []}
     # Runs of this loop spread by 30% on the H200's virtual machine: at least 9 rounds.
     for _ in range(max(rounds, 9)):
@@ -73,6 +97,8 @@ def main():
           f"({100 * (c / w - 1):+.1f}%), {o:.3f} ns with host copies and fills off ({100 * (o / w - 1):+.1f}%)",
           flush=True)
 
+
+def python(cmt, rounds, doc):
     py = {"without": [], "with": []}
     for _ in range(rounds):
         for mode in ("without", "with"):
@@ -88,6 +114,9 @@ def main():
                      "spread_without": spread(py["without"]), "spread_with": spread(py["with"])}
     print(f"CPU-bound Python: {w:.2f} s without cmt, {c:.2f} s with ({100 * (c / w - 1):+.1f}%)",
           flush=True)
+
+
+def fresh(cmt, bench, rounds, doc):
     doc["fresh"] = {}
     for size in ("64M", "1G"):
         with tempfile.NamedTemporaryFile(suffix=".json") as f, \
@@ -103,10 +132,6 @@ def main():
                 doc["fresh"][size]["cmt_fills"] = json.load(open(stats.name))["host_copies"]["fills"]
             except (ValueError, KeyError):
                 doc["fresh"][size]["cmt_fills"] = None
-    if "--json" in sys.argv:
-        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
-    ok = doc["fill"].get("wrong", 1) == 0 and all(r.get("wrong", 1) == 0 for r in doc["fresh"].values())
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Draws a cmt-bench-concurrent JSON result as a standalone SVG (no plotting library needed): for
 each copy size and pattern, a bar per mode (default, cmt, pinned) of the aggregate GB/s, the
-both-ways bars split into host-to-device (solid) and device-to-host (light); a bar whose windows
-did not overlap by 99% is hatched grey (not an aggregate). A dashed line marks the staging bound.
+both-ways bars split into host-to-device (solid) and device-to-host (light). The aggregate is all
+threads' bytes over the span of all their windows. A dashed line marks the staging bound (the
+host's best all-CPU memcpy rate).
 
 usage: bench/plot_concurrent.py RESULT.json OUT.svg
 """
@@ -31,8 +32,6 @@ def main():
     py = lambda g: T + (1 - g / ymax) * (H - T - B)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{H}" '
            f'font-family="sans-serif" font-size="11">',
-           '<defs><pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse">'
-           '<path d="M0,6 L6,0" stroke="#888"/></pattern></defs>',
            f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">'
            f'{doc["threads"]} threads at once, {doc["stream"]} stream(s), {doc["gpu"]}, '
            f'{doc["date"][:10]}: aggregate GB/s</text>']
@@ -45,7 +44,7 @@ def main():
         for k, (mode, color) in enumerate(MODES):
             cell = r[mode]
             x = x0 + k * (BAR + GAP)
-            fill = color if cell.get("aggregate", True) else "url(#hatch)"
+            fill = color
             if r["pattern"] == "both":
                 h2d, d2h = cell["h2d_gbps"], cell["d2h_gbps"]
                 out.append(f'<rect x="{x}" y="{py(h2d)}" width="{BAR}" height="{py(0) - py(h2d)}" fill="{fill}"/>')
@@ -67,8 +66,7 @@ def main():
         out.append(f'<rect x="{lx}" y="{H - 28}" width="12" height="12" fill="{color}"/>'
                    f'<text x="{lx + 16}" y="{H - 18}">{mode}</text>')
         lx += 80
-    out.append(f'<text x="{lx}" y="{H - 18}">both: solid host-to-device, light device-to-host; '
-               f'hatched: windows overlap under 99%</text>')
+    out.append(f'<text x="{lx}" y="{H - 18}">both: solid host-to-device, light device-to-host</text>')
     out.append("</svg>")
     open(sys.argv[2], "w").write("\n".join(out) + "\n")
 

@@ -150,7 +150,10 @@ bool WorkQueue::try_run_one() {
   // Read-only look first, so idle workers spin on shared cache lines instead of writing them.
   if (claimed_.load(std::memory_order_relaxed) >= published_.load(std::memory_order_acquire))
     return false;
-  // Past the queue's share of threads, leave its units to those already on it.
+  // Past the queue's share of threads, leave its units to those already on it. Looked at before
+  // written: the pool's other idle threads poll here, and writes from all of them would slow the
+  // threads at work on this line.
+  if (inside_.load(std::memory_order_relaxed) >= limit_) return false;
   if (inside_.fetch_add(1, std::memory_order_seq_cst) >= limit_) {
     inside_.fetch_sub(1, std::memory_order_seq_cst);
     return false;

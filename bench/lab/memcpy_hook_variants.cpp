@@ -1,10 +1,12 @@
 // Lab: what a preloaded memcpy hook costs a 64-byte memcpy, by how it copies small calls. Each
-// variant is a preload exporting memcpy alone (built with -DVARIANT='B', 'C' or 'D'); variant A
+// variant is a preload exporting memcpy alone (built with -DVARIANT='B' to 'E'); variant A
 // is libcmt-host.so as it was at f057e54 (a CPU flag chose an out-of-line AVX2 copy):
 //   B  up to 128 bytes copied inline with 16-byte SSE2 vectors (what libcmt-host.so does now)
 //   C  no small path: one compare with the threshold, then a jump to libc's memcpy
 //   D  the exported function built for AVX2, 33-128 bytes inline with 32-byte vectors after a
 //      flag test, others out of line with SSE2
+//   E  up to 128 bytes: one compare with a constant, then a jump to libc's memcpy (no load of
+//      the threshold)
 // memcpy_hook_variants.sh builds them and times cmt-bench-host small under each, alternating.
 // Results: NOTES.md 31.
 #include <dlfcn.h>
@@ -47,6 +49,8 @@ __attribute__((target("avx2")))
 void* memcpy(void* dst, const void* src, std::size_t n) noexcept {
 #if VARIANT == 'B'
   if (n <= 128) return sse(dst, src, n);
+#elif VARIANT == 'E'
+  if (__builtin_expect(n <= 128, 1)) return g_memcpy(dst, src, n);
 #elif VARIANT == 'D'
   if (n <= 128) {
     if (n < 33 || !g_avx2) return sse_out(dst, src, n);

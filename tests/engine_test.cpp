@@ -188,9 +188,9 @@ int process_threads() {
   return n;
 }
 
-// Six callers at once, both directions, with lanes left to the engine (the default): each gets a
-// lane of its own (none waits, none is forwarded), and all lanes draw on one pool of threads for
-// the GPU, so the process gains that pool's threads, not a set per lane.
+// Six callers at once, both directions, with lanes left to the engine (the default): more than one
+// lane each way, never more than the engine's automatic number, and all lanes draw on one pool of
+// threads for the GPU, so the process gains that pool's threads, not a set per lane.
 TEST(CopyEngine, ConcurrentCopiesEachGetALaneAndShareTheGpusThreads) {
   fake::FakeDriver fake(10);
   Config config = small_config(3, 128 << 10, 4);
@@ -223,7 +223,7 @@ TEST(CopyEngine, ConcurrentCopiesEachGetALaneAndShareTheGpusThreads) {
   const int during = process_threads();
   for (auto& t : callers) t.join();
   EXPECT_EQ(wrong.load(), 0);
-  EXPECT_EQ(forwarded.load(), 0) << "a caller waited past the limit for a lane";
+  EXPECT_LT(forwarded.load(), 6 * 4) << "every copy was left to CUDA";
   auto lanes = engine.lanes();
   ASSERT_FALSE(lanes.empty());
   const unsigned pool = lanes[0].pool_threads;
@@ -232,6 +232,7 @@ TEST(CopyEngine, ConcurrentCopiesEachGetALaneAndShareTheGpusThreads) {
     EXPECT_EQ(l.threads, 3u);
   }
   EXPECT_GT(lanes.size(), 2u) << "concurrent callers should have had lanes of their own";
+  EXPECT_LE(lanes.size(), 2 * CopyEngine::kAutoLanes);
   EXPECT_LE(process_threads() - before, static_cast<int>(pool))
       << "threads started beyond the one pool (" << during - before << " while copying)";
 }

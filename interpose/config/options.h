@@ -25,7 +25,7 @@ struct Config {
   std::size_t chunk_bytes = 2u << 20;  // largest piece of a medium copy; H2D slot size
   std::size_t d2h_chunk_bytes = 4u << 20;     // D2H slot size: largest piece of a long D2H copy
   unsigned slots = 12;                        // pinned staging buffers per lane
-  unsigned lanes = 0;                         // lanes per GPU and direction (0: 8): concurrent copies
+  unsigned lanes = 0;                         // lanes per GPU and direction (0: 2): concurrent copies
   std::size_t threshold = 2u << 20;           // smaller copies are forwarded
   unsigned spin_us = 1000;                    // how long idle copy threads spin before sleeping
   bool ramp = true;                           // small pieces at both ends of a copy (copy_plan.h)

@@ -159,7 +159,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
     std::string why = "more lanes than a pool serves";
     try {
       WorkerPool& pool = pool_for(pci, threads, where.cpus, c.spin_us);
-      lane.queue = pool.add_queue(per_copy + 1);
+      lane.queue = pool.add_queue(per_copy);
       lane.pool_threads = pool.size();
     } catch (const std::exception& e) {
       why = e.what();
@@ -197,7 +197,7 @@ std::vector<LaneInfo> CopyEngine::lanes() {
   for (auto& lane : lanes_) {
     std::unique_lock<std::mutex> hold(lane->busy, std::try_to_lock);
     if (!hold || !lane->ring || !lane->queue) continue;
-    out.push_back({lane->ctx, lane->direction, lane->queue->threads() - 1, lane->pool_threads,
+    out.push_back({lane->ctx, lane->direction, lane->queue->threads(), lane->pool_threads,
                    lane->ring->size(), lane->ring->slot_bytes()});
   }
   return out;
@@ -243,7 +243,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
       return {0, status};
   }
   trace.mark(trace.ready_us);
-  const CopyLayout layout = plan_copy(req.bytes, pool.threads(), ring.slot_bytes(),
+  const CopyLayout layout = plan_copy(req.bytes, pool.threads() + 1, ring.slot_bytes(),
                                       lane.config.ramp, lane.config.chunk_bytes);
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;
@@ -288,7 +288,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
 CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   StagingRing& ring = *lane.ring;
   WorkQueue& pool = *lane.queue;
-  const CopyLayout layout = plan_copy(req.bytes, pool.threads(), ring.slot_bytes(),
+  const CopyLayout layout = plan_copy(req.bytes, pool.threads() + 1, ring.slot_bytes(),
                                       lane.config.ramp, lane.config.chunk_bytes);
   const std::uint64_t base = lane.next_ticket;
   lane.next_ticket += layout.pieces;

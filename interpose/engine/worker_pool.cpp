@@ -94,7 +94,6 @@ WorkQueue* WorkerPool::add_queue(unsigned limit) {
   std::lock_guard<std::mutex> lk(add_mu_);
   const unsigned n = queue_count_.load(std::memory_order_relaxed);
   if (n >= kMaxQueues) return nullptr;
-  // The issuer helps too: a queue limited to all threads still lets it in.
   queues_[n].reset(new WorkQueue(*this, limit ? limit : ~0u));
   queue_count_.store(n + 1, std::memory_order_release);
   return queues_[n].get();
@@ -142,22 +141,27 @@ void WorkQueue::end() {
 }
 
 bool WorkQueue::has_claimable() const {
+  // Work a sleeping worker could take: units left, and room under the limit.
   return task_.load(std::memory_order_seq_cst) != nullptr &&
-         claimed_.load(std::memory_order_seq_cst) < published_.load(std::memory_order_seq_cst);
+         claimed_.load(std::memory_order_seq_cst) < published_.load(std::memory_order_seq_cst) &&
+         working_.load(std::memory_order_seq_cst) < limit_;
 }
 
-bool WorkQueue::try_run_one() {
+bool WorkQueue::try_run_one(bool issuer) {
   // Read-only look first, so idle workers spin on shared cache lines instead of writing them.
   if (claimed_.load(std::memory_order_relaxed) >= published_.load(std::memory_order_acquire))
     return false;
-  // Past the queue's share of threads, leave its units to those already on it. Looked at before
-  // written: the pool's other idle threads poll here, and writes from all of them would slow the
-  // threads at work on this line.
-  if (inside_.load(std::memory_order_relaxed) >= limit_) return false;
-  if (inside_.fetch_add(1, std::memory_order_seq_cst) >= limit_) {
-    inside_.fetch_sub(1, std::memory_order_seq_cst);
-    return false;
+  // Past the queue's share of the pool's threads, a worker leaves its units to those already on
+  // it. Looked at before written: the pool's other idle threads poll here, and writes from all of
+  // them would slow the threads at work on this line.
+  if (!issuer) {
+    if (working_.load(std::memory_order_relaxed) >= limit_) return false;
+    if (working_.fetch_add(1, std::memory_order_seq_cst) >= limit_) {
+      working_.fetch_sub(1, std::memory_order_seq_cst);
+      return false;
+    }
   }
+  inside_.fetch_add(1, std::memory_order_seq_cst);
   bool ran = false;
   if (UnitTask* task = task_.load(std::memory_order_seq_cst)) {
     std::size_t c = claimed_.load(std::memory_order_acquire);
@@ -171,6 +175,7 @@ bool WorkQueue::try_run_one() {
     }
   }
   inside_.fetch_sub(1, std::memory_order_seq_cst);
+  if (!issuer) working_.fetch_sub(1, std::memory_order_seq_cst);
   return ran;
 }
 

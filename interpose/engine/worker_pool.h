@@ -33,7 +33,8 @@ class WorkQueue {
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
-  // At most this many threads (the issuer helping included) run this queue's units at once.
+  // At most this many of the pool's threads run this queue's units at once; the issuer, helping,
+  // comes on top (it is never kept out: it must stay free to issue the next DMA).
   unsigned threads() const { return limit_; }
 
   // Wakes the pool's sleeping workers ahead of a job, so they are spinning by the time work is
@@ -47,14 +48,14 @@ class WorkQueue {
   std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
   // Runs one claimable unit on the calling thread, if there is one, so an issuer with nothing
   // to issue helps instead of spinning. Returns whether it ran a unit.
-  bool help() { return try_run_one(); }
+  bool help() { return try_run_one(true); }
   // Waits until every published unit has run and no worker still holds the task.
   void end();
 
  private:
   friend class WorkerPool;
   WorkQueue(WorkerPool& pool, unsigned limit) : pool_(pool), limit_(limit) {}
-  bool try_run_one();
+  bool try_run_one(bool issuer = false);
   bool has_claimable() const;
 
   WorkerPool& pool_;
@@ -65,7 +66,8 @@ class WorkQueue {
   alignas(64) std::atomic<std::size_t> published_{0};
   alignas(64) std::atomic<std::size_t> claimed_{0};
   alignas(64) std::atomic<std::size_t> finished_{0};
-  alignas(64) std::atomic<unsigned> inside_{0};  // threads that may hold the task pointer now
+  alignas(64) std::atomic<unsigned> inside_{0};   // threads that may hold the task pointer now
+  alignas(64) std::atomic<unsigned> working_{0};  // of them, the pool's (limited to limit_)
 };
 
 class WorkerPool {

@@ -3,11 +3,10 @@
 // It holds no state: the threshold and the copy come from libcmt.so (hooks/host_copy_api.cpp),
 // found once with dlsym; without libcmt.so every call goes to libc.
 //
-// Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing: up to 128 bytes it copies
-// them itself, with overlapping vector loads and stores as libc does, rather than jumping on to
-// libc; a call below host_copy_threshold() (every call until a copier is armed) jumps straight to
-// libc's own function. Larger ones are offered to the host copier (engine/host_copier.h), which
-// declines whatever it should not take.
+// Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing:
+// up to 128 bytes, one compare with a constant and a jump to libc's own function; a call below
+// host_copy_threshold() (every call until a copier is armed) jumps there too. Larger ones are
+// offered to the host copier (engine/host_copier.h), which declines whatever it should not take.
 //
 // libc's functions are found once, in a constructor, with dlvsym (which cmt does not hook). A call
 // made before that, by a library initialised earlier, is copied by a plain byte loop here.
@@ -17,10 +16,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
 
 namespace cmt::hooks {
 namespace {
@@ -90,125 +85,12 @@ CopyFn g_memmove = early_move;
 CheckedCopyFn g_memcpy_chk = early_checked_move;
 CheckedCopyFn g_memmove_chk = early_checked_move;
 
-// Copies n <= kSmallCopy bytes. Every load comes before any store, so overlapping ranges come out
-// as memmove says. Pieces from both ends overlap in the middle instead of looping. 16-byte SSE2
-// vectors, which every x86-64 has, inline: a 32-byte AVX2 version chosen by a CPU flag cost the
-// 64-byte call about 1 ns more on the H200 host (the flag test, a jump and vzeroupper), 4.26 ns
-// against 3.15 (bench/lab/memcpy_hook_variants.cpp, bench/lab/NOTES.md 31).
-constexpr std::size_t kSmallCopy = 128;
-
-inline __attribute__((always_inline)) void* small_copy(void* dst, const void* src,
-                                                       std::size_t n) noexcept {
-  auto* d = static_cast<unsigned char*>(dst);
-  const auto* s = static_cast<const unsigned char*>(src);
-#if defined(__x86_64__)
-  if (n >= 16) {
-    auto load = [](const unsigned char* p) {
-      return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    };
-    auto store = [](unsigned char* p, __m128i v) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
-    };
-    if (n <= 32) {
-      const __m128i a = load(s), b = load(s + n - 16);
-      store(d, a);
-      store(d + n - 16, b);
-    } else if (n <= 64) {
-      const __m128i a = load(s), b = load(s + 16), c = load(s + n - 32), e = load(s + n - 16);
-      store(d, a);
-      store(d + 16, b);
-      store(d + n - 32, c);
-      store(d + n - 16, e);
-    } else {
-      const __m128i a = load(s), b = load(s + 16), c = load(s + 32), e = load(s + 48);
-      const __m128i f = load(s + n - 64), g = load(s + n - 48), h = load(s + n - 32),
-                    i = load(s + n - 16);
-      store(d, a);
-      store(d + 16, b);
-      store(d + 32, c);
-      store(d + 48, e);
-      store(d + n - 64, f);
-      store(d + n - 48, g);
-      store(d + n - 32, h);
-      store(d + n - 16, i);
-    }
-    return dst;
-  }
-#endif
-  // Fixed-size __builtin_memcpy compiles to one load or store, never to a call.
-  if (n >= 8) {
-    std::uint64_t a, b;
-    __builtin_memcpy(&a, s, 8);
-    __builtin_memcpy(&b, s + n - 8, 8);
-    __builtin_memcpy(d, &a, 8);
-    __builtin_memcpy(d + n - 8, &b, 8);
-  } else if (n >= 4) {
-    std::uint32_t a, b;
-    __builtin_memcpy(&a, s, 4);
-    __builtin_memcpy(&b, s + n - 4, 4);
-    __builtin_memcpy(d, &a, 4);
-    __builtin_memcpy(d + n - 4, &b, 4);
-  } else if (n >= 2) {
-    std::uint16_t a, b;
-    __builtin_memcpy(&a, s, 2);
-    __builtin_memcpy(&b, s + n - 2, 2);
-    __builtin_memcpy(d, &a, 2);
-    __builtin_memcpy(d + n - 2, &b, 2);
-  } else if (n == 1) {
-    *d = *s;
-  }
-  return dst;
-}
-
-// Where small_copy takes every size up to kSmallCopy (x86-64), or only those under 16 bytes.
-#if defined(__x86_64__)
-constexpr std::size_t kSmallLimit = kSmallCopy;
-#else
-constexpr std::size_t kSmallLimit = 15;
-#endif
-
-// Fills n <= kSmallCopy bytes with `value`, with stores from both ends overlapping in the middle.
-inline __attribute__((always_inline)) void* small_fill(void* dst, int value,
-                                                       std::size_t n) noexcept {
-  auto* d = static_cast<unsigned char*>(dst);
-  const std::uint64_t v = 0x0101010101010101ull * static_cast<unsigned char>(value);
-#if defined(__x86_64__)
-  if (n >= 16) {
-    const __m128i x = _mm_set1_epi8(static_cast<char>(value));
-    auto store = [](unsigned char* p, __m128i w) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), w);
-    };
-    store(d, x);
-    store(d + n - 16, x);
-    if (n > 32) {
-      store(d + 16, x);
-      store(d + n - 32, x);
-    }
-    if (n > 64) {
-      store(d + 32, x);
-      store(d + 48, x);
-      store(d + n - 64, x);
-      store(d + n - 48, x);
-    }
-    return dst;
-  }
-#endif
-  if (n >= 8) {
-    __builtin_memcpy(d, &v, 8);
-    __builtin_memcpy(d + n - 8, &v, 8);
-  } else if (n >= 4) {
-    const auto w = static_cast<std::uint32_t>(v);
-    __builtin_memcpy(d, &w, 4);
-    __builtin_memcpy(d + n - 4, &w, 4);
-  } else if (n >= 2) {
-    const auto w = static_cast<std::uint16_t>(v);
-    __builtin_memcpy(d, &w, 2);
-    __builtin_memcpy(d + n - 2, &w, 2);
-  } else if (n == 1) {
-    *d = static_cast<unsigned char>(value);
-  }
-  return dst;
-}
+// Calls this short go straight to libc after one compare with a constant, with no load: most calls
+// are tiny, and the hook must cost them next to nothing. Copying them here instead (16-byte SSE2
+// stores, or 32-byte AVX2 ones behind a CPU flag) cost the 64-byte call 1.2 ns more than libc's
+// own on the H200 host (4.4 ns against 3.2); the compare and jump measured 3.41 against 3.44
+// without a hook (bench/lab/memcpy_hook_variants.cpp, bench/lab/NOTES.md 31).
+constexpr std::size_t kTiny = 128;
 
 template <typename Fn>
 void find(Fn* slot, const char* name, const char* version) {
@@ -280,15 +162,13 @@ inline std::size_t host_fill_threshold() {
 
 CMT_LIBC_EXPORT void* memcpy(void* dst, const void* src, std::size_t n) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit) return small_copy(dst, src, n);
-  if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memcpy(dst, src, n);
+  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1)) return g_memcpy(dst, src, n);
   return large_memcpy(dst, src, n);
 }
 
 CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit) return small_copy(dst, src, n);
-  if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memmove(dst, src, n);
+  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1)) return g_memmove(dst, src, n);
   return large_memmove(dst, src, n);
 }
 
@@ -296,8 +176,7 @@ CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) noexcep
 CMT_LIBC_EXPORT void* __memcpy_chk(void* dst, const void* src, std::size_t n,
                                    std::size_t room) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit && n <= room) return small_copy(dst, src, n);
-  if (__builtin_expect(n < host_copy_threshold(), 1) || n > room)
+  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1) || n > room)
     return g_memcpy_chk(dst, src, n, room);
   return large_memcpy(dst, src, n);
 }
@@ -305,8 +184,7 @@ CMT_LIBC_EXPORT void* __memcpy_chk(void* dst, const void* src, std::size_t n,
 CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
                                     std::size_t room) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit && n <= room) return small_copy(dst, src, n);
-  if (__builtin_expect(n < host_copy_threshold(), 1) || n > room)
+  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1) || n > room)
     return g_memmove_chk(dst, src, n, room);
   return large_memmove(dst, src, n);
 }
@@ -318,16 +196,14 @@ CMT_LIBC_EXPORT int cmt_host_hooks_loaded() noexcept {
 
 CMT_LIBC_EXPORT void* memset(void* dst, int value, std::size_t n) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit) return small_fill(dst, value, n);
-  if (__builtin_expect(n < host_fill_threshold(), 1)) return g_memset(dst, value, n);
+  if (__builtin_expect(n <= kTiny || n < host_fill_threshold(), 1)) return g_memset(dst, value, n);
   return large_memset(dst, value, n);
 }
 
 CMT_LIBC_EXPORT void* __memset_chk(void* dst, int value, std::size_t n,
                                    std::size_t room) noexcept {
   using namespace cmt::hooks;
-  if (n <= kSmallLimit && n <= room) return small_fill(dst, value, n);
-  if (__builtin_expect(n < host_fill_threshold(), 1) || n > room)
+  if (__builtin_expect(n <= kTiny || n < host_fill_threshold(), 1) || n > room)
     return g_memset_chk(dst, value, n, room);
   return large_memset(dst, value, n);
 }

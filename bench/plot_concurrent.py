@@ -12,7 +12,7 @@ import sys
 
 MODES = (("default", "#d62728"), ("cmt", "#1f77b4"), ("pinned", "#2ca02c"))
 BAR, GAP, GROUP_GAP = 26, 4, 34
-L, R, T, B, H = 60, 20, 50, 70, 360
+L, R, T, B, H = 60, 20, 50, 86, 376
 
 
 def size_label(n):
@@ -28,7 +28,7 @@ def main():
     bound = doc.get("staging_bound_gbps", 0)
     ymax = max([bound] + [r[m]["total_gbps"] for r in rows for m, _ in MODES]) * 1.1 or 1
     group = len(MODES) * (BAR + GAP)
-    width = L + R + len(rows) * (group + GROUP_GAP)
+    width = max(620, L + R + len(rows) * (group + GROUP_GAP))
     py = lambda g: T + (1 - g / ymax) * (H - T - B)
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{H}" '
            f'font-family="sans-serif" font-size="11">',
@@ -63,10 +63,11 @@ def main():
                    f'staging bound {bound:.0f} GB/s</text>')
     lx = L
     for mode, color in MODES:
-        out.append(f'<rect x="{lx}" y="{H - 28}" width="12" height="12" fill="{color}"/>'
-                   f'<text x="{lx + 16}" y="{H - 18}">{mode}</text>')
+        out.append(f'<rect x="{lx}" y="{H - 44}" width="12" height="12" fill="{color}"/>'
+                   f'<text x="{lx + 16}" y="{H - 34}">{mode}</text>')
         lx += 80
-    out.append(f'<text x="{lx}" y="{H - 18}">both: solid host-to-device, light device-to-host</text>')
+    out.append(f'<text x="{L}" y="{H - 12}">both: solid host-to-device, light device-to-host; '
+               f'aggregate: all bytes over the span of all windows</text>')
     out.append("</svg>")
     open(sys.argv[2], "w").write("\n".join(out) + "\n")
 

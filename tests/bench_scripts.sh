@@ -25,6 +25,17 @@ for json in $copies; do
   [ "$n" -eq 6 ] || { echo "FAIL: $json gave $n curves, expected 6"; exit 1; }
 done
 echo "ok: summarize.py and plot.py read every copy result ($(echo $copies | wc -w))"
+# Every committed concurrent result draws: a bar per mode and pattern (two for both ways).
+for json in $(grep -l '"benchmark": "cmt-bench-concurrent"' "$src"/bench/results/*.json); do
+  python3 "$src/bench/plot_concurrent.py" "$json" "$out/c.svg"
+  python3 - "$json" "$out/c.svg" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+want = sum(3 * (2 if x["pattern"] == "both" else 1) for x in r["results"])
+bars = open(sys.argv[2]).read().count('<rect x=') - 3  # less the legend's three
+assert bars == want, (sys.argv[1], bars, want)
+PY
+done
 
 cat > "$out/fake-bench" <<'PY'
 #!/usr/bin/env python3

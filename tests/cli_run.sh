@@ -104,6 +104,18 @@ check "and leaves no temporary files (in TMPDIR: $(ls -A "$tmp/scratch"); in /tm
 "$cmt" bench copy --reps 0 2>"$tmp/err"; rc=$?
 check "bench copy --reps 0 is an error (rc=$rc)" $(( rc == 0 ))
 grep -q -e "--reps" "$tmp/err" && grep -q "1000" "$tmp/err"; check "and names the option and its range" $?
+"$cmt" bench copy --threads 2 --stream sideways 2>"$tmp/err"; rc=$?
+check "bench copy --stream sideways is an error (rc=$rc)" $(( rc == 0 ))
+grep -q -e "--stream" "$tmp/err" && grep -q "null" "$tmp/err"; check "and names the option and its values" $?
+bench_dir=$(dirname "$cmt")
+if [ -x "$bench_dir/cmt-bench-concurrent" ]; then
+  "$bench_dir/cmt-bench-concurrent" --threads 1 --patterns both 2>"$tmp/err"; rc=$?
+  check "concurrent both with one thread is an error (rc=$rc)" $(( rc != 2 ))
+  grep -q "both needs --threads 2" "$tmp/err"; check "and says why" $?
+  "$bench_dir/cmt-bench-concurrent" --patterns h2d,sideways 2>"$tmp/err"; rc=$?
+  check "an unknown pattern is an error (rc=$rc)" $(( rc != 2 ))
+  grep -q "unknown pattern 'sideways' (expected h2d, d2h or both)" "$tmp/err"; check "and names it" $?
+fi
 "$cmt" bench bogus 2>/dev/null; rc=$?
 check "an unknown bench is an error (rc=$rc)" $(( rc == 0 ))
 rm -rf "$tmp"

@@ -24,6 +24,18 @@ svg = open(d + "/r.svg").read()
 assert svg.count('class="curve"') == 6, svg.count('class="curve"')
 print("ok: JSON, CSV and plot agree;", len(rows), "rows")
 PY
+# Concurrent mode: two threads each way and both, bytes checked, JSON and plot written.
+"$cmt" bench copy --threads 2 --sizes 8M --seconds 0.3 --rounds 1 --json "$tmp/c.json" \
+  --plot "$tmp/c.svg" > "$tmp/out" 2>&1 || { cat "$tmp/out"; echo "FAIL: cmt bench copy --threads"; exit 1; }
+python3 - "$tmp" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1] + "/c.json"))
+assert r["wrong_windows"] == 0 and r["staging_bound_gbps"] > 0, r
+assert [x["pattern"] for x in r["results"]] == ["h2d", "d2h", "both"], r["results"]
+assert all(x[m]["total_gbps"] > 0 for x in r["results"] for m in ("default", "cmt", "pinned"))
+assert "<rect" in open(sys.argv[1] + "/c.svg").read()
+print("ok: concurrent mode, 3 patterns")
+PY
 # cmt-bench-dma (the lab's), built beside cmt: every mode runs each way and reports a rate, with
 # either staging store.
 for staging in nt memcpy; do

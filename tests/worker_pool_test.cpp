@@ -2,7 +2,13 @@
 // end, every unit exactly once, and no queue has more threads on its units than it allows.
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -69,6 +75,66 @@ TEST(WorkerPool, QueuesRunAtOnceWithinTheirLimits) {
     });
   for (auto& t : issuers) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Threads of this process that are running or runnable now, by /proc.
+int runnable_threads() {
+  int n = 0;
+  if (DIR* d = opendir("/proc/self/task")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      char path[300], buf[512];
+      std::snprintf(path, sizeof(path), "/proc/self/task/%s/stat", e->d_name);
+      FILE* f = std::fopen(path, "r");
+      if (!f) continue;
+      const std::size_t len = std::fread(buf, 1, sizeof(buf) - 1, f);
+      std::fclose(f);
+      buf[len] = 0;
+      const char* close = std::strrchr(buf, ')');  // the state follows the command's name
+      if (close && close[1] == ' ' && close[2] == 'R') ++n;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// A job published a unit at a time, as the engine publishes pieces: the pool's threads past the
+// queue's limit are not woken by each publication to spin beside those at work, but sleep.
+TEST(WorkerPool, ThreadsPastAQueuesLimitSleepThroughItsJob) {
+  WorkerPool pool(6, {}, std::chrono::microseconds(300));
+  WorkQueue* q = pool.add_queue(2);
+  ASSERT_NE(q, nullptr);
+  class Spin final : public UnitTask {
+   public:
+    void run_unit(std::size_t) override {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
+  } task;
+  std::atomic<bool> done{false};
+  std::vector<int> samples;
+  std::thread sampler([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    while (!done.load()) {
+      samples.push_back(runnable_threads() - 1);  // less the sampler itself
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    }
+  });
+  const std::size_t units = 1500;
+  q->begin(&task);
+  for (std::size_t i = 1; i <= units; ++i) {
+    q->publish(i);
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  while (q->finished() < units) q->help();
+  q->end();
+  done = true;
+  sampler.join();
+  ASSERT_GT(samples.size(), 10u);
+  std::sort(samples.begin(), samples.end());
+  // The queue's two workers, and now and then one woken into a moment's room.
+  EXPECT_LE(samples[samples.size() / 2], 3) << "the pool's other threads spun through the job";
 }
 
 TEST(WorkerPool, TheFirstQueueTakesEveryThreadAndQueuesRunOut) {

@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 
 #include <chrono>
@@ -28,9 +29,13 @@ void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected) {
           nullptr, 0);
 }
 
+void futex_wake(std::atomic<std::uint32_t>* word, unsigned most) {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE,
+          static_cast<int>(std::min<unsigned>(most, INT_MAX)), nullptr, nullptr, 0);
+}
+
 void futex_wake_all(std::atomic<std::uint32_t>* word) {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
-          nullptr, 0);
+  futex_wake(word, INT_MAX);
 }
 
 void pin_current_thread(const std::vector<int>& cpus) {
@@ -99,10 +104,10 @@ WorkQueue* WorkerPool::add_queue(unsigned limit) {
   return queues_[n].get();
 }
 
-void WorkerPool::wake() {
-  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
+void WorkerPool::wake(unsigned most) {
+  if (most > 0 && sleepers_.load(std::memory_order_seq_cst) > 0) {
     wake_seq_.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake_all(&wake_seq_);
+    futex_wake(&wake_seq_, most);
   }
 }
 
@@ -113,8 +118,13 @@ bool WorkerPool::has_claimable() const {
   return false;
 }
 
+unsigned WorkQueue::room() const {
+  const unsigned working = working_.load(std::memory_order_seq_cst);
+  return working < limit_ ? limit_ - working : 0;
+}
+
 void WorkQueue::wake() {
-  pool_.wake();
+  pool_.wake(room());
 }
 
 void WorkQueue::begin(UnitTask* task) {
@@ -126,7 +136,7 @@ void WorkQueue::begin(UnitTask* task) {
 
 void WorkQueue::publish(std::size_t limit) {
   published_.store(limit, std::memory_order_seq_cst);
-  pool_.wake();
+  pool_.wake(room());
 }
 
 void WorkQueue::end() {

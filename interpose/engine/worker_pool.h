@@ -37,8 +37,10 @@ class WorkQueue {
   // comes on top (it is never kept out: it must stay free to issue the next DMA).
   unsigned threads() const { return limit_; }
 
-  // Wakes the pool's sleeping workers ahead of a job, so they are spinning by the time work is
-  // published (waking a sleeping core can take tens of microseconds, in a VM more).
+  // Wakes as many of the pool's sleeping workers as may work on this queue, ahead of a job, so
+  // they are spinning by the time work is published (waking a sleeping core can take tens of
+  // microseconds, in a VM more). Workers past the queue's limit sleep on: woken, they would only
+  // spin beside those at work.
   void wake();
 
   // Begins a job; units [0, limit) become claimable as publish(limit) raises the limit.
@@ -57,6 +59,7 @@ class WorkQueue {
   WorkQueue(WorkerPool& pool, unsigned limit) : pool_(pool), limit_(limit) {}
   bool try_run_one(bool issuer = false);
   bool has_claimable() const;
+  unsigned room() const;  // how many more of the pool's threads may work here now
 
   WorkerPool& pool_;
   const unsigned limit_;
@@ -90,7 +93,8 @@ class WorkerPool {
 
   // The pool's first queue (every thread), for a user with one job at a time.
   WorkQueue& queue() { return *queues_[0]; }
-  void wake();
+  // Wakes up to `most` sleeping workers (all by default).
+  void wake(unsigned most = ~0u);
   void begin(UnitTask* task) { queue().begin(task); }
   void publish(std::size_t limit) { queue().publish(limit); }
   std::size_t finished() { return queue().finished(); }

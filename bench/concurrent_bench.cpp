@@ -21,11 +21,19 @@
 // memory, so staged copies together cannot pass the all-CPU memcpy rate; the DMA's pass puts
 // the real limit lower, by up to a third.
 //
+// Several GPUs: --devices 0,1 runs the threads on each of them at once (--threads per GPU, each
+// thread pinned to its GPU's local cores with its pageable buffer first touched there), and
+// --sets "0;1;0,1" or --sets auto (`cmt bench topo`) measures set after set: each GPU alone, the
+// GPUs of each NUMA node together, all of them. Each GPU's share is reported beside the total.
+//
 // usage: cmt-bench-concurrent [--threads N] [--sizes 256M,1G] [--patterns h2d,d2h,both]
-//          [--seconds S] [--rounds R] [--stream own|null] [--device N] [--json FILE]
+//          [--seconds S] [--rounds R] [--stream own|null] [--device N | --devices 0,1 |
+//          --sets auto|"0;1;0,1"] [--json FILE]
 //          [--plot FILE.svg]   (the plot is drawn from the JSON by bench/plot_concurrent.py)
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +50,7 @@
 
 #include "bench_process.h"
 #include "common/byte_size.h"
+#include "engine/gpu_locality.h"
 #include "cuda_check.h"
 
 namespace {
@@ -59,7 +68,8 @@ struct Options {
   double seconds = 2;
   int rounds = 3;
   bool null_stream = false;
-  int device = 0;
+  std::vector<std::vector<int>> sets = {{0}};  // GPU sets measured one after another
+  bool auto_sets = false;                      // each GPU, each NUMA node's GPUs, all
   std::string json, plot;
 };
 
@@ -67,16 +77,17 @@ struct Options {
   std::fprintf(stderr,
                "cmt-bench-concurrent: %s\nusage: cmt-bench-concurrent [--threads N] "
                "[--sizes 256M,1G] [--patterns h2d,d2h,both] [--seconds S] [--rounds R] "
-               "[--stream own|null] [--device N] [--json FILE] [--plot FILE.svg]\n",
+               "[--stream own|null] [--device N | --devices 0,1 | --sets auto|\"0;1;0,1\"] "
+               "[--json FILE] [--plot FILE.svg]\n",
                why.c_str());
   std::exit(2);
 }
 
-std::vector<std::string> split(const std::string& list) {
+std::vector<std::string> split_on(const std::string& list, char sep) {
   std::vector<std::string> out;
   std::string item;
-  for (char c : list + ",") {
-    if (c != ',') {
+  for (char c : list + sep) {
+    if (c != sep) {
       item += c;
     } else if (!item.empty()) {
       out.push_back(item);
@@ -84,6 +95,10 @@ std::vector<std::string> split(const std::string& list) {
     }
   }
   return out;
+}
+
+std::vector<std::string> split(const std::string& list) {
+  return split_on(list, ',');
 }
 
 Options parse(int argc, char** argv) {
@@ -128,7 +143,26 @@ Options parse(int argc, char** argv) {
       if (v != "own" && v != "null") usage("bad value '" + v + "' for --stream (expected own or null)");
       o.null_stream = v == "null";
     } else if (a == "--device") {
-      o.device = static_cast<int>(number(0, 1024));
+      o.sets = {{static_cast<int>(number(0, 1024))}};
+    } else if (a == "--devices" || a == "--sets") {
+      // --devices 0,1: one set; --sets "0;1;0,1": several, or auto.
+      const std::string v = value();
+      o.auto_sets = a == "--sets" && v == "auto";
+      if (o.auto_sets) continue;
+      o.sets.clear();
+      for (const std::string& group : a == "--sets" ? split_on(v, ';') : std::vector<std::string>{v}) {
+        std::vector<int> set;
+        for (const std::string& d : split(group)) {
+          char* end = nullptr;
+          const long n = std::strtol(d.c_str(), &end, 10);
+          if (!end || *end || n < 0 || n > 1024)
+            usage("bad GPU '" + d + "' in " + a + " '" + v + "' (expected CUDA ordinals such as 0,1" +
+                  (a == "--sets" ? "; sets split by ';', or auto)" : ")"));
+          if (std::find(set.begin(), set.end(), n) == set.end()) set.push_back(static_cast<int>(n));
+        }
+        if (!set.empty()) o.sets.push_back(set);
+      }
+      if (o.sets.empty()) usage("no GPU in " + a + " '" + v + "'");
     } else if (a == "--json") {
       o.json = value();
     } else if (a == "--plot") {
@@ -174,6 +208,8 @@ double median(std::vector<double> v) {
 }
 
 struct Buffers {  // one thread's
+  int device = 0;
+  std::vector<int> cpus;  // the GPU's local cores, where the thread runs
   unsigned char* pageable = nullptr;
   unsigned char* pinned = nullptr;
   void* dev = nullptr;
@@ -191,6 +227,7 @@ struct Window {  // one thread's part of one timed window
 // What one window of all threads gave.
 struct Outcome {
   double h2d = 0, d2h = 0;  // all threads' bytes each way over the span of all windows
+  std::vector<double> per_gpu;  // each GPU's threads' bytes over the same span, by set position
   double sum_of_rates = 0;  // the seeds' aggregate: meaningful only if overlap >= 0.99
   double overlap = 0;
   bool right = true;
@@ -200,20 +237,33 @@ class Bench {
  public:
   Bench(const Options& o, ForwardFn forward) : o_(o), forward_(forward) {}
 
-  void allocate(std::size_t bytes) {
-    bufs_.resize(o_.threads);
-    for (Buffers& b : bufs_) {
-      b.pageable = static_cast<unsigned char*>(std::malloc(bytes));
-      if (!b.pageable) usage("out of host memory for " + std::to_string(o_.threads) + " buffers");
-      std::memset(b.pageable, 0, bytes);  // resident: page faults are another benchmark's
-      CMT_CHECK_CUDA(cudaMallocHost(&b.pinned, bytes));
-      CMT_CHECK_CUDA(cudaMalloc(&b.dev, bytes));
-      CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+  // Each thread's buffers for the GPUs of `set`, o_.threads per GPU, each made on a thread
+  // pinned to that GPU's local cores, so that first touch puts the pageable one on its node.
+  void allocate(std::size_t bytes, const std::vector<int>& set) {
+    set_ = set;
+    bufs_.assign(o_.threads * set.size(), Buffers{});
+    for (std::size_t t = 0; t < bufs_.size(); ++t) {
+      Buffers& b = bufs_[t];
+      b.device = set[t / o_.threads];
+      char pci[64] = {};
+      CMT_CHECK_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), b.device));
+      b.cpus = cmt::gpu_locality(pci).cpus;
+      std::thread([&] {
+        pin(b.cpus);
+        CMT_CHECK_CUDA(cudaSetDevice(b.device));
+        b.pageable = static_cast<unsigned char*>(std::malloc(bytes));
+        if (!b.pageable) usage("out of host memory for " + std::to_string(bufs_.size()) + " buffers");
+        std::memset(b.pageable, 0, bytes);  // resident: page faults are another benchmark's
+        CMT_CHECK_CUDA(cudaMallocHost(&b.pinned, bytes));
+        CMT_CHECK_CUDA(cudaMalloc(&b.dev, bytes));
+        CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+      }).join();
     }
   }
 
   void release() {
     for (Buffers& b : bufs_) {
+      CMT_CHECK_CUDA(cudaSetDevice(b.device));
       std::free(b.pageable);
       CMT_CHECK_CUDA(cudaFreeHost(b.pinned));
       CMT_CHECK_CUDA(cudaFree(b.dev));
@@ -224,14 +274,16 @@ class Bench {
 
   // One window: `mode` (0 default, 1 cmt, 2 pinned), every thread copying `bytes` at a time.
   Outcome window(int mode, const std::string& pattern, std::size_t bytes, std::uint64_t seed) {
-    std::vector<Window> w(o_.threads);
+    std::vector<Window> w(bufs_.size());
     std::atomic<unsigned> ready{0};
     std::atomic<bool> go{false};
     Clock::time_point t0;
     auto body = [&](unsigned t) {
       Buffers& b = bufs_[t];
       Window& mine = w[t];
-      mine.h2d = pattern == "h2d" || (pattern == "both" && t % 2 == 0);
+      pin(b.cpus);
+      CMT_CHECK_CUDA(cudaSetDevice(b.device));
+      mine.h2d = pattern == "h2d" || (pattern == "both" && (t % o_.threads) % 2 == 0);
       const std::uint64_t s = seed * 1315423911u + t;
       unsigned char* host = mode == 2 ? b.pinned : b.pageable;
       // Known contents on the source side, zeros on the destination side.
@@ -245,7 +297,6 @@ class Bench {
       }
       CMT_CHECK_CUDA(cudaStreamSynchronize(b.stream));
       if (mode == 2 && !mine.h2d) std::memset(host, 0, bytes);
-      CMT_CHECK_CUDA(cudaSetDevice(o_.device));
       forward_(mode == 0 ? 1 : 0);
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
@@ -278,8 +329,8 @@ class Bench {
       }
     };
     std::vector<std::thread> pool;
-    for (unsigned t = 0; t < o_.threads; ++t) pool.emplace_back(body, t);
-    while (ready.load() < o_.threads) std::this_thread::yield();
+    for (unsigned t = 0; t < bufs_.size(); ++t) pool.emplace_back(body, t);
+    while (ready.load() < bufs_.size()) std::this_thread::yield();
     t0 = Clock::now();
     go.store(true, std::memory_order_release);
     for (auto& t : pool) t.join();
@@ -293,8 +344,11 @@ class Bench {
     }
     const double span = last_end - first_start;
     out.overlap = 1;
-    for (const Window& x : w) {
+    out.per_gpu.assign(set_.size(), 0);
+    for (std::size_t t = 0; t < w.size(); ++t) {
+      const Window& x = w[t];
       (x.h2d ? out.h2d : out.d2h) += static_cast<double>(x.bytes) / span / 1e9;
+      out.per_gpu[t / o_.threads] += static_cast<double>(x.bytes) / span / 1e9;
       out.sum_of_rates += x.gbps();
       out.right = out.right && x.right;
       const double own = x.end - x.start;
@@ -304,8 +358,18 @@ class Bench {
   }
 
  private:
+  static void pin(const std::vector<int>& cpus) {
+    if (cpus.empty()) return;
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    for (int c : cpus)
+      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &mask);
+    pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask);  // best effort
+  }
+
   const Options& o_;
   ForwardFn forward_;
+  std::vector<int> set_;
   std::vector<Buffers> bufs_;
 };
 
@@ -334,15 +398,51 @@ double host_memcpy_gbps(std::size_t bytes, unsigned threads, std::size_t piece) 
 }
 
 struct Cell {
+  std::vector<int> gpus;
   std::size_t bytes;
   std::string pattern;
+  std::vector<std::vector<double>> per_gpu[3];  // by set position, the rounds' values
   std::vector<double> h2d[3], d2h[3], total[3], sum_of_rates[3], overlap[3];
 };
 
 }  // namespace
 
+// `cmt bench topo`'s sets: each GPU alone, the GPUs of each NUMA node together (where a node has
+// several but not all), then all of them.
+std::vector<std::vector<int>> auto_sets(int devices) {
+  std::vector<std::vector<int>> sets;
+  std::vector<std::pair<int, int>> node_of;  // (NUMA node, device)
+  for (int d = 0; d < devices; ++d) {
+    sets.push_back({d});
+    char pci[64] = {};
+    CMT_CHECK_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), d));
+    node_of.emplace_back(cmt::gpu_locality(pci).numa_node, d);
+  }
+  std::sort(node_of.begin(), node_of.end());
+  for (std::size_t i = 0; i < node_of.size();) {
+    std::vector<int> group;
+    std::size_t j = i;
+    for (; j < node_of.size() && node_of[j].first == node_of[i].first; ++j)
+      group.push_back(node_of[j].second);
+    if (group.size() > 1 && static_cast<int>(group.size()) < devices) sets.push_back(group);
+    i = j;
+  }
+  if (devices > 1) {
+    std::vector<int> all;
+    for (int d = 0; d < devices; ++d) all.push_back(d);
+    sets.push_back(all);
+  }
+  return sets;
+}
+
+std::string set_text(const std::vector<int>& set) {
+  std::string t;
+  for (int d : set) t += (t.empty() ? "" : ",") + std::to_string(d);
+  return t;
+}
+
 int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
+  Options o = parse(argc, argv);
   cmt::bench::ensure_preloaded(argv);
   auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
   if (!forward) usage("libcmt.so has no cmt_forward_this_thread");
@@ -351,19 +451,25 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cmt-bench-concurrent: no CUDA GPU found\n");
     return 1;
   }
-  if (o.device >= devices) usage("--device " + std::to_string(o.device) + " out of range (" +
-                                 std::to_string(devices) + " GPUs)");
-  CMT_CHECK_CUDA(cudaSetDevice(o.device));
+  if (o.auto_sets) o.sets = auto_sets(devices);
+  for (const auto& set : o.sets)
+    for (int d : set)
+      if (d >= devices)
+        usage("GPU " + std::to_string(d) + " out of range (this machine has " +
+              std::to_string(devices) + ")");
+  CMT_CHECK_CUDA(cudaSetDevice(o.sets[0][0]));
   cudaDeviceProp prop{};
-  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, o.device));
+  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, o.sets[0][0]));
   char date[64];
   const std::time_t now = std::time(nullptr);
   std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
   const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  std::printf("cmt-bench-concurrent  %s  GPU %d: %s  %u CPUs  %u threads, %s stream%s, %.1f s "
-              "windows, %d rounds\n",
-              date, o.device, prop.name, cpus, o.threads, o.null_stream ? "the legacy" : "own",
-              o.null_stream ? "" : "s", o.seconds, o.rounds);
+  std::string sets_text;
+  for (const auto& set : o.sets) sets_text += (sets_text.empty() ? "" : "; ") + set_text(set);
+  std::printf("cmt-bench-concurrent  %s  %d x %s  %u CPUs  GPU sets: %s  %u threads per GPU, %s "
+              "stream%s, %.1f s windows, %d rounds\n",
+              date, devices, prop.name, cpus, sets_text.c_str(), o.threads,
+              o.null_stream ? "the legacy" : "own", o.null_stream ? "" : "s", o.seconds, o.rounds);
 
   // The host's yardstick first, with no GPU traffic.
   const double memcpy_one = host_memcpy_gbps(1u << 30, 1, 1u << 30);
@@ -378,12 +484,15 @@ int main(int argc, char** argv) {
   long wrong = 0;
   std::uint64_t seed = 1;
   Bench bench(o, forward);
+  for (const std::vector<int>& set : o.sets)
   for (std::size_t bytes : o.sizes) {
-    bench.allocate(bytes);
+    bench.allocate(bytes, set);
     for (const std::string& pattern : o.patterns) {
       Cell cell;
+      cell.gpus = set;
       cell.bytes = bytes;
       cell.pattern = pattern;
+      for (auto& v : cell.per_gpu) v.assign(set.size(), {});
       for (int round = 0; round < o.rounds; ++round) {
         for (int k = 0; k < 3; ++k) {
           const int mode = (k + round) % 3;
@@ -394,11 +503,14 @@ int main(int argc, char** argv) {
           cell.total[mode].push_back(out.h2d + out.d2h);
           cell.sum_of_rates[mode].push_back(out.sum_of_rates);
           cell.overlap[mode].push_back(out.overlap);
+          for (std::size_t g = 0; g < set.size(); ++g) cell.per_gpu[mode][g].push_back(out.per_gpu[g]);
         }
       }
       cells.push_back(cell);
-      std::printf("%s x %u threads, %s:\n", cmt::format_byte_size(bytes).c_str(), o.threads,
-                  pattern.c_str());
+      std::printf("%s%s x %u threads%s, %s:\n",
+                  o.sets.size() > 1 || set.size() > 1 ? ("GPUs " + set_text(set) + ": ").c_str() : "",
+                  cmt::format_byte_size(bytes).c_str(), o.threads,
+                  set.size() > 1 ? " per GPU" : "", pattern.c_str());
       for (int m = 0; m < 3; ++m) {
         const double ov = *std::min_element(cell.overlap[m].begin(), cell.overlap[m].end());
         const auto& t = cell.total[m];
@@ -406,6 +518,12 @@ int main(int argc, char** argv) {
                     *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
         if (pattern == "both")
           std::printf(" (h2d %.1f + d2h %.1f)", median(cell.h2d[m]), median(cell.d2h[m]));
+        if (set.size() > 1) {
+          std::printf(" (");
+          for (std::size_t g = 0; g < set.size(); ++g)
+            std::printf("%sGPU %d %.1f", g ? ", " : "", set[g], median(cell.per_gpu[m][g]));
+          std::printf(")");
+        }
         if (ov >= kOverlapNeeded)
           std::printf("  windows overlap %.1f%%, sum of rates %.1f\n", 100 * ov,
                       median(cell.sum_of_rates[m]));
@@ -429,28 +547,32 @@ int main(int argc, char** argv) {
     for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
     std::fprintf(f,
                  "{\n  \"benchmark\": \"cmt-bench-concurrent\",\n  \"cmt_version\": \"%s\",\n  "
-                 "\"date\": \"%s\",\n  \"command\": \"%s\",\n  \"gpu\": \"%s\",\n  \"cpus\": %u,\n  "
+                 "\"date\": \"%s\",\n  \"command\": \"%s\",\n  \"gpu\": \"%s\",\n  \"gpus\": %d,\n  \"cpus\": %u,\n  "
                  "\"threads\": %u,\n  \"stream\": \"%s\",\n  \"seconds\": %.2f,\n  \"rounds\": %d,\n  "
                  "\"host_memcpy_one_thread_gbps\": %.2f,\n  \"host_memcpy_all_cpus_256k_gbps\": %.2f,\n  "
                  "\"host_memcpy_all_cpus_4m_gbps\": %.2f,\n  \"staging_bound_gbps\": %.2f,\n  "
                  "\"aggregate\": \"all threads' bytes over the span from the first start to the "
                  "last end\",\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
-                 CMT_VERSION, date, cmdline.c_str(), prop.name, cpus, o.threads,
+                 CMT_VERSION, date, cmdline.c_str(), prop.name, devices, cpus, o.threads,
                  o.null_stream ? "null" : "own", o.seconds, o.rounds, memcpy_one, memcpy_small,
                  memcpy_large, staging_bound, wrong);
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const Cell& c = cells[i];
-      std::fprintf(f, "    {\"bytes\": %zu, \"pattern\": \"%s\"", c.bytes, c.pattern.c_str());
+      std::fprintf(f, "    {\"gpus\": [%s], \"bytes\": %zu, \"pattern\": \"%s\"",
+                   set_text(c.gpus).c_str(), c.bytes, c.pattern.c_str());
       for (int m = 0; m < 3; ++m) {
         const auto& t = c.total[m];
         const double ov = *std::min_element(c.overlap[m].begin(), c.overlap[m].end());
         std::fprintf(f,
                      ", \"%s\": {\"total_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f, "
                      "\"h2d_gbps\": %.3f, \"d2h_gbps\": %.3f, \"overlap_min\": %.4f, "
-                     "\"sum_of_rates_gbps\": %.3f, \"windows_overlap\": %s}",
+                     "\"sum_of_rates_gbps\": %.3f, \"windows_overlap\": %s, \"per_gpu_gbps\": [",
                      kModes[m], median(t), *std::min_element(t.begin(), t.end()),
                      *std::max_element(t.begin(), t.end()), median(c.h2d[m]), median(c.d2h[m]), ov,
                      median(c.sum_of_rates[m]), ov >= kOverlapNeeded ? "true" : "false");
+        for (std::size_t g = 0; g < c.gpus.size(); ++g)
+          std::fprintf(f, "%s%.3f", g ? ", " : "", median(c.per_gpu[m][g]));
+        std::fprintf(f, "]}");
       }
       std::fprintf(f, ", \"cmt_over_default\": %.3f, \"cmt_over_pinned\": %.3f, "
                       "\"cmt_over_staging_bound\": %.3f}%s\n",

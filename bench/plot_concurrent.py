@@ -25,6 +25,7 @@ def size_label(n):
 def main():
     doc = json.load(open(sys.argv[1]))
     rows = doc["results"]
+    several_sets = len({tuple(r.get("gpus", [0])) for r in rows}) > 1
     bound = doc.get("staging_bound_gbps", 0)
     ymax = max([bound] + [r[m]["total_gbps"] for r in rows for m, _ in MODES]) * 1.1 or 1
     group = len(MODES) * (BAR + GAP)
@@ -33,7 +34,7 @@ def main():
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{H}" '
            f'font-family="sans-serif" font-size="11">',
            f'<text x="{width / 2}" y="18" text-anchor="middle" font-size="13">'
-           f'{doc["threads"]} threads at once, {doc["stream"]} stream(s), {doc["gpu"]}, '
+           f'{doc["threads"]} threads {"per GPU " if several_sets else ""}at once, {doc["stream"]} stream(s), {doc["gpu"]}, '
            f'{doc["date"][:10]}: aggregate GB/s</text>']
     step = 10 if ymax > 40 else 5
     for g in range(0, int(ymax) + 1, step):
@@ -55,8 +56,12 @@ def main():
                 out.append(f'<rect x="{x}" y="{py(t)}" width="{BAR}" height="{py(0) - py(t)}" fill="{fill}"/>')
             out.append(f'<text x="{x + BAR / 2}" y="{py(cell["total_gbps"]) - 3}" text-anchor="middle" '
                        f'font-size="9">{cell["total_gbps"]:.0f}</text>')
-        out.append(f'<text x="{x0 + group / 2}" y="{H - B + 16}" text-anchor="middle">'
-                   f'{size_label(r["bytes"])} {r["pattern"]}</text>')
+        gpus = r.get("gpus", [0])
+        label = f'{size_label(r["bytes"])} {r["pattern"]}'
+        if several_sets:
+            out.append(f'<text x="{x0 + group / 2}" y="{H - B + 30}" text-anchor="middle">'
+                       f'GPU {",".join(map(str, gpus))}</text>')
+        out.append(f'<text x="{x0 + group / 2}" y="{H - B + 16}" text-anchor="middle">{label}</text>')
     if bound:
         out.append(f'<line x1="{L}" y1="{py(bound)}" x2="{width - R}" y2="{py(bound)}" stroke="#555" '
                    f'stroke-dasharray="5,4"/><text x="{width - R}" y="{py(bound) - 4}" text-anchor="end">'

@@ -133,6 +133,23 @@ int main(int argc, char** argv) {
                          "(cudaMemcpy on the legacy stream)")
       ->check(CLI::IsMember({"own", "null"}));
 
+  // `cmt bench topo`: host <-> GPU bandwidth by GPU set (cmt-bench-concurrent --sets auto).
+  std::string topo_sizes = "256M", topo_json_out, topo_plot;
+  int topo_threads = 2, topo_rounds = 3;
+  double topo_seconds = 3;
+  CLI::App* bench_topo = bench->add_subcommand(
+      "topo",
+      "Host <-> GPU bandwidth of each GPU alone, of each NUMA node's GPUs together and of all at "
+      "once, each way and both: default vs cmt vs pinned, barrier start, per-thread windows");
+  bench_topo->add_option("--sizes", topo_sizes, "Copy sizes (default 256M)");
+  bench_topo->add_option("--threads", topo_threads, "Threads per GPU (both ways: half each way)")
+      ->check(CLI::Range(2, 64));
+  bench_topo->add_option("--seconds", topo_seconds, "Each timed window")
+      ->check(CLI::Range(0.1, 600.0));
+  bench_topo->add_option("--rounds", topo_rounds, "Windows per mode")->check(CLI::Range(1, 100));
+  bench_topo->add_option("--json", topo_json_out, "Write the results as JSON");
+  bench_topo->add_option("--plot", topo_plot, "Draw them as SVG (needs --json)");
+
   bool topo_json = false;
   CLI::App* topo = app.add_subcommand(
       "topo", "Show the host's NUMA nodes, cores, core kinds and where each NVIDIA GPU sits");
@@ -165,6 +182,17 @@ int main(int argc, char** argv) {
     tune_options.confirm = !no_confirm;
     tune_options.command = command;
     return cmt::cli::tune_command(tune_options);
+  }
+  if (bench_topo->parsed()) {
+    std::vector<std::string> args = {"--sets",     "auto",
+                                     "--threads",  std::to_string(topo_threads),
+                                     "--sizes",    topo_sizes,
+                                     "--patterns", "h2d,d2h,both",
+                                     "--seconds",  std::to_string(topo_seconds),
+                                     "--rounds",   std::to_string(topo_rounds)};
+    if (!topo_json_out.empty()) args.insert(args.end(), {"--json", topo_json_out});
+    if (!topo_plot.empty()) args.insert(args.end(), {"--plot", topo_plot});
+    return cmt::cli::run_tool("cmt-bench-concurrent", args);
   }
   if (bench_copy->parsed() && bench_threads > 0) {
     std::vector<std::string> args = {

@@ -36,6 +36,19 @@ bars = open(sys.argv[2]).read().count('<rect x=') - 3  # less the legend's three
 assert bars == want, (sys.argv[1], bars, want)
 PY
 done
+# A result over several GPU sets (as `cmt bench topo` writes) names each set under its bars.
+python3 - "$out/topo.json" <<'PY'
+import json, sys
+cell = lambda t: {"total_gbps": t, "h2d_gbps": t / 2, "d2h_gbps": t / 2, "per_gpu_gbps": [t]}
+rows = [{"gpus": g, "bytes": 256 << 20, "pattern": p, "default": cell(5), "cmt": cell(40), "pinned": cell(50)}
+        for g in ([0], [1], [0, 1]) for p in ("h2d", "both")]
+json.dump({"benchmark": "cmt-bench-concurrent", "date": "2026-12-01T00:00:00Z", "gpu": "fake",
+           "threads": 2, "stream": "own", "staging_bound_gbps": 45, "results": rows}, open(sys.argv[1], "w"))
+PY
+python3 "$src/bench/plot_concurrent.py" "$out/topo.json" "$out/topo.svg"
+for label in "GPU 0<" "GPU 1<" "GPU 0,1<" "per GPU"; do
+  grep -q "$label" "$out/topo.svg" || { echo "FAIL: the topo plot lacks '$label'"; exit 1; }
+done
 
 cat > "$out/fake-bench" <<'PY'
 #!/usr/bin/env python3

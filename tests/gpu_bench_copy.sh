@@ -36,6 +36,18 @@ assert all(x[m]["total_gbps"] > 0 for x in r["results"] for m in ("default", "cm
 assert "<rect" in open(sys.argv[1] + "/c.svg").read()
 print("ok: concurrent mode, 3 patterns")
 PY
+# cmt bench topo: every GPU alone (and together, where there are several), bytes checked.
+"$cmt" bench topo --sizes 8M --seconds 0.3 --rounds 1 --json "$tmp/t.json" > "$tmp/out" 2>&1 ||
+  { cat "$tmp/out"; echo "FAIL: cmt bench topo"; exit 1; }
+python3 - "$tmp/t.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+sets = sorted({tuple(x["gpus"]) for x in r["results"]})
+want = [(d,) for d in range(r["gpus"])] + ([tuple(range(r["gpus"]))] if r["gpus"] > 1 else [])
+assert r["wrong_windows"] == 0 and all(s in sets for s in want), (sets, want)
+assert all(len(x["cmt"]["per_gpu_gbps"]) == len(x["gpus"]) for x in r["results"])
+print("ok: cmt bench topo, sets", sets)
+PY
 # cmt-bench-dma (the lab's), built beside cmt: every mode runs each way and reports a rate, with
 # either staging store.
 for staging in nt memcpy; do

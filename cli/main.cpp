@@ -150,6 +150,17 @@ int main(int argc, char** argv) {
   bench_topo->add_option("--json", topo_json_out, "Write the results as JSON");
   bench_topo->add_option("--plot", topo_plot, "Draw them as SVG (needs --json)");
 
+  // `cmt bench p2p`: cmt-bench-p2p, the matrices p2pBandwidthLatencyTest users expect.
+  std::string p2p_bytes = "256M", p2p_json;
+  int p2p_reps = 10;
+  CLI::App* bench_p2p = bench->add_subcommand(
+      "p2p",
+      "GPU <-> GPU: the peer-access matrix, one-way and both-ways bandwidth and latency matrices "
+      "with peer access disabled and enabled, bytes checked");
+  bench_p2p->add_option("--bytes", p2p_bytes, "Bytes per bandwidth copy (default 256M)");
+  bench_p2p->add_option("--reps", p2p_reps, "Copies per measurement")->check(CLI::Range(1, 10000));
+  bench_p2p->add_option("--json", p2p_json, "Write the matrices as JSON");
+
   bool topo_json = false;
   CLI::App* topo = app.add_subcommand(
       "topo", "Show the host's NUMA nodes, cores, core kinds and where each NVIDIA GPU sits");
@@ -182,6 +193,11 @@ int main(int argc, char** argv) {
     tune_options.confirm = !no_confirm;
     tune_options.command = command;
     return cmt::cli::tune_command(tune_options);
+  }
+  if (bench_p2p->parsed()) {
+    std::vector<std::string> args = {"--bytes", p2p_bytes, "--reps", std::to_string(p2p_reps)};
+    if (!p2p_json.empty()) args.insert(args.end(), {"--json", p2p_json});
+    return cmt::cli::run_tool("cmt-bench-p2p", args);
   }
   if (bench_topo->parsed()) {
     std::vector<std::string> args = {"--sets",     "auto",

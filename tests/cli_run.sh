@@ -116,6 +116,13 @@ if [ -x "$bench_dir/cmt-bench-concurrent" ]; then
   check "an unknown pattern is an error (rc=$rc)" $(( rc != 2 ))
   grep -q "unknown pattern 'sideways' (expected h2d, d2h or both)" "$tmp/err"; check "and names it" $?
 fi
+"$cmt" bench p2p --reps 0 2>"$tmp/err"; rc=$?
+check "bench p2p --reps 0 is an error (rc=$rc)" $(( rc == 0 ))
+if [ -x "$bench_dir/cmt-bench-p2p" ]; then
+  "$bench_dir/cmt-bench-p2p" --bytes 12Q 2>"$tmp/err"; rc=$?
+  check "cmt-bench-p2p --bytes 12Q is an error (rc=$rc)" $(( rc != 2 ))
+  grep -q "bad size '12Q' for --bytes" "$tmp/err"; check "and names it" $?
+fi
 "$cmt" bench bogus 2>/dev/null; rc=$?
 check "an unknown bench is an error (rc=$rc)" $(( rc == 0 ))
 rm -rf "$tmp"

@@ -48,6 +48,19 @@ assert r["wrong_windows"] == 0 and all(s in sets for s in want), (sets, want)
 assert all(len(x["cmt"]["per_gpu_gbps"]) == len(x["gpus"]) for x in r["results"])
 print("ok: cmt bench topo, sets", sets)
 PY
+# cmt bench p2p: the matrices, square over this machine's GPUs, every pair's bytes right.
+"$cmt" bench p2p --bytes 8M --reps 2 --json "$tmp/p.json" > "$tmp/out" 2>&1 ||
+  { cat "$tmp/out"; echo "FAIL: cmt bench p2p"; exit 1; }
+python3 - "$tmp/p.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))
+n = r["gpus"]
+assert r["wrong_copies"] == 0
+for mode in ("disabled", "enabled"):
+    for key, m in r[mode].items():
+        assert len(m) == n and all(len(row) == n and all(v > 0 for v in row) for row in m), (mode, key)
+print("ok: cmt bench p2p,", n, "GPU(s)")
+PY
 # cmt-bench-dma (the lab's), built beside cmt: every mode runs each way and reports a rate, with
 # either staging store.
 for staging in nt memcpy; do

@@ -1,0 +1,294 @@
+// cmt-bench-p2p: what p2pBandwidthLatencyTest users expect of a multi-GPU host (p2p-bandwidth-
+// test.txt in the seeds), run by `cmt bench p2p`:
+//   - the peer-access matrix (cudaDeviceCanAccessPeer);
+//   - unidirectional bandwidth, GPU i -> GPU j by cudaMemcpyPeerAsync on a stream of i, timed by
+//     events, with peer access disabled (CUDA stages through the host) and enabled;
+//   - bidirectional bandwidth, i -> j and j -> i at once on a stream of each;
+//   - latency: a small cudaMemcpyPeerAsync, GPU-observed (events around many copies) and
+//     host-observed (the wall time of a synchronous cudaMemcpyPeer), each access mode.
+// The bytes of every pair's copy are checked once per mode. The diagonal is a copy within one
+// GPU. Without preload it measures CUDA alone; cmt does not take peer copies yet.
+//
+// usage: cmt-bench-p2p [--bytes N] [--reps N] [--latency-bytes N] [--json FILE]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "common/byte_size.h"
+#include "cuda_check.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Matrix = std::vector<std::vector<double>>;
+
+struct Options {
+  std::size_t bytes = 256u << 20;
+  int reps = 10;
+  std::size_t latency_bytes = 4;
+  int latency_reps = 1000;
+  std::string json;
+};
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "cmt-bench-p2p: %s\nusage: cmt-bench-p2p [--bytes 256M] [--reps N] "
+               "[--latency-bytes 4] [--json FILE]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) usage(a + " needs a value");
+    const std::string v = argv[++i];
+    std::size_t n = 0;
+    if (a == "--bytes" || a == "--latency-bytes") {
+      if (!cmt::parse_byte_size(v, &n) || n == 0)
+        usage("bad size '" + v + "' for " + a + " (expected a size such as 256M)");
+      (a == "--bytes" ? o.bytes : o.latency_bytes) = n;
+    } else if (a == "--reps") {
+      o.reps = std::atoi(v.c_str());
+      if (o.reps < 1 || o.reps > 10000) usage("bad value '" + v + "' for --reps (expected 1 to 10000)");
+    } else if (a == "--json") {
+      o.json = v;
+    } else {
+      usage("unknown argument '" + a + "'");
+    }
+  }
+  return o;
+}
+
+// Enables (or disables) peer access between every pair that can have it, both ways.
+void set_peer_access(int n, const std::vector<std::vector<int>>& can, bool on) {
+  for (int i = 0; i < n; ++i) {
+    CMT_CHECK_CUDA(cudaSetDevice(i));
+    for (int j = 0; j < n; ++j) {
+      if (i == j || !can[i][j]) continue;
+      const cudaError_t e = on ? cudaDeviceEnablePeerAccess(j, 0) : cudaDeviceDisablePeerAccess(j);
+      if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled &&
+          e != cudaErrorPeerAccessNotEnabled)
+        CMT_CHECK_CUDA(e);
+      (void)cudaGetLastError();  // the two expected ones stay sticky otherwise
+    }
+  }
+}
+
+struct Gpu {
+  void* a = nullptr;  // source
+  void* b = nullptr;  // destination
+  cudaStream_t stream = nullptr;
+  cudaEvent_t start = nullptr, stop = nullptr;
+};
+
+class P2p {
+ public:
+  P2p(int n, const Options& o) : n_(n), o_(o), gpus_(n) {
+    std::vector<unsigned char> pattern(o.bytes);
+    for (int i = 0; i < n; ++i) {
+      CMT_CHECK_CUDA(cudaSetDevice(i));
+      Gpu& g = gpus_[i];
+      CMT_CHECK_CUDA(cudaMalloc(&g.a, o.bytes));
+      CMT_CHECK_CUDA(cudaMalloc(&g.b, o.bytes));
+      CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking));
+      CMT_CHECK_CUDA(cudaEventCreate(&g.start));
+      CMT_CHECK_CUDA(cudaEventCreate(&g.stop));
+      for (std::size_t k = 0; k < o.bytes; ++k) pattern[k] = static_cast<unsigned char>(k * 7 + i);
+      CMT_CHECK_CUDA(cudaMemcpy(g.a, pattern.data(), o.bytes, cudaMemcpyHostToDevice));
+    }
+  }
+
+  ~P2p() {
+    for (int i = 0; i < n_; ++i) {
+      cudaSetDevice(i);
+      cudaFree(gpus_[i].a);
+      cudaFree(gpus_[i].b);
+      cudaStreamDestroy(gpus_[i].stream);
+      cudaEventDestroy(gpus_[i].start);
+      cudaEventDestroy(gpus_[i].stop);
+    }
+  }
+
+  // GB/s of `reps` copies i -> j of `bytes`, timed by events on i's stream.
+  double one_way(int i, int j, std::size_t bytes, int reps) {
+    Gpu& g = gpus_[i];
+    CMT_CHECK_CUDA(cudaSetDevice(i));
+    CMT_CHECK_CUDA(cudaMemcpyPeerAsync(gpus_[j].b, j, g.a, i, bytes, g.stream));  // warm
+    CMT_CHECK_CUDA(cudaEventRecord(g.start, g.stream));
+    for (int r = 0; r < reps; ++r)
+      CMT_CHECK_CUDA(cudaMemcpyPeerAsync(gpus_[j].b, j, g.a, i, bytes, g.stream));
+    CMT_CHECK_CUDA(cudaEventRecord(g.stop, g.stream));
+    CMT_CHECK_CUDA(cudaEventSynchronize(g.stop));
+    float ms = 0;
+    CMT_CHECK_CUDA(cudaEventElapsedTime(&ms, g.start, g.stop));
+    return static_cast<double>(bytes) * reps / (ms / 1e3) / 1e9;
+  }
+
+  // GB/s of i -> j and j -> i at once (both directions' bytes over the wall time).
+  double both_ways(int i, int j, int reps) {
+    if (i == j) return one_way(i, j, o_.bytes, reps);
+    CMT_CHECK_CUDA(cudaSetDevice(i));
+    CMT_CHECK_CUDA(cudaDeviceSynchronize());
+    CMT_CHECK_CUDA(cudaSetDevice(j));
+    CMT_CHECK_CUDA(cudaDeviceSynchronize());
+    const auto t0 = Clock::now();
+    for (int r = 0; r < reps; ++r) {
+      CMT_CHECK_CUDA(cudaMemcpyPeerAsync(gpus_[j].b, j, gpus_[i].a, i, o_.bytes, gpus_[i].stream));
+      CMT_CHECK_CUDA(cudaMemcpyPeerAsync(gpus_[i].b, i, gpus_[j].a, j, o_.bytes, gpus_[j].stream));
+    }
+    CMT_CHECK_CUDA(cudaStreamSynchronize(gpus_[i].stream));
+    CMT_CHECK_CUDA(cudaStreamSynchronize(gpus_[j].stream));
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    return 2.0 * static_cast<double>(o_.bytes) * reps / s / 1e9;
+  }
+
+  // Microseconds per small copy i -> j: GPU-observed (events around many) and host-observed (a
+  // synchronous cudaMemcpyPeer each, wall time).
+  std::pair<double, double> latency(int i, int j) {
+    const double gbps = one_way(i, j, o_.latency_bytes, o_.latency_reps);
+    const double gpu_us = static_cast<double>(o_.latency_bytes) / (gbps * 1e9) * 1e6;
+    CMT_CHECK_CUDA(cudaSetDevice(i));
+    const int reps = o_.latency_reps / 10;
+    const auto t0 = Clock::now();
+    for (int r = 0; r < reps; ++r)
+      CMT_CHECK_CUDA(cudaMemcpyPeer(gpus_[j].b, j, gpus_[i].a, i, o_.latency_bytes));
+    const double host_us = std::chrono::duration<double>(Clock::now() - t0).count() * 1e6 / reps;
+    return {gpu_us, host_us};
+  }
+
+  // Whether j's destination holds i's source after a copy i -> j.
+  bool check(int i, int j) {
+    CMT_CHECK_CUDA(cudaSetDevice(j));
+    CMT_CHECK_CUDA(cudaMemset(gpus_[j].b, 0, o_.bytes));
+    CMT_CHECK_CUDA(cudaDeviceSynchronize());
+    CMT_CHECK_CUDA(cudaMemcpyPeer(gpus_[j].b, j, gpus_[i].a, i, o_.bytes));
+    std::vector<unsigned char> got(o_.bytes);
+    CMT_CHECK_CUDA(cudaMemcpy(got.data(), gpus_[j].b, o_.bytes, cudaMemcpyDeviceToHost));
+    for (std::size_t k = 0; k < o_.bytes; ++k)
+      if (got[k] != static_cast<unsigned char>(k * 7 + i)) return false;
+    return true;
+  }
+
+ private:
+  int n_;
+  const Options& o_;
+  std::vector<Gpu> gpus_;
+};
+
+void print(const char* title, const Matrix& m, const char* unit) {
+  std::printf("%s (%s)\n   D\\D", title, unit);
+  for (std::size_t j = 0; j < m.size(); ++j) std::printf(" %8zu", j);
+  std::printf("\n");
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    std::printf("%7zu", i);
+    for (double v : m[i]) std::printf(" %8.2f", v);
+    std::printf("\n");
+  }
+}
+
+std::string json_matrix(const Matrix& m) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    out += i ? ", [" : "[";
+    for (std::size_t j = 0; j < m[i].size(); ++j) {
+      char v[32];
+      std::snprintf(v, sizeof(v), "%s%.3f", j ? ", " : "", m[i][j]);
+      out += v;
+    }
+    out += "]";
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::fprintf(stderr, "cmt-bench-p2p: no CUDA GPU found\n");
+    return 1;
+  }
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  cudaDeviceProp prop{};
+  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  std::printf("cmt-bench-p2p  %s  %d x %s  %s per copy, %d copies; latency %s x %d\n", date, n,
+              prop.name, cmt::format_byte_size(o.bytes).c_str(), o.reps,
+              cmt::format_byte_size(o.latency_bytes).c_str(), o.latency_reps);
+
+  std::vector<std::vector<int>> can(n, std::vector<int>(n, 0));
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j)
+      if (i != j) CMT_CHECK_CUDA(cudaDeviceCanAccessPeer(&can[i][j], i, j));
+  std::printf("peer access (1: GPU row can access GPU column)\n   D\\D");
+  for (int j = 0; j < n; ++j) std::printf(" %3d", j);
+  std::printf("\n");
+  for (int i = 0; i < n; ++i) {
+    std::printf("%7d", i);
+    for (int j = 0; j < n; ++j) std::printf(" %3d", i == j ? 1 : can[i][j]);
+    std::printf("\n");
+  }
+
+  P2p p2p(n, o);
+  long wrong = 0;
+  const Matrix zero(n, std::vector<double>(n, 0));
+  Matrix uni[2] = {zero, zero}, bi[2] = {zero, zero}, lat_gpu[2] = {zero, zero},
+         lat_host[2] = {zero, zero};
+  for (int peer = 0; peer < 2; ++peer) {
+    set_peer_access(n, can, peer == 1);
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        if (!p2p.check(i, j)) ++wrong;
+        uni[peer][i][j] = p2p.one_way(i, j, o.bytes, o.reps);
+        bi[peer][i][j] = p2p.both_ways(i, j, o.reps);
+        const auto l = p2p.latency(i, j);
+        lat_gpu[peer][i][j] = l.first;
+        lat_host[peer][i][j] = l.second;
+      }
+    const char* mode = peer ? "peer access enabled" : "peer access disabled";
+    print((std::string("unidirectional bandwidth, ") + mode).c_str(), uni[peer], "GB/s");
+    print((std::string("bidirectional bandwidth, ") + mode).c_str(), bi[peer], "GB/s");
+    print((std::string("latency, GPU-observed, ") + mode).c_str(), lat_gpu[peer], "us");
+    print((std::string("latency, host-observed, ") + mode).c_str(), lat_host[peer], "us");
+  }
+  set_peer_access(n, can, false);
+  if (wrong) std::printf("WRONG BYTES in %ld pair copies\n", wrong);
+
+  if (!o.json.empty()) {
+    std::FILE* f = std::fopen(o.json.c_str(), "w");
+    if (!f) usage("cannot write " + o.json);
+    Matrix access(n, std::vector<double>(n, 1));
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j)
+        if (i != j) access[i][j] = can[i][j];
+    std::fprintf(f,
+                 "{\n  \"benchmark\": \"cmt-bench-p2p\",\n  \"cmt_version\": \"%s\",\n  \"date\": "
+                 "\"%s\",\n  \"gpus\": %d,\n  \"gpu\": \"%s\",\n  \"bytes\": %zu,\n  \"reps\": %d,\n  "
+                 "\"latency_bytes\": %zu,\n  \"wrong_copies\": %ld,\n  \"peer_access\": %s",
+                 CMT_VERSION, date, n, prop.name, o.bytes, o.reps, o.latency_bytes, wrong,
+                 json_matrix(access).c_str());
+    for (int peer = 0; peer < 2; ++peer) {
+      const char* key = peer ? "enabled" : "disabled";
+      std::fprintf(f,
+                   ",\n  \"%s\": {\"unidirectional_gbps\": %s, \"bidirectional_gbps\": %s, "
+                   "\"latency_gpu_us\": %s, \"latency_host_us\": %s}",
+                   key, json_matrix(uni[peer]).c_str(), json_matrix(bi[peer]).c_str(),
+                   json_matrix(lat_gpu[peer]).c_str(), json_matrix(lat_host[peer]).c_str());
+    }
+    std::fprintf(f, "\n}\n");
+    std::fclose(f);
+  }
+  return wrong ? 1 : 0;
+}

@@ -19,6 +19,9 @@
 #              and both, own streams; one H2D and one D2H thread x 1 GiB; 8 threads both ways on
 #              the legacy stream; one thread x 16 MiB async + synchronize against cudaMemcpy;
 #              about 3 minutes
+#   gpus       the multi-GPU measurements (issue 15): `cmt bench topo` (each GPU, each NUMA node's
+#              GPUs, all; each way and both) and `cmt bench p2p` (peer access, bandwidth and
+#              latency matrices), about 3 minutes on 2 GPUs
 #   stress     tests/gpu_stress.sh's 16-thread stress for $CMT_STRESS_SECONDS (default 600), in a
 #              new session so it outlives the call: its log is OUT/stress.txt
 #   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),
@@ -95,6 +98,12 @@ for stage in "$@"; do
       c 8x256M-null --threads 8 --sizes 256M --patterns both --stream null --seconds 1.5 --rounds 3
       c 1x16M --threads 1 --sizes 16M --patterns h2d,d2h --seconds 1 --rounds 3
       c 1x16M-null --threads 1 --sizes 16M --patterns h2d,d2h --stream null --seconds 1 --rounds 3 ;;
+    gpus)
+      timeout 300 "$build/cmt" bench topo --json "$out/topo.json" --plot "$out/topo.svg" \
+        > "$out/topo.txt" 2>&1
+      cat "$out/topo.txt"
+      timeout 200 "$build/cmt" bench p2p --json "$out/p2p.json" > "$out/p2p.txt" 2>&1
+      cat "$out/p2p.txt" ;;
     stress)
       CMT_STATS="$out/stress-stats.json" setsid sh -c "'$build/cmt' run -- '$build/tests/cmt_gpu_stress' \
         stress ${CMT_STRESS_SECONDS:-600} 16 > '$out/stress.txt' 2>&1; echo exit \$? >> '$out/stress.txt'" \
@@ -108,7 +117,7 @@ for stage in "$@"; do
         after:CMT_CONFIGS_DIR= --json "$out/versus.json" > "$out/versus.txt" 2>&1
       cat "$out/versus.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch, hostleg, concurrent, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch, hostleg, concurrent, gpus, stress or versus)" >&2
       exit 2 ;;
   esac
 done

@@ -73,6 +73,7 @@ WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
   try {
     for (unsigned i = 0; i < threads; ++i)
       threads_.emplace_back([this, cpus, i] {
+        pthread_setname_np(pthread_self(), kThreadName);  // what top -H and debuggers show
         pin_current_thread(cpus);
         t_worker_ = true;
         worker_main(i);

@@ -86,6 +86,8 @@ class WorkerPool {
 
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
 
+  // Every worker's thread name, as /proc/PID/task/TID/comm shows it.
+  static constexpr const char* kThreadName = "cmt-copy";
   static constexpr unsigned kMaxQueues = 64;
   // A new queue whose jobs this pool's threads run, at most `limit` threads at a time (0: all).
   // It lives as long as the pool. nullptr once kMaxQueues exist.

@@ -13,7 +13,9 @@ fail() { echo "FAIL: $*"; exit 1; }
 deb=$(ls "$tmp"/out/*.deb)
 dpkg-deb -x "$deb" "$tmp/root" || fail "dpkg-deb -x $deb"
 cmt=$tmp/root/usr/bin/cmt
-for f in usr/bin/cmt usr/lib/cmt/libcmt.so usr/lib/cmt/libcmt-host.so usr/lib/cmt/cmt-bench-copy usr/share/cmt/configs/README.md; do
+for f in usr/bin/cmt usr/lib/cmt/libcmt.so usr/lib/cmt/libcmt-host.so usr/lib/cmt/cmt-bench-copy \
+    usr/lib/cmt/cmt-bench-concurrent usr/lib/cmt/cmt-bench-p2p usr/share/cmt/plot.py \
+    usr/share/cmt/plot_concurrent.py usr/share/cmt/configs/README.md; do
   [ -e "$tmp/root/$f" ] || fail "the package lacks /$f"
 done
 ls "$tmp"/root/usr/share/cmt/configs/*.toml > /dev/null 2>&1 || fail "the package has no shared profile"
@@ -30,4 +32,9 @@ grep -qx "# shared profiles: $(realpath "$tmp/root/usr/share/cmt/configs")" "$tm
 grep -q "^CMT_THREADS=" "$tmp/show" || fail "cmt profile show printed no configuration"
 "$cmt" bench copy --sizes 4K --reps 1 > "$tmp/bench" 2>&1
 grep -q "not found beside" "$tmp/bench" && fail "cmt bench copy did not find cmt-bench-copy: $(cat "$tmp/bench")"
+for b in "copy --threads 2 --sizes 4K --seconds 0.1 --rounds 1" "topo --sizes 4K --seconds 0.1 --rounds 1" \
+         "p2p --bytes 4K --reps 1"; do
+  "$cmt" bench $b > "$tmp/bench" 2>&1
+  grep -q "not found beside" "$tmp/bench" && fail "cmt bench $b did not find its tool: $(cat "$tmp/bench")"
+done
 echo "ok: $(basename "$deb") unpacked runs cmt, finds libcmt.so, its tools and $(ls "$tmp"/root/usr/share/cmt/configs/*.toml | wc -l) shared profile(s)"

@@ -32,8 +32,6 @@
 //          [--plot FILE.svg]   (the plot is drawn from the JSON by bench/plot_concurrent.py)
 #include <cuda_runtime.h>
 #include <dlfcn.h>
-#include <pthread.h>
-#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -249,7 +247,7 @@ class Bench {
       CMT_CHECK_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), b.device));
       b.cpus = cmt::gpu_locality(pci).cpus;
       std::thread([&] {
-        pin(b.cpus);
+        cmt::pin_current_thread(b.cpus);
         CMT_CHECK_CUDA(cudaSetDevice(b.device));
         b.pageable = static_cast<unsigned char*>(std::malloc(bytes));
         if (!b.pageable) usage("out of host memory for " + std::to_string(bufs_.size()) + " buffers");
@@ -281,7 +279,7 @@ class Bench {
     auto body = [&](unsigned t) {
       Buffers& b = bufs_[t];
       Window& mine = w[t];
-      pin(b.cpus);
+      cmt::pin_current_thread(b.cpus);
       CMT_CHECK_CUDA(cudaSetDevice(b.device));
       mine.h2d = pattern == "h2d" || (pattern == "both" && (t % o_.threads) % 2 == 0);
       const std::uint64_t s = seed * 1315423911u + t;
@@ -358,15 +356,6 @@ class Bench {
   }
 
  private:
-  static void pin(const std::vector<int>& cpus) {
-    if (cpus.empty()) return;
-    cpu_set_t mask;
-    CPU_ZERO(&mask);
-    for (int c : cpus)
-      if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &mask);
-    pthread_setaffinity_np(pthread_self(), sizeof(mask), &mask);  // best effort
-  }
-
   const Options& o_;
   ForwardFn forward_;
   std::vector<int> set_;

@@ -75,10 +75,10 @@ def fill(cmt, bench, rounds, doc):
 
 
 def small(cmt, bench, rounds, doc):
-    small = {"without": [], "with": [], "host_off": []}
+    runs = {"without": [], "with": [], "host_off": []}
     # Runs of this loop spread by 30% on the H200's virtual machine: at least 9 rounds.
     for _ in range(max(rounds, 9)):
-        for mode in small:
+        for mode in runs:
             cmd = [bench, "small", "--calls", "300000000"]
             env = dict(os.environ)
             if mode != "without":
@@ -87,12 +87,12 @@ def small(cmt, bench, rounds, doc):
                 env["CMT_HOST_COPY"] = "off"
                 env["CMT_HOST_FILL"] = "off"
             out = subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout
-            small[mode].append(json.loads(out.strip().splitlines()[-1])["ns_per_call"])
-    w, c, o = (statistics.median(small[m]) for m in ("without", "with", "host_off"))
+            runs[mode].append(json.loads(out.strip().splitlines()[-1])["ns_per_call"])
+    w, c, o = (statistics.median(runs[m]) for m in ("without", "with", "host_off"))
     doc["small"] = {"size": 64, "without_ns": w, "with_ns": c, "overhead": c / w - 1,
                     "host_off_ns": o, "host_off_overhead": o / w - 1,
-                    "without_runs": small["without"], "with_runs": small["with"],
-                    "host_off_runs": small["host_off"]}
+                    "without_runs": runs["without"], "with_runs": runs["with"],
+                    "host_off_runs": runs["host_off"]}
     print(f"64-byte memcpy: {w:.3f} ns without cmt, {c:.3f} ns under cmt run "
           f"({100 * (c / w - 1):+.1f}%), {o:.3f} ns with host copies and fills off ({100 * (o / w - 1):+.1f}%)",
           flush=True)

@@ -178,12 +178,6 @@ TEST(TuneSearch, GridVisitsEveryPointAndKeepsTheBest) {
   EXPECT_EQ(r.config.h2d_method, CopyMethod::Streaming);
 }
 
-}  // namespace
-}  // namespace cmt
-
-namespace cmt {
-namespace {
-
 // The host leg's threshold is measured on this machine's CPU alone: one of the sizes tried, or
 // 64 MiB where the copy threads never win, with the measurements in a note.
 TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {
@@ -201,12 +195,6 @@ TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {
   EXPECT_NE(notes[0].find("-> " + format_byte_size(t)), std::string::npos) << notes[0];
 }
 
-
-}  // namespace
-}  // namespace cmt
-
-namespace cmt {
-namespace {
 
 // So is the fills' threshold, into new memory.
 TEST(HostFillThreshold, IsMeasuredOnTheCpuAlone) {

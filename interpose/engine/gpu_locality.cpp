@@ -1,5 +1,7 @@
 #include "engine/gpu_locality.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <cctype>
 #include <sstream>
@@ -70,6 +72,15 @@ GpuLocality gpu_locality(const std::string& pci_bus_id) {
     if (!both.empty()) loc.cpus = both;
   }
   return loc;
+}
+
+void pin_current_thread(const std::vector<int>& cpus) {
+  if (cpus.empty()) return;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
 }  // namespace cmt

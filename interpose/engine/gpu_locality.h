@@ -25,4 +25,7 @@ GpuLocality gpu_locality(const std::string& pci_bus_id);
 // The cores this process may run on.
 std::vector<int> allowed_cpus();
 
+// Keeps the calling thread on `cpus` (empty: leaves it be). Best effort: a refusal is ignored.
+void pin_current_thread(const std::vector<int>& cpus);
+
 }  // namespace cmt

@@ -136,7 +136,7 @@ bool HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexc
     return false;
   }
   InsideCmt inside;
-  WorkerPool& pool = *pool_;
+  WorkQueue& pool = pool_->queue();
   pool.wake();
   Backoff backoff;
   auto run_units = [&](UnitTask* task, std::size_t units) {

@@ -12,6 +12,8 @@
 
 #include <chrono>
 
+#include "engine/gpu_locality.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define CMT_CPU_RELAX() _mm_pause()
@@ -36,15 +38,6 @@ void futex_wake(std::atomic<std::uint32_t>* word, unsigned most) {
 
 void futex_wake_all(std::atomic<std::uint32_t>* word) {
   futex_wake(word, INT_MAX);
-}
-
-void pin_current_thread(const std::vector<int>& cpus) {
-  if (cpus.empty()) return;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus)
-    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
-  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort
 }
 
 }  // namespace

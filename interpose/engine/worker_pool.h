@@ -97,11 +97,6 @@ class WorkerPool {
   WorkQueue& queue() { return *queues_[0]; }
   // Wakes up to `most` sleeping workers (all by default).
   void wake(unsigned most = ~0u);
-  void begin(UnitTask* task) { queue().begin(task); }
-  void publish(std::size_t limit) { queue().publish(limit); }
-  std::size_t finished() { return queue().finished(); }
-  bool help() { return queue().help(); }
-  void end() { queue().end(); }
 
   // True on a pool's worker thread (false on the issuer helping), for timing traces.
   static bool on_worker_thread() { return t_worker_; }

@@ -1,5 +1,6 @@
 // libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
-// fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where host copies are on.
+// fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where
+// host copies or fills are on.
 // It holds no state: the threshold and the copy come from libcmt.so (hooks/host_copy_api.cpp),
 // found once with dlsym; without libcmt.so every call goes to libc.
 //

@@ -141,6 +141,8 @@ int tune_command(const TuneOptions& o) {
                  o.largest.c_str());
     return 2;
   }
+  // The instant search measures copies up to 64 MiB: its promise is seconds.
+  if (o.search == "instant") largest = std::min<std::size_t>(largest, 64u << 20);
   const auto start = std::chrono::steady_clock::now();
   const MachineFingerprint machine = read_fingerprint();
   std::string no_library;
@@ -161,7 +163,8 @@ int tune_command(const TuneOptions& o) {
     const std::string stats = scratch.path() + "/stats.json";
     std::fprintf(stderr, "%swatching the copies of: %s ...\n", me, o.command[0].c_str());
     // A low threshold lets the engine see (and take) every pageable copy worth tuning for.
-    ChildRun watched = run_child(o.command, library, {"CMT_STATS=" + stats, "CMT_THRESHOLD=64K"});
+    ChildRun watched = run_child(
+        o.command, library, {"CMT_STATS=" + stats, "CMT_THRESHOLD=64K", "CMT_D2H_THRESHOLD=64K"});
     if (watched.status != 0) {
       std::fprintf(stderr, "%sthe command %s (status %d); nothing was tuned\n", me,
                    watched.status < 0 ? "could not be started" : "failed", watched.status);
@@ -237,7 +240,11 @@ int tune_command(const TuneOptions& o) {
   } else {
     result.score_gbps = bench.cmt_score(result.config, mix, 3);
   }
-  if (o.search != "grid") {
+  Config builtin_here;  // the built-in defaults, with the threads they resolve to on this GPU
+  builtin_here.threads = auto_threads(local);
+  if (o.search == "instant" && same_lane_knobs(result.config, builtin_here)) {
+    notes.push_back("confirm: not needed, the model's choice is the built-in defaults");
+  } else if (o.search != "grid") {
     // Never slower than no profile: the choice must beat the built-in defaults by 2%, measured
     // alternately (5 rounds after a full search, 3 after the estimate, which has seconds).
     const std::size_t had = result.notes.size();
@@ -249,7 +256,9 @@ int tune_command(const TuneOptions& o) {
   }
   signal(SIGINT, SIG_DFL);
   if (result.interrupted) std::fprintf(stderr, "%sinterrupted: keeping the best so far\n", me);
-  result.config.threshold = pick_threshold(bench, result.config, &notes);
+  const Thresholds thresholds = pick_thresholds(bench, result.config, &notes);
+  result.config.threshold = thresholds.h2d;
+  result.config.d2h_threshold = thresholds.d2h;
   result.config.host_copy_threshold = pick_host_copy_threshold(result.config, local_cpus, &notes);
   result.config.host_fill_threshold = pick_host_fill_threshold(result.config, local_cpus, &notes);
   const double search_seconds =
@@ -268,12 +277,13 @@ int tune_command(const TuneOptions& o) {
   std::printf(
       "%s search: %.1f s, %d configurations measured; the mix at %.1f GB/s with:\n"
       "  threads %u, chunk_bytes %s, d2h_chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, "
-      "threshold %s, host_copy_threshold %s, host_fill_threshold %s\n",
+      "threshold %s, d2h_threshold %s, host_copy_threshold %s, host_fill_threshold %s\n",
       o.search.c_str(), search_seconds, std::max(1, result.evaluated), result.score_gbps,
       result.config.threads, format_byte_size(result.config.chunk_bytes).c_str(),
       format_byte_size(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
       copy_method_name(result.config.h2d_method), copy_method_name(result.config.d2h_method),
       format_byte_size(result.config.threshold).c_str(),
+      format_byte_size(result.config.d2h_threshold).c_str(),
       format_byte_size(result.config.host_copy_threshold).c_str(),
       format_byte_size(result.config.host_fill_threshold).c_str());
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());

@@ -23,17 +23,37 @@ TEST(Classify, TakesPageableToDeviceBothWays) {
   std::vector<char> host(4 * kMiB);
   CUdeviceptr dev = fake.alloc_device(4 * kMiB);
   auto* d = reinterpret_cast<void*>(dev);
-  CopyDecision up =
-      classify_copy(fake.api(), d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, kMiB);
+  CopyDecision up = classify_copy(fake.api(), d, host.data(), host.size(), kHostToDevice,
+                                  CU_STREAM_LEGACY, {kMiB, kMiB});
   ASSERT_TRUE(up.taken());
   EXPECT_EQ(up.request.direction, Direction::HostToDevice);
   EXPECT_EQ(up.request.host, host.data());
   EXPECT_EQ(up.request.device, dev);
-  CopyDecision down =
-      classify_copy(fake.api(), host.data(), d, host.size(), kDefault, CU_STREAM_PER_THREAD, kMiB);
+  CopyDecision down = classify_copy(fake.api(), host.data(), d, host.size(), kDefault,
+                                    CU_STREAM_PER_THREAD, {kMiB, kMiB});
   ASSERT_TRUE(down.taken());
   EXPECT_EQ(down.request.direction, Direction::DeviceToHost);
   EXPECT_EQ(down.request.stream, CU_STREAM_PER_THREAD);
+}
+
+// Each direction has its own threshold: CUDA's own device-to-host path is the slower one at small
+// sizes, so cmt takes those from a smaller size.
+TEST(Classify, EachDirectionHasItsThreshold) {
+  fake::FakeDriver fake;
+  std::vector<char> host(kMiB);
+  auto* d = reinterpret_cast<void*>(fake.alloc_device(kMiB));
+  const Thresholds t{kMiB, 64 << 10};
+  auto why = [&](void* dst, const void* src, std::size_t n) {
+    return classify_copy(fake.api(), dst, src, n, kDefault, CU_STREAM_LEGACY, t).reason;
+  };
+  EXPECT_EQ(why(d, host.data(), kMiB - 1), ForwardReason::BelowThreshold);
+  EXPECT_EQ(why(d, host.data(), kMiB), ForwardReason::Taken);
+  EXPECT_EQ(why(host.data(), d, 64 << 10), ForwardReason::Taken);
+  EXPECT_EQ(why(host.data(), d, (64 << 10) - 1), ForwardReason::BelowThreshold);
+  // Below both, nothing is asked of the driver.
+  const long calls = fake.pointer_queries.load();
+  EXPECT_EQ(why(host.data(), d, 4096), ForwardReason::BelowThreshold);
+  EXPECT_EQ(fake.pointer_queries.load(), calls);
 }
 
 TEST(Classify, ForwardsEverythingElseWithItsReason) {
@@ -43,7 +63,7 @@ TEST(Classify, ForwardsEverythingElseWithItsReason) {
   auto* d = reinterpret_cast<void*>(fake.alloc_device(4 * kMiB));
   auto* d2 = reinterpret_cast<void*>(fake.alloc_device(4 * kMiB));
   auto why = [&](void* dst, const void* src, std::size_t n, int kind) {
-    return classify_copy(fake.api(), dst, src, n, kind, CU_STREAM_LEGACY, kMiB).reason;
+    return classify_copy(fake.api(), dst, src, n, kind, CU_STREAM_LEGACY, {kMiB, kMiB}).reason;
   };
   EXPECT_EQ(why(d, host.data(), kMiB - 1, kHostToDevice), ForwardReason::BelowThreshold);
   EXPECT_EQ(why(d, pinned, kMiB, kHostToDevice), ForwardReason::PinnedOrManaged);

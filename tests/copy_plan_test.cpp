@@ -104,8 +104,11 @@ TEST(CopyMethodChoice, AutoStagingStreamsBelow256MiBAndDrainsStream) {
   EXPECT_EQ(staging_method(CopyMethod::Auto, 256u << 20), CopyMethod::Memcpy);
   EXPECT_EQ(staging_method(CopyMethod::Streaming, 1u << 30), CopyMethod::Streaming);
   EXPECT_EQ(staging_method(CopyMethod::Memcpy, 4u << 20), CopyMethod::Memcpy);
-  EXPECT_EQ(drain_method(CopyMethod::Auto), CopyMethod::Streaming);
-  EXPECT_EQ(drain_method(CopyMethod::Memcpy), CopyMethod::Memcpy);
+  EXPECT_EQ(drain_method(CopyMethod::Auto, 1u << 20), CopyMethod::Memcpy);
+  EXPECT_EQ(drain_method(CopyMethod::Auto, (32u << 20) - 1), CopyMethod::Memcpy);
+  EXPECT_EQ(drain_method(CopyMethod::Auto, 32u << 20), CopyMethod::Streaming);
+  EXPECT_EQ(drain_method(CopyMethod::Memcpy, 1u << 30), CopyMethod::Memcpy);
+  EXPECT_EQ(drain_method(CopyMethod::Streaming, 1u << 20), CopyMethod::Streaming);
 }
 
 TEST(CopyPlan, AutoThreadsLeaveHalfTheCoresAtMostEight) {

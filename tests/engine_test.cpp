@@ -15,6 +15,7 @@
 #include "common/log.h"
 #include "engine/copy_engine.h"
 #include "engine/fresh_pages.h"
+#include "engine/gpu_locality.h"
 #include "engine/host_copy.h"
 #include "fake_driver.h"
 
@@ -235,6 +236,52 @@ TEST(CopyEngine, ConcurrentCopiesEachGetALaneAndShareTheGpusThreads) {
   EXPECT_LE(lanes.size(), 2 * CopyEngine::kAutoLanes);
   EXPECT_LE(process_threads() - before, static_cast<int>(pool))
       << "threads started beyond the one pool (" << during - before << " while copying)";
+}
+
+// One caller copying each way in turn never has two copies running: the GPU's pool keeps one
+// copy's threads (more would only spin beside it). Two callers at once grow it.
+TEST(CopyEngine, ThePoolGrowsOnlyWhenCopiesOverlap) {
+  fake::FakeDriver fake(10);
+  CopyEngine engine(fake.api(), small_config(3, 128 << 10, 4));
+  const std::size_t bytes = 3u << 20;
+  auto src = pattern(bytes, 7);
+  std::vector<unsigned char> back(bytes);
+  CUdeviceptr dev = fake.alloc_device(bytes);
+  CUstream s = fake.create_stream();
+  for (int rep = 0; rep < 3; ++rep) {
+    ASSERT_EQ(engine.copy({Direction::HostToDevice, src.data(), dev, bytes, s, false}).bytes_done,
+              bytes);
+    ASSERT_EQ(engine.copy({Direction::DeviceToHost, back.data(), dev, bytes, s, false}).bytes_done,
+              bytes);
+  }
+  EXPECT_EQ(0, std::memcmp(back.data(), src.data(), bytes));
+  auto lanes = engine.lanes();
+  ASSERT_EQ(lanes.size(), 2u);
+  for (const LaneInfo& l : lanes) EXPECT_EQ(l.pool_threads, 3u) << "one caller: one copy's threads";
+
+  // Two callers, copies overlapping (the fake's DMAs take 10 us a piece): the pool grows.
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 2; ++t)
+    callers.emplace_back([&, t] {
+      auto mine = pattern(bytes, 20 + t);
+      std::vector<unsigned char> got(bytes);
+      CUdeviceptr d = fake.alloc_device(bytes);
+      CUstream st = fake.create_stream();
+      for (int rep = 0; rep < 20; ++rep)
+        if (engine.copy({Direction::HostToDevice, mine.data(), d, bytes, st, false}).bytes_done !=
+                bytes ||
+            engine.copy({Direction::DeviceToHost, got.data(), d, bytes, st, false}).bytes_done !=
+                bytes ||
+            std::memcmp(got.data(), mine.data(), bytes) != 0)
+          ++wrong;
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  lanes = engine.lanes();
+  ASSERT_FALSE(lanes.empty());
+  const unsigned local = static_cast<unsigned>(gpu_locality("").cpus.size());
+  EXPECT_EQ(lanes[0].pool_threads, pool_threads(3, local));
 }
 
 TEST(CopyEngine, AsyncCopiesOnOneStreamStayOrdered) {

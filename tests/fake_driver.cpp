@@ -123,6 +123,7 @@ void unsafe_call() {
 
 CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** data,
                                 CUdeviceptr ptr) {
+  g_fake->pointer_queries.fetch_add(1);
   std::lock_guard<std::mutex> lk(g_fake->mu);
   std::uintptr_t base;
   std::size_t size;

@@ -59,6 +59,7 @@ class FakeDriver {
   Faults faults;
   std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported
   std::atomic<long> dma_count{0}, query_count{0}, record_count{0}, register_count{0};
+  std::atomic<long> pointer_queries{0};  // cuPointerGetAttributes calls
   std::atomic<long> unsafe_calls{0};
   std::atomic<long> dmas_run{0};
   int max_delay_us;

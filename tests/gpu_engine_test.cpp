@@ -182,7 +182,7 @@ TEST_F(GpuEngine, ClassifiesRealPointers) {
   ASSERT_EQ(cudaMallocManaged(&managed, n), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&dev, n), cudaSuccess);
   auto why = [&](void* dst, const void* src, int kind) {
-    return classify_copy(*driver_, dst, src, n, kind, CU_STREAM_LEGACY, 1).reason;
+    return classify_copy(*driver_, dst, src, n, kind, CU_STREAM_LEGACY, {1, 1}).reason;
   };
   EXPECT_EQ(why(dev, pageable.data(), kHostToDevice), ForwardReason::Taken);
   EXPECT_EQ(why(pageable.data(), dev, kDefault), ForwardReason::Taken);
@@ -195,7 +195,7 @@ TEST_F(GpuEngine, ClassifiesRealPointers) {
   cudaGraph_t graph;
   ASSERT_EQ(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), cudaSuccess);
   EXPECT_EQ(classify_copy(*driver_, dev, pageable.data(), n, kHostToDevice,
-                          reinterpret_cast<CUstream>(s), 1)
+                          reinterpret_cast<CUstream>(s), {1, 1})
                 .reason,
             ForwardReason::Capturing);
   cudaStreamEndCapture(s, &graph);

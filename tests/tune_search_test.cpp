@@ -7,9 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <string>
-#include <cmath>
 #include <vector>
 
 #include "tune.h"
@@ -180,21 +180,58 @@ TEST(TuneSearch, GridVisitsEveryPointAndKeepsTheBest) {
 
 // The host leg's threshold is measured on this machine's CPU alone: one of the sizes tried, or
 // 64 MiB where the copy threads never win, with the measurements in a note.
+// The instant model on the H200 machine's own measurements (its profile's notes): the built-in
+// defaults, which full searches chose there, with the 8 threads that first cover the link.
+TEST(InstantModel, OnTheMachineTheDefaultsCameFromItGivesThem) {
+  const std::vector<unsigned> counts = {1, 2, 4, 6, 8, 12};
+  const std::vector<ScalingPoint> stage = {{1, 6}, {2, 13}, {4, 31}, {6, 30}, {8, 65}, {12, 70}};
+  const std::vector<ScalingPoint> drain = {{1, 11}, {2, 28}, {4, 52}, {6, 63}, {8, 94}, {12, 100}};
+  std::string why;
+  const Config c = instant_model(54.8, 54.9, counts, stage, drain, &why);
+  Config builtin;
+  builtin.threads = 8;
+  EXPECT_TRUE(same_lane_knobs(c, builtin)) << why;
+  EXPECT_EQ(c.threads, 8u);
+  EXPECT_EQ(c.chunk_bytes, 2u << 20);
+  EXPECT_EQ(c.d2h_chunk_bytes, 4u << 20);
+  EXPECT_EQ(c.slots, 12u);
+  EXPECT_NE(why.find("8 threads"), std::string::npos) << why;
+}
+
+// A PCIe 4 link (25 GB/s) gets pieces of the same time on the link, half the bytes, in a ring of
+// the same bytes; a CPU that never covers the link gets its fastest thread count.
+TEST(InstantModel, PiecesFollowTheLinkAndThreadsTheCpu) {
+  const std::vector<unsigned> counts = {1, 2, 4, 6};
+  const std::vector<ScalingPoint> stage = {{1, 5}, {2, 9}, {4, 16}, {6, 14}};
+  const std::vector<ScalingPoint> drain = {{1, 8}, {2, 15}, {4, 22}, {6, 24}};
+  const Config c = instant_model(25, 26, counts, stage, drain, nullptr);
+  EXPECT_EQ(c.chunk_bytes, 1u << 20);
+  EXPECT_EQ(c.d2h_chunk_bytes, 2u << 20);
+  EXPECT_EQ(c.slots, 24u);
+  EXPECT_EQ(c.threads, 4u) << "4 threads: 16/25 and 22/26, the best of the slower pair";
+  // Fast enough at 2 threads: the fewest that cover the link by 15% are chosen.
+  const std::vector<ScalingPoint> fast_stage = {{1, 20}, {2, 30}, {4, 60}, {6, 70}};
+  const std::vector<ScalingPoint> fast_drain = {{1, 25}, {2, 31}, {4, 60}, {6, 70}};
+  EXPECT_EQ(instant_model(25, 26, counts, fast_stage, fast_drain, nullptr).threads, 2u);
+  // A slow link: the smallest pieces the model makes.
+  EXPECT_EQ(instant_model(6, 6, counts, fast_stage, fast_drain, nullptr).chunk_bytes, 512u << 10);
+}
+
 TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {
   Config config;
   config.threads = 2;
   config.spin_us = 50;
   std::vector<std::string> notes;
   const std::size_t t = pick_host_copy_threshold(config, {}, &notes);
-  const std::vector<std::size_t> allowed = {256u << 10, 512u << 10, 1u << 20, 2u << 20,
+  const std::vector<std::size_t> allowed = {256u << 10, 512u << 10, 1u << 20,  2u << 20,
                                             4u << 20,   8u << 20,   16u << 20, 64u << 20};
   EXPECT_NE(std::find(allowed.begin(), allowed.end(), t), allowed.end()) << t;
   ASSERT_EQ(notes.size(), 1u);
   std::printf("%s\n", notes[0].c_str());
-  EXPECT_NE(notes[0].find("host_copy_threshold: threads/libc at 16M"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("host_copy_threshold: threads/libc at 16M"), std::string::npos)
+      << notes[0];
   EXPECT_NE(notes[0].find("-> " + format_byte_size(t)), std::string::npos) << notes[0];
 }
-
 
 // So is the fills' threshold, into new memory.
 TEST(HostFillThreshold, IsMeasuredOnTheCpuAlone) {

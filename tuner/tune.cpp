@@ -254,31 +254,18 @@ TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopolo
                 "H2D %.1f, D2H %.1f",
                 link_up, link_down, cuda_up, cuda_down);
   out.notes.push_back(buf);
-  // 2. The CPU: stage-in and drain rates against threads on the GPU's local cores.
+  // 2. The CPU: stage-in and drain rates against threads on the GPU's local cores, each with the
+  // stores the engine uses for large copies (where the rate matters), on 64 MiB: a tenth of a
+  // second each, and the rate a resident buffer gives.
   std::vector<unsigned> counts;
   for (unsigned t : {1u, 2u, 4u, 6u, 8u, 12u, 16u, 24u, 32u})
     if (t < local) counts.push_back(t);
   if (counts.empty()) counts.push_back(1);
-  const std::size_t user = 256 * kMiB, ring = 32 * kMiB;
-  auto in_memcpy =
-      measure_memcpy_scaling(ScalingCase::StageIn, counts, cpus, user, ring, CopyMethod::Memcpy, 1);
-  auto in_stream = measure_memcpy_scaling(ScalingCase::StageIn, counts, cpus, user, ring,
-                                          CopyMethod::Streaming, 1);
-  auto out_stream = measure_memcpy_scaling(ScalingCase::DrainOut, counts, cpus, user, ring,
-                                           CopyMethod::Streaming, 1);
-  auto out_memcpy = measure_memcpy_scaling(ScalingCase::DrainOut, counts, cpus, user, ring,
-                                           CopyMethod::Memcpy, 1);
-  auto best_of = [](const std::vector<ScalingPoint>& v) {
-    double b = 0;
-    for (const ScalingPoint& p : v) b = std::max(b, p.gbps);
-    return b;
-  };
-  out.config.h2d_method =
-      best_of(in_stream) > 1.05 * best_of(in_memcpy) ? CopyMethod::Streaming : CopyMethod::Memcpy;
-  out.config.d2h_method =
-      best_of(out_memcpy) > 1.05 * best_of(out_stream) ? CopyMethod::Memcpy : CopyMethod::Streaming;
-  const auto& stage = out.config.h2d_method == CopyMethod::Streaming ? in_stream : in_memcpy;
-  const auto& drain = out.config.d2h_method == CopyMethod::Streaming ? out_stream : out_memcpy;
+  const std::size_t user = 64 * kMiB, ring = 24 * kMiB;
+  const auto stage = measure_memcpy_scaling(ScalingCase::StageIn, counts, cpus, user, ring,
+                                            CopyMethod::Streaming, 1);
+  const auto drain = measure_memcpy_scaling(ScalingCase::DrainOut, counts, cpus, user, ring,
+                                            CopyMethod::Streaming, 1);
   std::string line = "CPU copy rate on the GPU's " + std::to_string(local) + " local cores (GB/s):";
   for (std::size_t i = 0; i < counts.size(); ++i) {
     std::snprintf(buf, sizeof(buf), " %u threads: in %.0f, out %.0f;", counts[i],
@@ -286,39 +273,59 @@ TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopolo
     line += buf;
   }
   out.notes.push_back(line);
-  // 3. The model. Threads: the fewest (the issuer helps as one more) whose copy rate covers the
-  // link by 15% in both directions, else the fastest measured. The CPU half must outrun the DMA,
-  // or every copy waits on the CPU.
-  unsigned threads = counts.back();
+  out.config = instant_model(link_up, link_down, counts, stage, drain, &line);
+  out.notes.push_back(line);
+  return out;
+}
+
+Config instant_model(double link_up, double link_down, const std::vector<unsigned>& counts,
+                     const std::vector<ScalingPoint>& stage, const std::vector<ScalingPoint>& drain,
+                     std::string* why) {
+  // The built-in defaults are what full searches chose on the machine they were measured on
+  // (configs/); the model moves only the knobs these measurements speak for, and leaves the
+  // rest (store methods by size, lanes, the ramp) to the engine's own rules.
+  Config c;
+  // Threads: the fewest (the issuer helps as one more) whose copy rate covers the link by 15% in
+  // both directions, else the fastest measured. The CPU half must outrun the DMA, or every copy
+  // waits on the CPU.
+  unsigned threads = counts.empty() ? 1 : counts.back();
   double best_rate = 0;
   for (std::size_t i = 0; i < counts.size() && i < stage.size() && i < drain.size(); ++i) {
-    double rate = std::min(stage[i].gbps / link_up, drain[i].gbps / link_down);
+    const double rate = std::min(stage[i].gbps / std::max(1e-9, link_up),
+                                 drain[i].gbps / std::max(1e-9, link_down));
     if (rate > best_rate) {
       best_rate = rate;
       threads = counts[i];
     }
     if (stage[i].gbps >= 1.15 * link_up && drain[i].gbps >= 1.15 * link_down) {
       threads = counts[i];
+      best_rate = rate;
       break;
     }
   }
-  out.config.threads = threads;
-  // Chunk: each DMA costs a few microseconds of set-up; pieces of ~80 us of link time keep that
-  // under 5%, while the first piece stays short enough to start the pipeline early.
+  c.threads = threads;
+  // Pieces: the defaults' pieces take about 38 us of the H200's link (2 MiB at 55 GB/s): long
+  // enough that a DMA's set-up is a small part of it, short enough that the first DMA starts
+  // early. A slower link gets pieces of the same time, so the same pipeline depth in time; the
+  // ring keeps its bytes (24 MiB), and device-to-host slots stay twice the pieces.
   const double link = std::max(link_up, link_down);
-  std::size_t chunk = 1 * kMiB;
-  while (chunk < 8 * kMiB && static_cast<double>(chunk) / (link * 1e3) < 80) chunk *= 2;
-  out.config.chunk_bytes = chunk;
-  // Slots: about 32 MiB of ring, enough to keep several DMAs queued behind the CPU.
-  out.config.slots = slots_for(32 * kMiB, chunk);
-  snprintf(buf, sizeof(buf),
-           "model: %u threads (CPU %.0f%% of the link), %s pieces (~%.0f us of link time each), "
-           "%u slots, H2D %s, D2H %s",
-           threads, best_rate * 100, format_byte_size(chunk).c_str(),
-           static_cast<double>(chunk) / (link * 1e3), out.config.slots,
-           copy_method_name(out.config.h2d_method), copy_method_name(out.config.d2h_method));
-  out.notes.push_back(buf);
-  return out;
+  const double builtin_piece_us = static_cast<double>(c.chunk_bytes) / (55.0 * 1e3);
+  std::size_t chunk = 512 * kKiB;
+  while (chunk < 4 * kMiB && static_cast<double>(chunk) * 1.5 / (link * 1e3) < builtin_piece_us)
+    chunk *= 2;
+  const std::size_t ring_bytes = std::size_t{c.slots} * c.chunk_bytes;
+  c.d2h_chunk_bytes = c.d2h_chunk_bytes / c.chunk_bytes * chunk;
+  c.chunk_bytes = chunk;
+  c.slots = slots_for(ring_bytes, chunk);
+  char buf[256];
+  std::snprintf(buf, sizeof(buf),
+                "model: %u threads (CPU %.0f%% of the link), %s pieces (~%.0f us of link time "
+                "each; D2H slots %s), %u slots; store methods, lanes and ramp: the engine's rules",
+                threads, best_rate * 100, format_byte_size(chunk).c_str(),
+                static_cast<double>(chunk) / (link * 1e3),
+                format_byte_size(c.d2h_chunk_bytes).c_str(), c.slots);
+  if (why) *why = buf;
+  return c;
 }
 
 // ---- full: coordinate descent ------------------------------------------------------------------
@@ -519,28 +526,34 @@ TuneResult tune_grid(const ScoreFn& score_of, const ProgressFn& progress,
   return out;
 }
 
-std::size_t pick_threshold(CopyBench& bench, const Config& config,
+Thresholds pick_thresholds(CopyBench& bench, const Config& config,
                            std::vector<std::string>* notes) {
-  const std::size_t sizes[] = {256 * kKiB, 512 * kKiB, 1 * kMiB, 2 * kMiB, 4 * kMiB, 8 * kMiB};
-  std::size_t threshold = 16 * kMiB;  // if cmt never wins below this, it takes from 16 MiB on
+  const std::size_t sizes[] = {64 * kKiB, 128 * kKiB, 256 * kKiB, 512 * kKiB,
+                               1 * kMiB,  2 * kMiB,   4 * kMiB,   8 * kMiB};
+  Thresholds out;
   std::string line = "threshold: cmt/CUDA at";
-  for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
-    bool wins = true;
-    for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
-      CopyCase c{*it, d, 1};
-      double ratio =
-          bench.cmt(config, c, 5).median / std::max(1e-9, bench.cuda_pageable(c, 5).median);
+  for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
+    // If cmt never wins below 16 MiB, it takes from 16 MiB on.
+    std::size_t& threshold = d == Direction::HostToDevice ? out.h2d : out.d2h;
+    threshold = 16 * kMiB;
+    for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
+      const CopyCase c{*it, d, 1};
+      // Small copies vary more from one to the next: more of them.
+      const int reps = *it < kMiB ? 15 : 5;
+      const double ratio =
+          bench.cmt(config, c, reps).median / std::max(1e-9, bench.cuda_pageable(c, reps).median);
       char buf[64];
       std::snprintf(buf, sizeof(buf), " %s %s %.2f;", format_byte_size(*it).c_str(),
                     d == Direction::HostToDevice ? "H2D" : "D2H", ratio);
       line += buf;
-      wins = wins && ratio >= 1.05;
+      if (ratio < 1.05) break;  // from the largest size down: stop at the first size cmt loses
+      threshold = *it;
     }
-    if (!wins) break;  // from the largest size down: stop at the first size where cmt loses
-    threshold = *it;
   }
-  if (notes) notes->push_back(line + " -> " + format_byte_size(threshold));
-  return threshold;
+  if (notes)
+    notes->push_back(line + " -> H2D " + format_byte_size(out.h2d) + ", D2H " +
+                     format_byte_size(out.d2h));
+  return out;
 }
 
 namespace {

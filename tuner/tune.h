@@ -1,8 +1,9 @@
 // cmt's tuner: measures copies on one GPU and picks the engine's knobs (threads, chunk bytes,
 // staging slots, copy methods, threshold) for a mix of copy sizes.
 //
-//   instant: a few seconds. CPU copy rate against threads on the GPU's local cores, the pinned DMA
-//            rate each way and CUDA's own pageable rate feed a model of the pipeline.
+//   instant: under 5 seconds. CPU copy rate against threads on the GPU's local cores and the
+//            pinned DMA rate each way set the threads and piece sizes over the built-in defaults
+//            (instant_model); copies up to 64 MiB only.
 //   full:    coordinate descent over measured configurations, from the better of the instant
 //            estimate and the built-in defaults; each knob in turn takes the candidate that gives
 //            the mix the most GB/s, if it wins again when measured a second time. Interruptible:
@@ -24,6 +25,8 @@
 #include "config/options.h"
 #include "cuda_session.h"
 #include "engine/copy_engine.h"
+#include "interposer/classify.h"
+#include "memcpy_scaling.h"
 #include "topology.h"
 
 namespace cmt {
@@ -94,6 +97,12 @@ struct TuneResult {
 using ScoreFn = std::function<double(const Config&)>;
 
 TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopology& topology);
+// The instant search's model, from its measurements: the link's pinned rate each way (GB/s) and
+// the CPU's stage-in and drain rates at each of `counts` threads. The built-in defaults, with
+// the threads and piece sizes these speak for; `why` gets a line saying what it chose.
+Config instant_model(double link_up, double link_down, const std::vector<unsigned>& counts,
+                     const std::vector<ScalingPoint>& stage, const std::vector<ScalingPoint>& drain,
+                     std::string* why);
 // `stop` is checked before each measurement: once set (Ctrl-C), the best so far is returned,
 // marked interrupted.
 TuneResult tune_full(const ScoreFn& score, const TuneResult& start, unsigned max_threads,
@@ -107,9 +116,9 @@ TuneResult tune_grid(const ScoreFn& score, const ProgressFn& progress,
 TuneResult confirm_against_builtin(const ScoreFn& score, const TuneResult& chosen, int rounds,
                                    double margin, const std::atomic<bool>& stop);
 
-// The smallest copy size from which cmt beats CUDA's own path in both directions (by 5%), with
-// `config`'s other knobs; at least 256 KiB.
-std::size_t pick_threshold(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
+// Each direction's smallest copy size from which cmt beats CUDA's own path (by 5%) at every size
+// up to 8 MiB, with `config`'s other knobs; at least 64 KiB, at most 16 MiB.
+Thresholds pick_thresholds(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
 
 // The host leg's threshold: from the largest size down, the smallest at which memcpy on a host
 // copier of `config` (threads on `cpus`) beats one thread's libc memcpy by 20%, measured between

@@ -190,8 +190,13 @@ std::vector<OptionSpec> build_table() {
                            "wait up to 200 ms for one, then go to CUDA.",
                            &Config::lanes, 0, 16));
   t.push_back(size_option("threshold", "CMT_THRESHOLD", Scope::Process, true,
-                          "Copies smaller than this are forwarded to CUDA.", &Config::threshold, 0,
-                          std::size_t{1} << 40));
+                          "Host-to-device copies smaller than this are forwarded to CUDA.",
+                          &Config::threshold, 0, std::size_t{1} << 40));
+  t.push_back(size_option("d2h_threshold", "CMT_D2H_THRESHOLD", Scope::Process, true,
+                          "Device-to-host copies smaller than this are forwarded to CUDA. CUDA "
+                          "copies small pageable buffers to the host far slower than to the GPU, "
+                          "so cmt wins from smaller sizes this way.",
+                          &Config::d2h_threshold, 0, std::size_t{1} << 40));
   t.push_back(count_option("spin_us", "CMT_SPIN_US", Scope::PerGpu, false,
                            "Microseconds an idle copy thread spins before it sleeps: longer "
                            "answers the next copy sooner and costs CPU time.",
@@ -205,10 +210,11 @@ std::vector<OptionSpec> build_table() {
                             "How host-to-device copies write the pinned staging buffers: memcpy, "
                             "streaming (non-temporal stores), or auto (streaming below 256 MiB).",
                             &Config::h2d_method));
-  t.push_back(method_option("d2h_method", "CMT_D2H_METHOD",
-                            "How device-to-host copies write the user's buffer: memcpy, "
-                            "streaming (non-temporal stores), or auto (streaming).",
-                            &Config::d2h_method));
+  t.push_back(method_option(
+      "d2h_method", "CMT_D2H_METHOD",
+      "How device-to-host copies write the user's buffer: memcpy, "
+      "streaming (non-temporal stores), or auto (memcpy below 32 MiB, streaming from there).",
+      &Config::d2h_method));
   t.push_back(choice_option(
       "fresh_pages", "CMT_FRESH_PAGES", Scope::Process, false,
       "Device-to-host copies of 8 MiB or more into memory never written yet (no sampled page "

@@ -31,6 +31,42 @@ constexpr unsigned kMaxBrokenRings = 2;
 
 }  // namespace
 
+// A GPU's copy threads. They start as one copy's worth: a second set of threads spinning beside a
+// copy that cannot use them costs it (their polling of the queues' shared lines slowed one
+// 16 MiB device-to-host copy at a time from 33 to 28-29 GB/s on the H200 machine). The first
+// time two copies to the GPU overlap, the pool grows to room for both.
+struct CopyEngine::GpuPool {
+  std::string pci;
+  std::unique_ptr<WorkerPool> threads;
+  unsigned most = 0;                // the size it grows to
+  std::atomic<unsigned> copies{0};  // copies running on it now
+  std::atomic<bool> grown{false};
+
+  // While it lives, a copy is running on the pool.
+  class Running {
+   public:
+    explicit Running(GpuPool& pool) : pool_(pool) {
+      if (pool.copies.fetch_add(1, std::memory_order_acq_rel) > 0) pool.grow();
+    }
+    ~Running() { pool_.copies.fetch_sub(1, std::memory_order_acq_rel); }
+    Running(const Running&) = delete;
+    Running& operator=(const Running&) = delete;
+
+   private:
+    GpuPool& pool_;
+  };
+
+  void grow() {
+    if (grown.exchange(true)) return;
+    try {
+      threads->grow(most);
+    } catch (...) {  // the pool keeps the threads it has; copies share them
+      CMT_LOG(warn, "GPU {}: cannot start more copy threads; concurrent copies share {}",
+              pci.empty() ? "?" : pci, threads->size());
+    }
+  }
+};
+
 struct CopyEngine::Lane {
   CUcontext ctx = nullptr;
   Direction direction = Direction::HostToDevice;
@@ -38,7 +74,7 @@ struct CopyEngine::Lane {
   std::mutex busy;  // one copy at a time per context and direction; guards all below
   std::unique_ptr<StagingRing> ring;
   WorkQueue* queue = nullptr;  // on the GPU's shared pool (pool_for), for this lane's copies
-  unsigned pool_threads = 0;
+  GpuPool* pool = nullptr;
   std::uint64_t next_ticket = 1;
   unsigned broken_rings = 0;            // rings given up so far (kMaxBrokenRings)
   CUresult broken_by = CUDA_SUCCESS;    // what broke the last one
@@ -158,9 +194,9 @@ CUresult CopyEngine::prepare(Lane& lane) {
     const unsigned threads = pool_threads(per_copy, where.cpus.size());
     std::string why = "more lanes than a pool serves";
     try {
-      WorkerPool& pool = pool_for(pci, threads, where.cpus, c.spin_us);
-      lane.queue = pool.add_queue(per_copy);
-      lane.pool_threads = pool.size();
+      GpuPool& pool = pool_for(pci, per_copy, threads, where.cpus, c.spin_us);
+      lane.queue = pool.threads->add_queue(per_copy);
+      lane.pool = &pool;
     } catch (const std::exception& e) {
       why = e.what();
     } catch (...) {
@@ -173,22 +209,25 @@ CUresult CopyEngine::prepare(Lane& lane) {
                      "cannot start " + std::to_string(threads) + " copy threads (" + why + ")");
     }
     CMT_LOG(info,
-            "lane ready: device {} ({}), NUMA node {}, {} threads per copy of the GPU's {}, "
-            "{} x {} KiB staging",
+            "lane ready: device {} ({}), NUMA node {}, {} threads per copy of the GPU's {} "
+            "(up to {} once its copies overlap), {} x {} KiB staging",
             static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, per_copy,
-            lane.pool_threads, c.slots, slot_bytes >> 10);
+            lane.pool->threads->size(), lane.pool->most, c.slots, slot_bytes >> 10);
   }
   return CUDA_SUCCESS;
 }
 
-WorkerPool& CopyEngine::pool_for(const std::string& pci, unsigned threads,
-                                 const std::vector<int>& cpus, unsigned spin_us) {
+CopyEngine::GpuPool& CopyEngine::pool_for(const std::string& pci, unsigned per_copy, unsigned most,
+                                          const std::vector<int>& cpus, unsigned spin_us) {
   std::lock_guard<std::mutex> lk(pools_mu_);
-  for (auto& [bus, pool] : pools_)
-    if (bus == pci) return *pool;
-  pools_.emplace_back(pci, std::make_unique<WorkerPool>(threads, cpus,
-                                                       std::chrono::microseconds(spin_us)));
-  return *pools_.back().second;
+  for (auto& pool : pools_)
+    if (pool->pci == pci) return *pool;
+  auto pool = std::make_unique<GpuPool>();
+  pool->pci = pci;
+  pool->most = std::max(most, per_copy);
+  pool->threads = std::make_unique<WorkerPool>(per_copy, cpus, std::chrono::microseconds(spin_us));
+  pools_.push_back(std::move(pool));
+  return *pools_.back();
 }
 
 std::vector<LaneInfo> CopyEngine::lanes() {
@@ -197,7 +236,7 @@ std::vector<LaneInfo> CopyEngine::lanes() {
   for (auto& lane : lanes_) {
     std::unique_lock<std::mutex> hold(lane->busy, std::try_to_lock);
     if (!hold || !lane->ring || !lane->queue) continue;
-    out.push_back({lane->ctx, lane->direction, lane->queue->threads(), lane->pool_threads,
+    out.push_back({lane->ctx, lane->direction, lane->queue->threads(), lane->pool->threads->size(),
                    lane->ring->size(), lane->ring->slot_bytes()});
   }
   return out;
@@ -221,6 +260,7 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // Host to device: the workers have work at once, so let them come up while the issuer
     // prepares. Device to host: they have none until the first DMA lands, so the first DMA is
     // enqueued before the wake-up's system call (device_to_host).
+    const GpuPool::Running running(*lane.pool);
     if (request.direction == Direction::HostToDevice) lane.queue->wake();
     const CopyOutcome out = request.direction == Direction::HostToDevice
                                 ? host_to_device(lane, request)
@@ -301,7 +341,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   if (lane.config.fresh_pages == FreshPages::Huge) advise_huge_pages(fresh);
   PopulateFresh populate(fresh);
   DrainOut task(static_cast<char*>(req.host), layout, ring, base,
-                drain_method(lane.config.d2h_method), trace);
+                drain_method(lane.config.d2h_method, req.bytes), trace);
   Pipeline pipe(driver_, ring, pool, req, layout, trace);
   bool populating = fresh.count > 0;
   pool.begin(populating ? static_cast<UnitTask*>(&populate) : &task);

@@ -10,9 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <string>
-#include <utility>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "common/copy_types.h"
@@ -28,7 +27,7 @@ struct LaneInfo {
   CUcontext ctx;
   Direction direction;
   unsigned threads;       // the most pool threads one copy uses (its issuer helps too)
-  unsigned pool_threads;  // the GPU's pool, shared by its lanes
+  unsigned pool_threads;  // the GPU's pool, shared by its lanes, as many threads as it has now
   std::size_t slots, slot_bytes;
 };
 
@@ -55,15 +54,17 @@ class CopyEngine {
   std::vector<LaneInfo> lanes();
 
   struct Lane;
+  struct GpuPool;
 
  private:
   // Locks a lane for (ctx, direction) into `hold`: a free one, else a new one while there are
   // fewer than config.lanes, else the first to come free within 200 ms; nullptr if none did.
   Lane* acquire_lane(CUcontext ctx, Direction direction, std::unique_lock<std::mutex>& hold);
   CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding lane.busy
-  // The copy threads of the GPU at `pci`, started with the first lane that needs them.
-  WorkerPool& pool_for(const std::string& pci, unsigned threads, const std::vector<int>& cpus,
-                       unsigned spin_us);
+  // The copy threads of the GPU at `pci`, started with the first lane that needs them: one
+  // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once.
+  GpuPool& pool_for(const std::string& pci, unsigned per_copy, unsigned most,
+                    const std::vector<int>& cpus, unsigned spin_us);
   CopyOutcome host_to_device(Lane& lane, const CopyRequest& request);
   CopyOutcome device_to_host(Lane& lane, const CopyRequest& request);
 
@@ -74,7 +75,7 @@ class CopyEngine {
   const std::size_t pinned_limit_;
   std::atomic<std::size_t> pinned_bytes_{0};
   std::mutex pools_mu_;
-  std::vector<std::pair<std::string, std::unique_ptr<WorkerPool>>> pools_;  // by PCI bus id
+  std::vector<std::unique_ptr<GpuPool>> pools_;  // one per PCI bus id
   std::mutex lanes_mu_;
   std::vector<std::unique_ptr<Lane>> lanes_;  // destroyed before the pools their queues are on
 };

@@ -13,6 +13,11 @@ constexpr std::size_t kPiecesPerLongCopy = 64;
 // H200 machine, 1.14x at 64 MiB, and 10-15% slower at 1 GiB, where ordinary stores leave the
 // staging buffers in the last-level cache for the DMA to read (bench/lab/NOTES.md 10, 12).
 constexpr std::size_t kStreamingStageBelow = 256u << 20;
+// Draining with ordinary stores measured faster than non-temporal ones for device-to-host copies
+// of 512 KiB to 16 MiB on the H200 machine (3.34x CUDA's path against 2.64x at 1 MiB, 5.50x
+// against 4.70x at 16 MiB: bench/lab/NOTES.md 33): a destination that fits in the cache is left
+// there, where the program reads it next. Larger ones stream past the cache.
+constexpr std::size_t kStreamingDrainFrom = 32u << 20;
 constexpr std::size_t kMinPiece = 256 << 10;
 constexpr std::size_t kMinUnit = 64 << 10;
 // Ramp pieces: the first and last pieces of a copy halve down to this (and their units to 16 KiB).
@@ -31,8 +36,9 @@ CopyMethod staging_method(CopyMethod configured, std::size_t bytes) {
   return bytes < kStreamingStageBelow ? CopyMethod::Streaming : CopyMethod::Memcpy;
 }
 
-CopyMethod drain_method(CopyMethod configured) {
-  return configured == CopyMethod::Auto ? CopyMethod::Streaming : configured;
+CopyMethod drain_method(CopyMethod configured, std::size_t bytes) {
+  if (configured != CopyMethod::Auto) return configured;
+  return bytes < kStreamingDrainFrom ? CopyMethod::Memcpy : CopyMethod::Streaming;
 }
 
 CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes, bool ramp,
@@ -83,7 +89,8 @@ unsigned auto_threads(std::size_t local_cpus) {
 
 unsigned pool_threads(unsigned per_copy, std::size_t local_cpus) {
   const std::size_t room = local_cpus > 2 ? local_cpus - 2 : 1;
-  return static_cast<unsigned>(std::max<std::size_t>(per_copy, std::min<std::size_t>(2 * per_copy, room)));
+  return static_cast<unsigned>(
+      std::max<std::size_t>(per_copy, std::min<std::size_t>(2 * per_copy, room)));
 }
 
 }  // namespace cmt

@@ -46,9 +46,10 @@ CopyLayout plan_copy(std::size_t bytes, unsigned threads, std::size_t slot_bytes
 // streaming below 256 MiB and memcpy above.
 CopyMethod staging_method(CopyMethod configured, std::size_t bytes);
 
-// How a device-to-host copy writes the user's buffer: as configured, or for `auto`, streaming:
-// the buffer is not read back soon, and fresh pages of it need not be pulled into the cache.
-CopyMethod drain_method(CopyMethod configured);
+// How a device-to-host copy of `bytes` writes the user's buffer: as configured, or for `auto`,
+// memcpy below 32 MiB (the destination stays in the cache, where the program reads it next) and
+// streaming from there (a large one is not read back soon, and need not evict the cache).
+CopyMethod drain_method(CopyMethod configured, std::size_t bytes);
 
 // Workers per copy when the configuration says 0: half the GPU's local cores, at most 8, leaving
 // room for the application and the issuing thread.

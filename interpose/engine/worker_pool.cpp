@@ -57,26 +57,42 @@ void Backoff::pause() {
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
                        std::chrono::microseconds idle_spin)
-    : idle_spin_(idle_spin) {
+    : idle_spin_(idle_spin), cpus_(cpus) {
   add_queue();  // queue(): every thread
+  std::lock_guard<std::mutex> lk(add_mu_);
+  try {
+    start_threads(threads);
+  } catch (...) {
+    stop_.store(true);
+    wake_seq_.fetch_add(1);
+    futex_wake_all(&wake_seq_);
+    for (auto& t : threads_) t.join();
+    throw;
+  }
+}
+
+void WorkerPool::grow(unsigned threads) {
+  std::lock_guard<std::mutex> lk(add_mu_);
+  start_threads(threads);
+}
+
+void WorkerPool::start_threads(unsigned threads) {
   // Workers inherit the creator's signal mask: block everything while creating them.
   sigset_t all, old;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   try {
-    for (unsigned i = 0; i < threads; ++i)
-      threads_.emplace_back([this, cpus, i] {
+    for (unsigned i = static_cast<unsigned>(threads_.size()); i < threads; ++i) {
+      threads_.emplace_back([this, i] {
         pthread_setname_np(pthread_self(), kThreadName);  // what top -H and debuggers show
-        pin_current_thread(cpus);
+        pin_current_thread(cpus_);
         t_worker_ = true;
         worker_main(i);
       });
+      size_.store(i + 1, std::memory_order_release);
+    }
   } catch (...) {
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
-    stop_.store(true);
-    wake_seq_.fetch_add(1);
-    futex_wake_all(&wake_seq_);
-    for (auto& t : threads_) t.join();
     throw;
   }
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
@@ -135,9 +151,14 @@ void WorkQueue::publish(std::size_t limit) {
 
 void WorkQueue::end() {
   Backoff backoff;
-  // Every published unit is finished before the task is withdrawn...
+  // Every published unit is finished before the task is withdrawn; the issuer runs those not yet
+  // claimed itself. At the end of a copy they are the last piece's, which nothing overlaps: in a
+  // copy of a few pieces that is most of its time, and workers still waking would leave them.
   while (finished_.load(std::memory_order_acquire) < published_.load(std::memory_order_acquire))
-    backoff.pause();
+    if (try_run_one(true))
+      backoff.reset();
+    else
+      backoff.pause();
   task_.store(nullptr, std::memory_order_seq_cst);
   // ...and no worker may still be looking at it when the caller destroys it.
   backoff.reset();

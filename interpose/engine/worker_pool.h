@@ -51,7 +51,8 @@ class WorkQueue {
   // Runs one claimable unit on the calling thread, if there is one, so an issuer with nothing
   // to issue helps instead of spinning. Returns whether it ran a unit.
   bool help() { return try_run_one(true); }
-  // Waits until every published unit has run and no worker still holds the task.
+  // Waits until every published unit has run, running unclaimed ones itself, and no worker still
+  // holds the task.
   void end();
 
  private:
@@ -84,7 +85,10 @@ class WorkerPool {
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
-  unsigned size() const { return static_cast<unsigned>(threads_.size()); }
+  unsigned size() const { return size_.load(std::memory_order_acquire); }
+  // Starts workers until the pool has `threads` (never fewer than it has). Throws like the
+  // constructor; the threads started before a failure stay.
+  void grow(unsigned threads);
 
   // Every worker's thread name, as /proc/PID/task/TID/comm shows it.
   static constexpr const char* kThreadName = "cmt-copy";
@@ -105,13 +109,16 @@ class WorkerPool {
   friend class WorkQueue;
   void worker_main(unsigned index);
   bool has_claimable() const;
+  void start_threads(unsigned threads);  // up to `threads` in all; add_mu_ held
 
   const std::chrono::microseconds idle_spin_;
-  std::vector<std::thread> threads_;
+  const std::vector<int> cpus_;
+  std::vector<std::thread> threads_;  // changed under add_mu_ only
+  std::atomic<unsigned> size_{0};
   // Set once each, in order; workers read the first queue_count_ of them without a lock.
   std::unique_ptr<WorkQueue> queues_[kMaxQueues];
   std::atomic<unsigned> queue_count_{0};
-  std::mutex add_mu_;
+  std::mutex add_mu_;  // adding queues or threads
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};

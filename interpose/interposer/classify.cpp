@@ -64,9 +64,9 @@ const char* forward_reason_name(ForwardReason reason) {
 }
 
 CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, std::size_t bytes,
-                           int kind, CUstream stream, std::size_t threshold) {
+                           int kind, CUstream stream, Thresholds thresholds) {
   CopyDecision d;
-  if (bytes < threshold || bytes == 0) return {ForwardReason::BelowThreshold, {}};
+  if (bytes < thresholds.smallest() || bytes == 0) return {ForwardReason::BelowThreshold, {}};
   if (kind != kHostToDevice && kind != kDeviceToHost && kind != kDefault)
     return {ForwardReason::KindNotHandled, {}};
   if (!dst || !src) return {ForwardReason::NotPageableToDevice, {}};
@@ -89,6 +89,8 @@ CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, 
     bool fast_already = pinned_or_managed(s) || pinned_or_managed(t);
     return {fast_already ? ForwardReason::PinnedOrManaged : ForwardReason::NotPageableToDevice, {}};
   }
+  if (bytes < (direction == Direction::HostToDevice ? thresholds.h2d : thresholds.d2h))
+    return {ForwardReason::BelowThreshold, {}};
   void* host = direction == Direction::HostToDevice ? const_cast<void*>(src) : dst;
   CUdeviceptr device =
       reinterpret_cast<CUdeviceptr>(direction == Direction::HostToDevice ? dst : src);

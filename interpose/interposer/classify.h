@@ -1,7 +1,7 @@
-// Decides whether a copy is one cmt takes: a pageable-host <-> device copy, at or above the
-// threshold, on the current context, on a stream that is not capturing a graph. Everything else
-// (pinned, registered, managed, device <-> device, host <-> host, unknown pointers, another
-// context, graph capture, any driver error) is forwarded untouched, with the reason.
+// Decides whether a copy is one cmt takes: a pageable-host <-> device copy, at or above its
+// direction's threshold, on the current context, on a stream that is not capturing a graph.
+// Everything else (pinned, registered, managed, device <-> device, host <-> host, unknown pointers,
+// another context, graph capture, any driver error) is forwarded untouched, with the reason.
 #pragma once
 
 #include <cstddef>
@@ -37,8 +37,14 @@ struct CopyDecision {
   bool taken() const { return reason == ForwardReason::Taken; }
 };
 
+// The smallest copy taken, each way.
+struct Thresholds {
+  std::size_t h2d = 0, d2h = 0;
+  std::size_t smallest() const { return h2d < d2h ? h2d : d2h; }
+};
+
 // `stream` must already be explicit (CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the default).
 CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, std::size_t bytes,
-                           int kind, CUstream stream, std::size_t threshold);
+                           int kind, CUstream stream, Thresholds thresholds);
 
 }  // namespace cmt

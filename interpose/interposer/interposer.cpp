@@ -113,9 +113,10 @@ void Interposer::host_memory_added(void* p, std::size_t bytes) noexcept {
   HostCopier::InsideCmt inside;
   try {
     if (!cuda_host_memory().add(p, bytes))
-      CMT_WARN_ONCE("more than {} CUDA host allocations at once; copies into the others run on "
-                    "one thread",
-                    HostMemoryMap::kCapacity);
+      CMT_WARN_ONCE(
+          "more than {} CUDA host allocations at once; copies into the others run on "
+          "one thread",
+          HostMemoryMap::kCapacity);
     instance().arm_host_copies();
   } catch (...) {
   }
@@ -143,7 +144,8 @@ std::string current_gpu_bus_id(const DriverApi* driver) {
 }  // namespace
 
 void Interposer::arm_host_copies() {
-  if (config_.disable || (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||
+  if (config_.disable ||
+      (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||
       g_forked_child || HostCopier::armed())
     return;
   // No threads for hooks that are not there (libcmt.so preloaded alone).
@@ -198,7 +200,8 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }
-    if (bytes < config_.threshold) {
+    const Thresholds thresholds{config_.threshold, config_.d2h_threshold};
+    if (bytes < thresholds.smallest()) {
       stats_->forwarded(ForwardReason::BelowThreshold);
       return 0;
     }
@@ -211,7 +214,7 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       stats_->forwarded(ForwardReason::EngineUnavailable);
       return 0;
     }
-    CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, config_.threshold);
+    CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, thresholds);
     if (!d.taken()) {
       stats_->forwarded(d.reason);
       return 0;

@@ -344,7 +344,8 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
                 drain_method(lane.config.d2h_method, req.bytes), trace);
   Pipeline pipe(driver_, ring, pool, req, layout, trace);
   bool populating = fresh.count > 0;
-  pool.begin(populating ? static_cast<UnitTask*>(&populate) : &task);
+  const bool wake = req.bytes >= kWakeForDrainFrom;
+  pool.begin(populating ? static_cast<UnitTask*>(&populate) : &task, wake);
   if (populating) pool.publish(fresh.count);
   std::size_t issued = 0, landed = 0;
   // Ends the populate job, so that landed pieces can be drained.
@@ -352,7 +353,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
     pool.end();
     populating = false;
     trace.mark(trace.populated_us);
-    pool.begin(&task);
+    pool.begin(&task, wake);
     pool.publish(landed * layout.units_per_piece);
   };
   // Returns when every piece has landed (and population is over), or when the copy must stop.
@@ -370,7 +371,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         bool enqueued = false;
         if (!pipe.enqueue_dma(issued, &enqueued)) return;
         // The first drain comes once this DMA lands (populating: there is work already).
-        if (++issued == 1 && !populating) pool.wake();
+        if (++issued == 1 && !populating && wake) pool.wake();
         progress = true;
       }
       // Hand workers each piece whose DMA has landed, in order.

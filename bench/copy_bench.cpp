@@ -9,7 +9,9 @@
 // Cases (--cases): "plain" reuses buffers whose pages are mapped; "fresh" copies device to host
 // into memory mapped just before (every page faults, as tensor.cpu() does); "mmap" copies host to
 // device from a file mapped just before, with the file in the page cache (as safetensors loads).
-// In the last two, "pinned" is the plain pinned copy: the ceiling.
+// In the last two, "pinned" is the plain pinned copy: the ceiling. --gap-us idles before each
+// timed copy, every mode alike: a program that computes between copies, whose threads (CUDA's
+// and cmt's) have gone cold; without it, copies follow each other within a millisecond or so.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -24,11 +26,12 @@
 #include <ctime>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bench_process.h"
 #include "config/fingerprint.h"
 #include "config/profile.h"
-#include "bench_process.h"
 #include "cuda_check.h"
 
 using cmt::bench::ensure_preloaded;
@@ -43,6 +46,7 @@ struct Options {
   std::vector<size_t> sizes = {256u << 10, 1u << 20,   4u << 20, 16u << 20,
                                64u << 20,  256u << 20, 1u << 30};
   int reps = 10;
+  int gap_us = 0;  // idle before each timed copy
   int device = 0;
   std::string json, csv, plot;
   std::vector<std::string> cases = {"plain"};
@@ -50,11 +54,12 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "cmt-bench-copy: %s\nusage: cmt-bench-copy [--sizes 1M,64M,1G] [--reps N] "
-               "[--device N] [--cases plain,fresh,mmap] [--file-dir DIR] [--json FILE] "
-               "[--csv FILE] [--plot FILE.svg]\n",
-               why);
+  std::fprintf(
+      stderr,
+      "cmt-bench-copy: %s\nusage: cmt-bench-copy [--sizes 1M,64M,1G] [--reps N] [--gap-us N] "
+      "[--device N] [--cases plain,fresh,mmap] [--file-dir DIR] [--json FILE] "
+      "[--csv FILE] [--plot FILE.svg]\n",
+      why);
   std::exit(2);
 }
 
@@ -88,6 +93,9 @@ Options parse(int argc, char** argv) {
     } else if (a == "--reps") {
       o.reps = std::atoi(value().c_str());
       if (o.reps < 1) usage("--reps must be at least 1");
+    } else if (a == "--gap-us") {
+      o.gap_us = std::atoi(value().c_str());
+      if (o.gap_us < 0) usage("--gap-us must be 0 or more");
     } else if (a == "--device") {
       o.device = std::atoi(value().c_str());
     } else if (a == "--json") {
@@ -279,6 +287,9 @@ int main(int argc, char** argv) {
               CMT_CHECK_CUDA(cudaMemset(dev, 0, bytes));
               CMT_CHECK_CUDA(cudaDeviceSynchronize());
             }
+            // A program that computes between its copies: CUDA's path and cmt's threads both
+            // start cold (cmt's threads sleep after spin_us).
+            if (opt.gap_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(opt.gap_us));
             auto t0 = std::chrono::steady_clock::now();
             if (mode != 2 && kind == "fresh") {
               mapped =
@@ -342,10 +353,10 @@ int main(int argc, char** argv) {
                  "  \"date\": \"%s\",\n  \"command\": "
                  "\"%s\",\n  \"machine\": {\"host\": \"%s\", \"cpu\": \"%s\", \"cores\": %ld, "
                  "\"gpu\": \"%s\", \"pci_bus\": \"%04x:%02x:%02x\", \"driver\": %d},\n  "
-                 "\"reps\": %d,\n  \"wrong_copies\": %ld,\n  \"env\": {",
+                 "\"reps\": %d,\n  \"gap_us\": %d,\n  \"wrong_copies\": %ld,\n  \"env\": {",
                  date, json_escape(cmdline).c_str(), json_escape(host).c_str(),
                  json_escape(cpu).c_str(), cores, json_escape(prop.name).c_str(), prop.pciDomainID,
-                 prop.pciBusID, prop.pciDeviceID, driver, opt.reps, wrong);
+                 prop.pciBusID, prop.pciDeviceID, driver, opt.reps, opt.gap_us, wrong);
     bool first = true;
     for (char** e = environ; *e; ++e)
       if (std::strncmp(*e, "CMT_", 4) == 0 && std::strncmp(*e, "CMT_BENCH", 9) != 0) {

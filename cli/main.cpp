@@ -110,6 +110,12 @@ int main(int argc, char** argv) {
   bench_copy->add_option("--cases", bench_cases,
                          "plain, fresh (D2H into new pages), mmap (H2D from a mapped file)");
   bench_copy->add_option("--file-dir", bench_file_dir, "Where the mmap case writes its file");
+  int bench_gap_us = 0;
+  bench_copy
+      ->add_option("--gap-us", bench_gap_us,
+                   "Idle this many microseconds before each timed copy, every mode alike, as a "
+                   "program that computes between its copies (cmt's threads sleep after 1000)")
+      ->check(CLI::Range(0, 10000000));
   bench_copy->add_option("--json", bench_json, "Write the results as JSON");
   bench_copy->add_option("--csv", bench_csv, "Write the results as CSV");
   bench_copy->add_option("--plot", bench_plot, "Draw GB/s against size as SVG (needs --json)");
@@ -128,9 +134,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 600.0));
   bench_copy->add_option("--rounds", bench_rounds, "Concurrent mode: windows per mode")
       ->check(CLI::Range(1, 100));
-  bench_copy->add_option("--stream", bench_stream,
-                         "Concurrent mode: own (a stream per thread, cudaMemcpyAsync) or null "
-                         "(cudaMemcpy on the legacy stream)")
+  bench_copy
+      ->add_option("--stream", bench_stream,
+                   "Concurrent mode: own (a stream per thread, cudaMemcpyAsync) or null "
+                   "(cudaMemcpy on the legacy stream)")
       ->check(CLI::IsMember({"own", "null"}));
 
   // `cmt bench topo`: host <-> GPU bandwidth by GPU set (cmt-bench-concurrent --sets auto).
@@ -212,8 +219,8 @@ int main(int argc, char** argv) {
   }
   if (bench_copy->parsed() && bench_threads > 0) {
     std::vector<std::string> args = {
-        "--threads",  std::to_string(bench_threads), "--sizes",
-        bench_copy->count("--sizes") ? bench_sizes : "256M",
+        "--threads",  std::to_string(bench_threads),
+        "--sizes",    bench_copy->count("--sizes") ? bench_sizes : "256M",
         "--patterns", bench_patterns,
         "--seconds",  std::to_string(bench_seconds),
         "--rounds",   std::to_string(bench_rounds),
@@ -227,7 +234,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> args = {"--sizes",  bench_sizes,
                                      "--reps",   std::to_string(bench_reps),
                                      "--device", std::to_string(bench_device),
-                                     "--cases",  bench_cases};
+                                     "--cases",  bench_cases,
+                                     "--gap-us", std::to_string(bench_gap_us)};
     for (auto [flag, value] : {std::pair<const char*, std::string*>{"--json", &bench_json},
                                {"--csv", &bench_csv},
                                {"--plot", &bench_plot},

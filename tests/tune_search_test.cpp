@@ -187,7 +187,7 @@ TEST(InstantModel, OnTheMachineTheDefaultsCameFromItGivesThem) {
   const std::vector<ScalingPoint> stage = {{1, 6}, {2, 13}, {4, 31}, {6, 30}, {8, 65}, {12, 70}};
   const std::vector<ScalingPoint> drain = {{1, 11}, {2, 28}, {4, 52}, {6, 63}, {8, 94}, {12, 100}};
   std::string why;
-  const Config c = instant_model(54.8, 54.9, counts, stage, drain, &why);
+  const Config c = instant_model(54.8, 54.9, 8, counts, stage, drain, &why);
   Config builtin;
   builtin.threads = 8;
   EXPECT_TRUE(same_lane_knobs(c, builtin)) << why;
@@ -199,22 +199,42 @@ TEST(InstantModel, OnTheMachineTheDefaultsCameFromItGivesThem) {
 }
 
 // A PCIe 4 link (25 GB/s) gets pieces of the same time on the link, half the bytes, in a ring of
-// the same bytes; a CPU that never covers the link gets its fastest thread count.
+// the same bytes; a CPU that never covers the link gets its fastest thread count, when that is
+// clearly faster than the default count.
 TEST(InstantModel, PiecesFollowTheLinkAndThreadsTheCpu) {
   const std::vector<unsigned> counts = {1, 2, 4, 6};
   const std::vector<ScalingPoint> stage = {{1, 5}, {2, 9}, {4, 16}, {6, 14}};
   const std::vector<ScalingPoint> drain = {{1, 8}, {2, 15}, {4, 22}, {6, 24}};
-  const Config c = instant_model(25, 26, counts, stage, drain, nullptr);
+  const Config c = instant_model(25, 26, 2, counts, stage, drain, nullptr);
   EXPECT_EQ(c.chunk_bytes, 1u << 20);
   EXPECT_EQ(c.d2h_chunk_bytes, 2u << 20);
   EXPECT_EQ(c.slots, 24u);
-  EXPECT_EQ(c.threads, 4u) << "4 threads: 16/25 and 22/26, the best of the slower pair";
-  // Fast enough at 2 threads: the fewest that cover the link by 15% are chosen.
+  EXPECT_EQ(c.threads, 4u) << "4 threads: 16/25 and 22/26, far better than 2's 9/25";
+  // Fast enough at 2 threads: the fewest that cover the link by 15%, unless the default does too.
   const std::vector<ScalingPoint> fast_stage = {{1, 20}, {2, 30}, {4, 60}, {6, 70}};
   const std::vector<ScalingPoint> fast_drain = {{1, 25}, {2, 31}, {4, 60}, {6, 70}};
-  EXPECT_EQ(instant_model(25, 26, counts, fast_stage, fast_drain, nullptr).threads, 2u);
+  EXPECT_EQ(instant_model(25, 26, 1, counts, fast_stage, fast_drain, nullptr).threads, 2u);
+  EXPECT_EQ(instant_model(25, 26, 4, counts, fast_stage, fast_drain, nullptr).threads, 4u);
   // A slow link: the smallest pieces the model makes.
-  EXPECT_EQ(instant_model(6, 6, counts, fast_stage, fast_drain, nullptr).chunk_bytes, 512u << 10);
+  EXPECT_EQ(instant_model(6, 6, 4, counts, fast_stage, fast_drain, nullptr).chunk_bytes,
+            512u << 10);
+}
+
+// Two instant runs on the H200 machine measured the CPU so (GB/s at 1, 2, 4, 6, 8, 12 threads):
+// 4 threads looked best by 13%, then 12 did; the default 8 stands against such noise. A count
+// that covers the link 40% better than the default wins.
+TEST(InstantModel, TheDefaultThreadsStandAgainstNoise) {
+  const std::vector<unsigned> counts = {1, 2, 4, 6, 8, 12};
+  const std::vector<ScalingPoint> stage = {{1, 6}, {2, 12}, {4, 28}, {6, 22}, {8, 25}, {12, 27}};
+  const std::vector<ScalingPoint> drain = {{1, 9}, {2, 24}, {4, 48}, {6, 35}, {8, 66}, {12, 40}};
+  std::string why;
+  EXPECT_EQ(instant_model(54.2, 54.5, 8, counts, stage, drain, &why).threads, 8u);
+  EXPECT_NE(why.find("the default"), std::string::npos) << why;
+  const std::vector<ScalingPoint> clear_stage = {{1, 6},  {2, 14}, {4, 28},
+                                                 {6, 26}, {8, 34}, {12, 48}};
+  const std::vector<ScalingPoint> clear_drain = {{1, 9},  {2, 26}, {4, 45},
+                                                 {6, 59}, {8, 79}, {12, 104}};
+  EXPECT_EQ(instant_model(53.6, 54.2, 8, counts, clear_stage, clear_drain, nullptr).threads, 12u);
 }
 
 TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {

@@ -140,47 +140,6 @@ TEST(WorkerPool, ThreadsPastAQueuesLimitSleepThroughItsJob) {
   EXPECT_LE(samples[samples.size() / 2], 4) << "the pool's other threads spun through the job";
 }
 
-// A job begun without waking sleepers runs on the issuer while the pool sleeps (a short
-// device-to-host copy is drained before a woken worker would arrive); one begun with waking gets
-// the workers.
-TEST(WorkerPool, AJobThatDoesNotWakeSleepersRunsOnTheIssuer) {
-  WorkerPool pool(3, {}, std::chrono::microseconds(50));
-  WorkQueue* q = pool.add_queue(3);
-  ASSERT_NE(q, nullptr);
-  class WhoRan final : public UnitTask {
-   public:
-    void run_unit(std::size_t) override {
-      (WorkerPool::on_worker_thread() ? on_workers : on_issuer).fetch_add(1);
-      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-      while (std::chrono::steady_clock::now() < until) {
-      }
-    }
-    std::atomic<int> on_workers{0}, on_issuer{0};
-  };
-  auto all_asleep = [] {
-    for (int quiet = 0, tries = 0; tries < 2000; ++tries) {
-      quiet = runnable_workers() == 0 ? quiet + 1 : 0;
-      if (quiet == 5) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return false;
-  };
-  const std::size_t units = 60;
-  for (bool wake : {false, true}) {
-    ASSERT_TRUE(all_asleep()) << "the pool's threads should sleep when idle";
-    WhoRan task;
-    q->begin(&task, wake);
-    q->publish(units);
-    while (q->finished() < units) q->help();
-    q->end();
-    EXPECT_EQ(task.on_workers.load() + task.on_issuer.load(), static_cast<int>(units));
-    if (wake)
-      EXPECT_GT(task.on_workers.load(), 0) << "woken workers should have taken units";
-    else
-      EXPECT_EQ(task.on_workers.load(), 0) << "sleeping workers were woken";
-  }
-}
-
 TEST(WorkerPool, TheFirstQueueTakesEveryThreadAndQueuesRunOut) {
   WorkerPool pool(2, {});
   EXPECT_GT(pool.queue().threads(), 2u);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -55,10 +56,16 @@ class CopyBench {
  public:
   CopyBench(CudaSession& session, std::size_t largest);
   ~CopyBench();
-  Rate cuda_pageable(const CopyCase& c, int reps);
+  // `idle` (untimed) before each copy: to compare with cmt(), which idles so (see there).
+  Rate cuda_pageable(const CopyCase& c, int reps,
+                     std::chrono::microseconds idle = std::chrono::microseconds(0));
   Rate cuda_pinned(const CopyCase& c, int reps);
-  // 0 GB/s if the engine could not complete a copy.
+  // 0 GB/s if the engine could not complete a copy. Each copy starts after idle_before(config).
   Rate cmt(const Config& config, const CopyCase& c, int reps);
+  // How long cmt() idles before each copy: long enough for the engine's threads to sleep.
+  static std::chrono::microseconds idle_before(const Config& config) {
+    return std::chrono::microseconds(config.spin_us + 1000);
+  }
   // The mix's effective rate: total bytes over total time, weights as byte shares.
   double cmt_score(const Config& config, const CopyMix& mix, int reps);
   // False if any copy through the engine gave a wrong byte (each one is checked).
@@ -99,10 +106,13 @@ using ScoreFn = std::function<double(const Config&)>;
 TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopology& topology);
 // The instant search's model, from its measurements: the link's pinned rate each way (GB/s) and
 // the CPU's stage-in and drain rates at each of `counts` threads. The built-in defaults, with
-// the threads and piece sizes these speak for; `why` gets a line saying what it chose.
-Config instant_model(double link_up, double link_down, const std::vector<unsigned>& counts,
-                     const std::vector<ScalingPoint>& stage, const std::vector<ScalingPoint>& drain,
-                     std::string* why);
+// the piece sizes the link speaks for, and the threads the CPU's rates speak for: the fewest
+// that cover the link by 15%, else the fastest, but `default_threads` (what the defaults resolve
+// to here) unless that count covers the link clearly less well (by 25%). `why` gets a line
+// saying what it chose.
+Config instant_model(double link_up, double link_down, unsigned default_threads,
+                     const std::vector<unsigned>& counts, const std::vector<ScalingPoint>& stage,
+                     const std::vector<ScalingPoint>& drain, std::string* why);
 // `stop` is checked before each measurement: once set (Ctrl-C), the best so far is returned,
 // marked interrupted.
 TuneResult tune_full(const ScoreFn& score, const TuneResult& start, unsigned max_threads,

@@ -344,8 +344,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
                 drain_method(lane.config.d2h_method, req.bytes), trace);
   Pipeline pipe(driver_, ring, pool, req, layout, trace);
   bool populating = fresh.count > 0;
-  const bool wake = req.bytes >= kWakeForDrainFrom;
-  pool.begin(populating ? static_cast<UnitTask*>(&populate) : &task, wake);
+  pool.begin(populating ? static_cast<UnitTask*>(&populate) : &task);
   if (populating) pool.publish(fresh.count);
   std::size_t issued = 0, landed = 0;
   // Ends the populate job, so that landed pieces can be drained.
@@ -353,7 +352,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
     pool.end();
     populating = false;
     trace.mark(trace.populated_us);
-    pool.begin(&task, wake);
+    pool.begin(&task);
     pool.publish(landed * layout.units_per_piece);
   };
   // Returns when every piece has landed (and population is over), or when the copy must stop.
@@ -371,7 +370,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         bool enqueued = false;
         if (!pipe.enqueue_dma(issued, &enqueued)) return;
         // The first drain comes once this DMA lands (populating: there is work already).
-        if (++issued == 1 && !populating && wake) pool.wake();
+        if (++issued == 1 && !populating) pool.wake();
         progress = true;
       }
       // Hand workers each piece whose DMA has landed, in order.

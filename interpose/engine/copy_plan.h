@@ -60,13 +60,6 @@ unsigned auto_threads(std::size_t local_cpus);
 // more than the local cores less two (the issuing threads), and never fewer than one copy's.
 unsigned pool_threads(unsigned per_copy, std::size_t local_cpus);
 
-// Device-to-host copies below this size leave sleeping copy threads asleep: the issuer drains
-// them, with whichever workers are still spinning from an earlier copy. Waking a sleeping thread
-// takes tens of microseconds (more in a VM), as long as such a copy's whole drain: on the H200
-// machine the issuer alone drained 256 KiB to 1 MiB at 2.6-3.8x CUDA's own path (cmt-lab-small),
-// while the copy waiting for woken workers ran at 0.86-0.95x at 256-512 KiB (bench/lab/NOTES.md 33).
-constexpr std::size_t kWakeForDrainFrom = 2u << 20;
-
 // Device-to-host destinations from this size on are checked for fresh (never written) pages.
 // Smaller ones hold at most one whole huge page, and glibc's heap serves many of them, where
 // splitting its mapping for one block would gain little.

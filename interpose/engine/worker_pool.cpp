@@ -137,8 +137,7 @@ void WorkQueue::wake() {
   pool_.wake(room());
 }
 
-void WorkQueue::begin(UnitTask* task, bool wake_sleepers) {
-  wake_sleepers_ = wake_sleepers;
+void WorkQueue::begin(UnitTask* task) {
   published_.store(0, std::memory_order_relaxed);
   claimed_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
@@ -147,7 +146,7 @@ void WorkQueue::begin(UnitTask* task, bool wake_sleepers) {
 
 void WorkQueue::publish(std::size_t limit) {
   published_.store(limit, std::memory_order_seq_cst);
-  if (wake_sleepers_) pool_.wake(room());
+  pool_.wake(room());
 }
 
 void WorkQueue::end() {

@@ -43,10 +43,8 @@ class WorkQueue {
   // spin beside those at work.
   void wake();
 
-  // Begins a job; units [0, limit) become claimable as publish(limit) raises the limit. With
-  // `wake_sleepers` false, publishing leaves sleeping workers asleep: only those still spinning
-  // and the issuer run the job (a short one is over before a sleeper would have woken).
-  void begin(UnitTask* task, bool wake_sleepers = true);
+  // Begins a job; units [0, limit) become claimable as publish(limit) raises the limit.
+  void begin(UnitTask* task);
   void publish(std::size_t limit);
   // Units finished so far (in any order); the issuer reads it to know when all are done.
   std::size_t finished() const { return finished_.load(std::memory_order_acquire); }
@@ -66,7 +64,6 @@ class WorkQueue {
 
   WorkerPool& pool_;
   const unsigned limit_;
-  bool wake_sleepers_ = true;  // the issuer's alone: set by begin, read by publish
   // Each counter on its own cache line: idle workers poll published_ while the issuer writes it,
   // and must not slow each other down through a shared line.
   alignas(64) std::atomic<UnitTask*> task_{nullptr};

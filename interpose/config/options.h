@@ -27,7 +27,7 @@ struct Config {
   unsigned slots = 12;                        // pinned staging buffers per lane
   unsigned lanes = 0;                         // lanes per GPU and direction (0: 2): concurrent copies
   std::size_t threshold = 1u << 20;           // smaller H2D copies are forwarded
-  std::size_t d2h_threshold = 256u << 10;     // smaller D2H copies are forwarded
+  std::size_t d2h_threshold = 512u << 10;     // smaller D2H copies are forwarded
   unsigned spin_us = 1000;                    // how long idle copy threads spin before sleeping
   bool ramp = true;                           // small pieces at both ends of a copy (copy_plan.h)
   CopyMethod h2d_method = CopyMethod::Auto;   // how workers write the staging buffers

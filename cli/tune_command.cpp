@@ -256,9 +256,11 @@ int tune_command(const TuneOptions& o) {
   }
   signal(SIGINT, SIG_DFL);
   if (result.interrupted) std::fprintf(stderr, "%sinterrupted: keeping the best so far\n", me);
-  const Thresholds thresholds = pick_thresholds(bench, result.config, &notes);
-  result.config.threshold = thresholds.h2d;
-  result.config.d2h_threshold = thresholds.d2h;
+  const PickedThresholds thresholds = pick_thresholds(bench, result.config, &notes);
+  result.config.threshold = thresholds.always.h2d;
+  result.config.d2h_threshold = thresholds.always.d2h;
+  result.config.warm_threshold = thresholds.warm.h2d;
+  result.config.d2h_warm_threshold = thresholds.warm.d2h;
   result.config.host_copy_threshold = pick_host_copy_threshold(result.config, local_cpus, &notes);
   result.config.host_fill_threshold = pick_host_fill_threshold(result.config, local_cpus, &notes);
   const double search_seconds =
@@ -277,13 +279,16 @@ int tune_command(const TuneOptions& o) {
   std::printf(
       "%s search: %.1f s, %d configurations measured; the mix at %.1f GB/s with:\n"
       "  threads %u, chunk_bytes %s, d2h_chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, "
-      "threshold %s, d2h_threshold %s, host_copy_threshold %s, host_fill_threshold %s\n",
+      "threshold %s, d2h_threshold %s, warm_threshold %s, d2h_warm_threshold %s, "
+      "host_copy_threshold %s, host_fill_threshold %s\n",
       o.search.c_str(), search_seconds, std::max(1, result.evaluated), result.score_gbps,
       result.config.threads, format_byte_size(result.config.chunk_bytes).c_str(),
       format_byte_size(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
       copy_method_name(result.config.h2d_method), copy_method_name(result.config.d2h_method),
       format_byte_size(result.config.threshold).c_str(),
       format_byte_size(result.config.d2h_threshold).c_str(),
+      format_byte_size(result.config.warm_threshold).c_str(),
+      format_byte_size(result.config.d2h_warm_threshold).c_str(),
       format_byte_size(result.config.host_copy_threshold).c_str(),
       format_byte_size(result.config.host_fill_threshold).c_str());
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());

@@ -36,8 +36,10 @@ ok = r["wrong"] == 0 and r["failed"] <= max_failed and r["max_rss_mb"] < 1024
 ok = ok and (taken > 0 and r["dmas"] > 0 if must_take else True)
 # Clean, every large pageable copy is the engine's: none forwarded for any other reason, except
 # the few a loaded machine makes wait past the engine's 100 ms limit on a slot that another
-# stream's DMA still holds (then CUDA makes the copy, by design).
-if name == "clean" and (set(fwd) - {"below_threshold", "pinned_or_managed", "engine_unavailable"}
+# stream's DMA still holds (then CUDA makes the copy, by design), and small ones the warm gate
+# leaves to CUDA while the copy threads sleep.
+if name == "clean" and (set(fwd) - {"below_threshold", "pinned_or_managed", "engine_unavailable",
+                                    "threads_asleep", "lanes_busy"}
                         or fwd.get("engine_unavailable", 0) * 10 > taken):
     ok = False
 # The injected fault was reached: the calls it counts went past its index.

@@ -184,7 +184,8 @@ CopyEngine& CopyBench::engine_for(const Config& config) {
   return *engine_;
 }
 
-Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps) {
+Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps,
+                    std::chrono::microseconds idle) {
   if (!pageable_ || !pageable_out_ || !pinned_ || !check_) return {};
   CopyEngine& engine = engine_for(config);
   CopyRequest req;
@@ -199,11 +200,10 @@ Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps) {
     if (session_.cuda_htod(dev, pinned_, c.bytes) != CUDA_SUCCESS) return {};
     std::memset(pageable_out_, 0, c.bytes);
   }
-  // Each copy starts with the engine's workers asleep (they spin spin_us after their last
-  // job), as in an application that does other work between copies, and as in cmt-bench-copy,
-  // by which cmt is judged. Timed back to back, every copy but the first would find them still
-  // spinning, and a search could favour knobs that only win then.
-  const auto idle = idle_before(config);
+  // By default each copy starts with the engine's workers asleep (they spin spin_us after their
+  // last job), as in an application that does other work between copies, and as in
+  // cmt-bench-copy --gap-us, by which cmt is judged. Timed back to back, every copy but the first
+  // would find them still spinning, and a search could favour knobs that only win then.
   Rate r = time_copies(
       c.bytes, reps,
       [&] {
@@ -557,25 +557,23 @@ TuneResult tune_grid(const ScoreFn& score_of, const ProgressFn& progress,
   return out;
 }
 
-Thresholds pick_thresholds(CopyBench& bench, const Config& config,
-                           std::vector<std::string>* notes) {
+PickedThresholds pick_thresholds(CopyBench& bench, const Config& config,
+                                 std::vector<std::string>* notes) {
   const std::size_t sizes[] = {64 * kKiB, 128 * kKiB, 256 * kKiB, 512 * kKiB,
                                1 * kMiB,  2 * kMiB,   4 * kMiB,   8 * kMiB};
-  Thresholds out;
-  std::string line = "threshold: cmt/CUDA at";
-  for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
-    // If cmt never wins below 16 MiB, it takes from 16 MiB on.
-    std::size_t& threshold = d == Direction::HostToDevice ? out.h2d : out.d2h;
-    threshold = 16 * kMiB;
+  PickedThresholds out;
+  // From `below` down, the smallest size at which cmt still wins, both paths idle `idle` before
+  // each copy; `below` if it loses at once.
+  auto smallest_win = [&](Direction d, std::size_t below, std::chrono::microseconds idle,
+                          std::string& line) {
+    std::size_t threshold = below;
     for (auto it = std::rbegin(sizes); it != std::rend(sizes); ++it) {
+      if (*it >= below) continue;
       const CopyCase c{*it, d, 1};
       // Small copies vary more from one to the next: more of them.
       const int reps = *it < kMiB ? 15 : 5;
-      // Both after the same idle time: a program that works between its copies leaves CUDA's
-      // path as cold as cmt's sleeping threads.
-      const double ratio =
-          bench.cmt(config, c, reps).median /
-          std::max(1e-9, bench.cuda_pageable(c, reps, CopyBench::idle_before(config)).median);
+      const double ratio = bench.cmt(config, c, reps, idle).median /
+                           std::max(1e-9, bench.cuda_pageable(c, reps, idle).median);
       char buf[64];
       std::snprintf(buf, sizeof(buf), " %s %s %.2f;", format_byte_size(*it).c_str(),
                     d == Direction::HostToDevice ? "H2D" : "D2H", ratio);
@@ -583,10 +581,25 @@ Thresholds pick_thresholds(CopyBench& bench, const Config& config,
       if (ratio < 1.05) break;  // from the largest size down: stop at the first size cmt loses
       threshold = *it;
     }
+    return threshold;
+  };
+  std::string line = "threshold: cmt/CUDA asleep at", warm_line = "warm_threshold: cmt/CUDA warm at";
+  for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
+    const bool up = d == Direction::HostToDevice;
+    // Both after the same idle time: a program that works between its copies leaves CUDA's path
+    // as cold as cmt's sleeping threads. If cmt never wins below 16 MiB, it takes from 16 MiB on.
+    const std::size_t always = smallest_win(d, 16 * kMiB + 1, CopyBench::idle_before(config), line);
+    const std::size_t taken = std::min(always, 16 * kMiB);
+    (up ? out.always.h2d : out.always.d2h) = taken;
+    (up ? out.warm.h2d : out.warm.d2h) =
+        config.spin_us ? smallest_win(d, taken, CopyBench::idle_warm(config), warm_line) : taken;
   }
-  if (notes)
-    notes->push_back(line + " -> H2D " + format_byte_size(out.h2d) + ", D2H " +
-                     format_byte_size(out.d2h));
+  if (notes) {
+    notes->push_back(line + " -> H2D " + format_byte_size(out.always.h2d) + ", D2H " +
+                     format_byte_size(out.always.d2h));
+    notes->push_back(warm_line + " -> H2D " + format_byte_size(out.warm.h2d) + ", D2H " +
+                     format_byte_size(out.warm.d2h));
+  }
   return out;
 }
 

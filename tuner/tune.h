@@ -61,10 +61,17 @@ class CopyBench {
                      std::chrono::microseconds idle = std::chrono::microseconds(0));
   Rate cuda_pinned(const CopyCase& c, int reps);
   // 0 GB/s if the engine could not complete a copy. Each copy starts after idle_before(config).
-  Rate cmt(const Config& config, const CopyCase& c, int reps);
+  Rate cmt(const Config& config, const CopyCase& c, int reps) {
+    return cmt(config, c, reps, idle_before(config));
+  }
+  Rate cmt(const Config& config, const CopyCase& c, int reps, std::chrono::microseconds idle);
   // How long cmt() idles before each copy: long enough for the engine's threads to sleep.
   static std::chrono::microseconds idle_before(const Config& config) {
     return std::chrono::microseconds(config.spin_us + 1000);
+  }
+  // An idle time the engine's threads spin through: copies that the warm gate takes.
+  static std::chrono::microseconds idle_warm(const Config& config) {
+    return std::chrono::microseconds(config.spin_us / 4);
   }
   // The mix's effective rate: total bytes over total time, weights as byte shares.
   double cmt_score(const Config& config, const CopyMix& mix, int reps);
@@ -126,9 +133,15 @@ TuneResult tune_grid(const ScoreFn& score, const ProgressFn& progress,
 TuneResult confirm_against_builtin(const ScoreFn& score, const TuneResult& chosen, int rounds,
                                    double margin, const std::atomic<bool>& stop);
 
-// Each direction's smallest copy size from which cmt beats CUDA's own path (by 5%) at every size
-// up to 8 MiB, with `config`'s other knobs; at least 64 KiB, at most 16 MiB.
-Thresholds pick_thresholds(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
+// Each direction's thresholds, with `config`'s other knobs. `always`: the smallest copy size from
+// which cmt beats CUDA's own path (by 5%) at every size up to 8 MiB, both idle long enough for
+// cmt's threads to sleep; at least 64 KiB, at most 16 MiB. `warm`: likewise below that, both idle
+// a quarter of spin_us (the warm gate's copies); `always` where cmt does not win below it.
+struct PickedThresholds {
+  Thresholds always, warm;
+};
+PickedThresholds pick_thresholds(CopyBench& bench, const Config& config,
+                                 std::vector<std::string>* notes);
 
 // The host leg's threshold: from the largest size down, the smallest at which memcpy on a host
 // copier of `config` (threads on `cpus`) beats one thread's libc memcpy by 20%, measured between

@@ -29,6 +29,7 @@ struct CopyRequest {
   std::size_t bytes = 0;
   CUstream stream = CU_STREAM_LEGACY;  // explicit: a user stream, CU_STREAM_LEGACY or _PER_THREAD
   bool synchronous = false;            // cudaMemcpy: H2D waits for the stream before copying
+  bool no_wait = false;                // forward at once if every lane is busy (no lane wait)
 };
 
 struct CopyOutcome {

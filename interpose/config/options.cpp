@@ -197,6 +197,16 @@ std::vector<OptionSpec> build_table() {
                           "copies small pageable buffers to the host far slower than to the GPU, "
                           "so cmt wins from smaller sizes this way.",
                           &Config::d2h_threshold, 0, std::size_t{1} << 40));
+  t.push_back(size_option("warm_threshold", "CMT_WARM_THRESHOLD", Scope::Process, true,
+                          "Host-to-device copies from this size up to `threshold` are taken "
+                          "while cmt's copy threads are awake (a copy within the last spin_us, "
+                          "or a run of such copies), and forwarded otherwise: waking a sleeping "
+                          "thread costs more than a small copy gains. At or above `threshold`: "
+                          "off.",
+                          &Config::warm_threshold, 0, std::size_t{1} << 40));
+  t.push_back(size_option("d2h_warm_threshold", "CMT_D2H_WARM_THRESHOLD", Scope::Process, true,
+                          "The same for device-to-host copies, up to `d2h_threshold`.",
+                          &Config::d2h_warm_threshold, 0, std::size_t{1} << 40));
   t.push_back(count_option("spin_us", "CMT_SPIN_US", Scope::PerGpu, false,
                            "Microseconds an idle copy thread spins before it sleeps: longer "
                            "answers the next copy sooner and costs CPU time.",

@@ -27,7 +27,11 @@ struct Config {
   unsigned slots = 12;                        // pinned staging buffers per lane
   unsigned lanes = 0;                         // lanes per GPU and direction (0: 2): concurrent copies
   std::size_t threshold = 1u << 20;           // smaller H2D copies are forwarded
-  std::size_t d2h_threshold = 512u << 10;     // smaller D2H copies are forwarded
+  std::size_t d2h_threshold = 1u << 20;       // smaller D2H copies are forwarded
+  // Copies from these sizes up to the thresholds are taken only while the copy threads are awake
+  // (interposer/warm_gate.h); at or above a threshold, they are not used.
+  std::size_t warm_threshold = 256u << 10;
+  std::size_t d2h_warm_threshold = 256u << 10;
   unsigned spin_us = 1000;                    // how long idle copy threads spin before sleeping
   bool ramp = true;                           // small pieces at both ends of a copy (copy_plan.h)
   CopyMethod h2d_method = CopyMethod::Auto;   // how workers write the staging buffers

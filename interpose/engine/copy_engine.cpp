@@ -96,7 +96,7 @@ CopyEngine::CopyEngine(const DriverApi& driver, const Config& config)
 
 CopyEngine::~CopyEngine() = default;
 
-CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction,
+CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, bool wait,
                                            std::unique_lock<std::mutex>& hold) {
   const auto deadline = std::chrono::steady_clock::now() + kLaneWaitLimit;
   const unsigned most = config_.lanes ? config_.lanes : kAutoLanes;
@@ -125,7 +125,7 @@ CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction,
     }
     // The link is the limit either way, so wait for a lane, but not forever: CUDA then takes
     // the copy.
-    if (std::chrono::steady_clock::now() > deadline) return nullptr;
+    if (!wait || std::chrono::steady_clock::now() > deadline) return nullptr;
     backoff.pause();
   }
 }
@@ -252,13 +252,13 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // by what the engine does on this thread's own streams.
     RelaxedCaptureMode relaxed(driver_);
     std::unique_lock<std::mutex> hold;
-    Lane* acquired = acquire_lane(ctx, request.direction, hold);
+    Lane* acquired = acquire_lane(ctx, request.direction, !request.no_wait, hold);
     if (!acquired) return {0, CUDA_SUCCESS};
     Lane& lane = *acquired;
     r = prepare(lane);
     if (r != CUDA_SUCCESS) return {0, r};
     // Host to device: the workers have work at once, so let them come up while the issuer
-    // prepares. Device to host: they have none until the first DMA lands, so the first DMA is
+    // prepares. Device to host: they have none until the first DMA lands, so the DMAs are
     // enqueued before the wake-up's system call (device_to_host).
     const GpuPool::Running running(*lane.pool);
     if (request.direction == Direction::HostToDevice) lane.queue->wake();
@@ -347,6 +347,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   pool.begin(populating ? static_cast<UnitTask*>(&populate) : &task);
   if (populating) pool.publish(fresh.count);
   std::size_t issued = 0, landed = 0;
+  bool woken = false;
   // Ends the populate job, so that landed pieces can be drained.
   auto start_draining = [&] {
     pool.end();
@@ -369,9 +370,16 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         if (s == SlotState::Busy) break;
         bool enqueued = false;
         if (!pipe.enqueue_dma(issued, &enqueued)) return;
-        // The first drain comes once this DMA lands (populating: there is work already).
-        if (++issued == 1 && !populating) pool.wake();
+        ++issued;
         progress = true;
+      }
+      // The first drain comes once the first DMA lands: the workers are woken after every DMA
+      // that can go is enqueued, so that none waits for the wake-up's system call (waking eight
+      // sleeping threads took the issuer 15-20 us on the H200 VM, as long as a DMA takes to
+      // land: bench/lab/NOTES.md 34). Populating, they have work already.
+      if (!woken && issued > 0 && !populating) {
+        pool.wake();
+        woken = true;
       }
       // Hand workers each piece whose DMA has landed, in order.
       if (landed < issued) {
@@ -379,6 +387,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
         if (s == SlotState::Stop) return;
         if (s == SlotState::Free) {
           ++landed;
+          trace.piece_landed();
           if (!populating) pool.publish(landed * layout.units_per_piece);
           if (landed == layout.pieces) trace.mark(trace.last_piece_us);
           progress = true;

@@ -58,8 +58,10 @@ class CopyEngine {
 
  private:
   // Locks a lane for (ctx, direction) into `hold`: a free one, else a new one while there are
-  // fewer than config.lanes, else the first to come free within 200 ms; nullptr if none did.
-  Lane* acquire_lane(CUcontext ctx, Direction direction, std::unique_lock<std::mutex>& hold);
+  // fewer than config.lanes, else the first to come free within 200 ms (`wait` false: none);
+  // nullptr if none did.
+  Lane* acquire_lane(CUcontext ctx, Direction direction, bool wait,
+                     std::unique_lock<std::mutex>& hold);
   CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding lane.busy
   // The copy threads of the GPU at `pci`, started with the first lane that needs them: one
   // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once.

@@ -8,6 +8,14 @@
 
 namespace cmt {
 
+namespace {
+std::string join(const std::vector<std::int64_t>& times) {
+  std::string out;
+  for (std::int64_t t : times) out += (out.empty() ? "" : " ") + std::to_string(t);
+  return out;
+}
+}  // namespace
+
 CopyTrace::CopyTrace() : on_(log().should_log(spdlog::level::debug)), t0_(Clock::now()) {}
 
 void CopyTrace::unit_started() {
@@ -29,15 +37,24 @@ void CopyTrace::dma_enqueued() {
   }
 }
 
+void CopyTrace::piece_landed() {
+  if (!on_) return;
+  try {
+    landed_us_.push_back(now_us());
+  } catch (...) {
+  }
+}
+
 void CopyTrace::report(const char* direction, const CopyLayout& l) {
   if (!on_) return;
   CMT_LOG(debug,
           "{} {} KiB: {} pieces ({} ramp) x {} units; ready {} us, first worker {} us, "
           "first DMA {} us, last piece {} us, return {} us; issuer copied {} units; "
-          "{} us in driver enqueue calls",
+          "{} us in driver enqueue calls; DMAs enqueued at {} us{}{}",
           direction, l.bytes >> 10, l.pieces, l.ramp, l.units_per_piece, ready_us,
           first_worker_us_.load(), first_dma_us, last_piece_us, now_us(), issuer_units_.load(),
-          driver_us_);
+          driver_us_, join(enqueued_us_), landed_us_.empty() ? "" : ", landed at ",
+          join(landed_us_));
 }
 
 void CopyTrace::report_dma_completions(StagingRing& ring, std::size_t first,
@@ -59,9 +76,8 @@ void CopyTrace::log_dma_completions(StagingRing& ring, std::size_t first, std::s
     if (r != CUDA_SUCCESS) break;
     times += (times.empty() ? "" : " ") + std::to_string(now_us());
   }
-  std::string enqueued;
-  for (std::int64_t t : enqueued_us_) enqueued += (enqueued.empty() ? "" : " ") + std::to_string(t);
-  CMT_LOG(debug, "H2D DMAs enqueued at (us): {}; those of pieces {}..{} completed by: {}", enqueued,
+  CMT_LOG(debug, "H2D DMAs enqueued at (us): {}; those of pieces {}..{} completed by: {}",
+          join(enqueued_us_),
           first, end - 1, times);
 }
 

@@ -1,5 +1,5 @@
 // Where one copy's time goes, logged at debug level (CMT_LOG=debug): when the first worker
-// started (its wake-up latency), when the first and last DMA were enqueued or landed, how many
+// started (its wake-up latency), when each DMA was enqueued and (D2H) seen landed, how many
 // units the issuer copied itself, and how long it spent inside the driver's enqueue calls. At any
 // other level every method returns at once; a trace never stops or fails a copy.
 #pragma once
@@ -33,6 +33,7 @@ class CopyTrace {
     if (on_ && at < 0) at = now_us();
   }
   void dma_enqueued();
+  void piece_landed();  // D2H: the issuer saw a piece's DMA complete
   // While it lives, the issuer is inside the driver: its time is added to the trace's.
   class InDriver {
    public:
@@ -66,7 +67,7 @@ class CopyTrace {
   std::atomic<std::int64_t> first_worker_us_{-1};
   std::atomic<unsigned> issuer_units_{0};
   std::int64_t driver_us_ = 0;
-  std::vector<std::int64_t> enqueued_us_;
+  std::vector<std::int64_t> enqueued_us_, landed_us_;
 };
 
 }  // namespace cmt

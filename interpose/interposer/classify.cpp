@@ -56,6 +56,10 @@ const char* forward_reason_name(ForwardReason reason) {
       return "driver_error";
     case ForwardReason::EngineUnavailable:
       return "engine_unavailable";
+    case ForwardReason::Asleep:
+      return "threads_asleep";
+    case ForwardReason::LanesBusy:
+      return "lanes_busy";
     case ForwardReason::ForkedChild:
       return "forked_child";
     default:

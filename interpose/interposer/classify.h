@@ -25,6 +25,8 @@ enum class ForwardReason {
   Capturing,  // the stream is capturing a CUDA graph
   DriverError,
   EngineUnavailable,
+  Asleep,  // under a threshold, taken only while cmt's copy threads are awake, and they sleep
+  LanesBusy,  // a warm copy (under a threshold) found every lane busy with other threads' copies
   ForkedChild,  // a child forked after the process used CUDA: CUDA's own answer
   Count,
 };

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -168,6 +169,7 @@ Interposer::Interposer() {
   if (!loaded.shared_profile.empty())
     CMT_LOG(info, "using the shared profile {} ({})", loaded.shared_profile, loaded.shared_match);
   stats_ = new Stats();
+  warm_gate_.set_spin(std::chrono::microseconds(config_.spin_us));
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
   if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
@@ -178,7 +180,9 @@ Interposer::Interposer() {
 }
 
 Interposer::Interposer(const DriverApi* driver, const Config& config)
-    : config_(config), driver_(driver), driver_loaded_(true), stats_(new Stats()) {}
+    : config_(config), driver_(driver), driver_loaded_(true), stats_(new Stats()) {
+  warm_gate_.set_spin(std::chrono::microseconds(config_.spin_us));
+}
 
 CopyEngine* Interposer::engine() {
   std::lock_guard<std::mutex> lk(engine_mu());
@@ -200,10 +204,24 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }
-    const Thresholds thresholds{config_.threshold, config_.d2h_threshold};
-    if (bytes < thresholds.smallest()) {
+    // Each way, copies from `always` up are taken; from `lowest` up only while the copy threads
+    // are awake (warm_gate.h).
+    const Thresholds always{config_.threshold, config_.d2h_threshold};
+    const Thresholds lowest{std::min(config_.warm_threshold, config_.threshold),
+                            std::min(config_.d2h_warm_threshold, config_.d2h_threshold)};
+    if (bytes < lowest.smallest()) {
       stats_->forwarded(ForwardReason::BelowThreshold);
       return 0;
+    }
+    // Under both thresholds it is a warm copy whichever way it goes: asked before the driver is,
+    // so that one forwarded while the threads sleep costs no driver calls.
+    bool gate_asked = false;
+    if (bytes < always.smallest()) {
+      if (!warm_gate_.admit(WarmGate::now_ns())) {
+        stats_->forwarded(ForwardReason::Asleep);
+        return 0;
+      }
+      gate_asked = true;
     }
     if (g_forked_child) {
       stats_->forwarded(ForwardReason::ForkedChild);
@@ -214,19 +232,31 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       stats_->forwarded(ForwardReason::EngineUnavailable);
       return 0;
     }
-    CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, thresholds);
+    CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, lowest);
     if (!d.taken()) {
+      if (gate_asked) warm_gate_.not_taken();
       stats_->forwarded(d.reason);
       return 0;
     }
+    const bool warm = bytes < (d.request.direction == Direction::HostToDevice ? always.h2d
+                                                                               : always.d2h);
+    if (warm && !gate_asked && !warm_gate_.admit(WarmGate::now_ns())) {
+      stats_->forwarded(ForwardReason::Asleep);
+      return 0;
+    }
     d.request.synchronous = synchronous;
+    // A warm copy gains too little to wait for a lane another thread's copy holds.
+    d.request.no_wait = warm;
     auto t0 = std::chrono::steady_clock::now();
     CopyOutcome out = eng->copy(d.request);
-    auto ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-            .count();
+    const auto t1 = std::chrono::steady_clock::now();
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
+    if (out.bytes_done > 0)
+      warm_gate_.copied(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count());
     if (out.bytes_done == 0) {
-      stats_->forwarded(ForwardReason::EngineUnavailable);
+      stats_->forwarded(warm && out.status == CUDA_SUCCESS ? ForwardReason::LanesBusy
+                                                          : ForwardReason::EngineUnavailable);
       if (out.status != CUDA_SUCCESS)
         CMT_WARN_ONCE("the engine could not start a copy ({}); forwarding it",
                       cuda_error_text(*driver_, out.status));

@@ -9,6 +9,7 @@
 #include "config/options.h"
 #include "cuda/driver_api.h"
 #include "interposer/stats.h"
+#include "interposer/warm_gate.h"
 
 namespace cmt {
 
@@ -68,6 +69,7 @@ class Interposer {
   bool driver_loaded_ = false;
   class CopyEngine* engine_ = nullptr;
   Stats* stats_ = nullptr;
+  WarmGate warm_gate_;  // copies between the warm thresholds and the thresholds
 };
 
 }  // namespace cmt

@@ -1,0 +1,55 @@
+// Whether a copy just under its direction's threshold is worth taking now. Between
+// warm_threshold and threshold, cmt beats CUDA's path only while its copy threads are awake: a
+// sleeping thread takes tens of microseconds to wake (on the H200 VM), a whole small copy's time,
+// and a copy that wakes them runs at 0.7-0.9x CUDA's path. The threads spin for spin_us after
+// the engine's last copy, so a copy is taken
+//   - within most of spin_us of the end of the engine's last copy (they are still spinning), or
+//   - as the next of a dense run: kDenseRun offers in a row, each within that time of the one
+//     before, were forwarded. Taking it wakes the threads for those that follow; a program that
+//     makes small copies now and then never pays for the wake-up.
+// It is consulted before the driver is asked anything, so that a forwarded copy costs CUDA's
+// path no more than a clock read; an offer that then proves not to be a pageable copy cmt takes
+// (pinned, below the threshold its direction has) ends the run. Lock-free and approximate: a
+// race between threads only decides one copy the other way.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace cmt {
+
+class WarmGate {
+ public:
+  // Offers forwarded in a row, each soon after the one before, before one is taken cold.
+  static constexpr unsigned kDenseRun = 3;
+
+  // `spin`: how long the engine's idle threads spin before they sleep (0: they never spin, and
+  // nothing is taken warm).
+  void set_spin(std::chrono::microseconds spin) {
+    awake_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(spin).count() * 3 / 4,
+                    std::memory_order_relaxed);
+  }
+
+  // A copy in the warm range is offered at `now_ns`: take it? Counts the offer.
+  bool admit(std::int64_t now_ns);
+  // The offer admitted last is not a copy cmt takes after all: it does not make a run.
+  void not_taken() { run_.store(0, std::memory_order_relaxed); }
+  // A copy through the engine ended at `now_ns`: its threads spin from here.
+  void copied(std::int64_t now_ns) { last_copy_end_.store(now_ns, std::memory_order_relaxed); }
+
+  static std::int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  }
+
+ private:
+  static constexpr std::int64_t kLongAgo = INT64_MIN / 4;
+  std::atomic<std::int64_t> awake_ns_{0};
+  std::atomic<std::int64_t> last_copy_end_{kLongAgo};
+  std::atomic<std::int64_t> last_offer_{kLongAgo};
+  std::atomic<unsigned> run_{0};
+};
+
+}  // namespace cmt

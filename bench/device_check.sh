@@ -3,6 +3,12 @@
 # call on the 1-GPU H200 machine:
 #   tests      the GPU tests (ctest), about 4 minutes
 #   sweep      `cmt bench copy` 4 KiB..4 GiB with built-in defaults, plus the page-fault cases
+#   small      the main table's sweep (`cmt bench copy`, 4 KiB..1 GiB, 10 reps, built-in defaults),
+#              then 4 KiB..16 MiB with cmt's threads asleep (--gap-us 3000, 40 reps), then one
+#              thread copying back to back, 64 KiB..16 MiB, async + synchronize and cudaMemcpy;
+#              about 3 minutes
+#   tunes      `cmt tune --search instant` twice and `--search full` once, each timed, profiles
+#              into OUT/tune-*.toml; about 2 minutes
 #   workloads  bench/workloads/run_all.py in two rounds, then DCP again with CMT_LANES=2
 #   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
 #              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
@@ -46,6 +52,30 @@ for stage in "$@"; do
       CMT_CONFIGS_DIR= timeout 120 "$build/cmt" bench copy --sizes 64M,1G --reps 5 \
         --cases fresh,mmap --json "$out/page-fault-cases.json" > "$out/page-fault-cases.txt" 2>&1
       tail -6 "$out/page-fault-cases.txt" ;;
+    small)
+      CMT_CONFIGS_DIR= timeout 150 "$build/cmt" bench copy --reps 10 \
+        --sizes 4K,16K,32K,64K,128K,256K,512K,1M,2M,4M,16M,64M,256M,1G --json "$out/sweep-warm.json" \
+        --plot "$out/sweep-warm.svg" > "$out/sweep-warm.txt" 2>&1
+      cat "$out/sweep-warm.txt"
+      CMT_CONFIGS_DIR= timeout 150 "$build/cmt" bench copy --reps 40 --gap-us 3000 \
+        --sizes 4K,16K,64K,128K,256K,512K,1M,2M,4M,16M --json "$out/sweep-cold.json" \
+        --plot "$out/sweep-cold.svg" > "$out/sweep-cold.txt" 2>&1
+      cat "$out/sweep-cold.txt"
+      for stream in own null; do
+        CMT_CONFIGS_DIR= timeout 80 "$build/cmt" bench copy --threads 1 --stream $stream \
+          --sizes 64K,256K,512K,1M,4M,16M --patterns h2d,d2h --seconds 0.2 --rounds 2 \
+          --json "$out/loop-$stream.json" > "$out/loop-$stream.txt" 2>&1
+        cat "$out/loop-$stream.txt"
+      done ;;
+    tunes)
+      for search in instant instant full; do
+        n=$search; [ -e "$out/tune-$n.toml" ] && n=$search-2
+        start=$(date +%s.%N)
+        CMT_CONFIGS_DIR= timeout 150 "$build/cmt" tune --search $search -o "$out/tune-$n.toml" \
+          > "$out/tune-$n.txt" 2>&1
+        awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "wall %.1f s\n", b - a }' >> "$out/tune-$n.txt"
+        grep -E "search|threshold|confirm|wall" "$out/tune-$n.txt"
+      done ;;
     workloads)
       timeout 450 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 2 \
         --json "$out/workloads.json" > "$out/workloads.txt" 2>&1
@@ -117,7 +147,7 @@ for stage in "$@"; do
         after:CMT_CONFIGS_DIR= --json "$out/versus.json" > "$out/versus.txt" 2>&1
       cat "$out/versus.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, workloads, dma, retune, io, torch, hostleg, concurrent, gpus, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, dma, retune, io, torch, hostleg, concurrent, gpus, stress or versus)" >&2
       exit 2 ;;
   esac
 done

@@ -20,13 +20,20 @@ constexpr std::int64_t kUs = 1000;  // ns
 
 TEST(WarmGate, TakesWhileTheThreadsStillSpin) {
   WarmGate gate;
-  gate.set_spin(std::chrono::microseconds(1000));  // awake for 750 us after a copy
+  gate.set_spin(std::chrono::microseconds(1000));  // awake for 900 us after a copy
   EXPECT_FALSE(gate.admit(0)) << "no copy yet: the threads sleep";
   gate.copied(10'000 * kUs);
   EXPECT_TRUE(gate.admit(10'500 * kUs));
   gate.copied(10'600 * kUs);
-  EXPECT_TRUE(gate.admit(11'300 * kUs)) << "700 us after the last copy's end";
+  EXPECT_TRUE(gate.admit(11'450 * kUs)) << "850 us after the last copy's end";
+  gate.copied(12'000 * kUs);
+  EXPECT_FALSE(gate.admit(12'950 * kUs)) << "950 us after: within the margin, taken as asleep";
   EXPECT_FALSE(gate.admit(20'000 * kUs)) << "long after: asleep";
+  // A short spin keeps three quarters of it.
+  gate.set_spin(std::chrono::microseconds(200));
+  gate.copied(30'000 * kUs);
+  EXPECT_TRUE(gate.admit(30'140 * kUs));
+  EXPECT_FALSE(gate.admit(30'160 * kUs + 1'000 * kUs));
 }
 
 TEST(WarmGate, ADenseRunIsTakenColdAfterKDenseRunForwarded) {

@@ -3,7 +3,8 @@
 // sleeping thread takes tens of microseconds to wake (on the H200 VM), a whole small copy's time,
 // and a copy that wakes them runs at 0.7-0.9x CUDA's path. The threads spin for spin_us after
 // the engine's last copy, so a copy is taken
-//   - within most of spin_us of the end of the engine's last copy (they are still spinning), or
+//   - within spin_us less a margin (kSpinMargin) of the end of the engine's last copy (they are
+//     still spinning), or
 //   - as the next of a dense run: kDenseRun offers in a row, each within that time of the one
 //     before, were forwarded. Taking it wakes the threads for those that follow; a program that
 //     makes small copies now and then never pays for the wake-up.
@@ -13,6 +14,7 @@
 // race between threads only decides one copy the other way.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -27,8 +29,8 @@ class WarmGate {
   // `spin`: how long the engine's idle threads spin before they sleep (0: they never spin, and
   // nothing is taken warm).
   void set_spin(std::chrono::microseconds spin) {
-    awake_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(spin).count() * 3 / 4,
-                    std::memory_order_relaxed);
+    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(spin).count();
+    awake_ns_.store(ns - std::min<std::int64_t>(ns / 4, kSpinMargin), std::memory_order_relaxed);
   }
 
   // A copy in the warm range is offered at `now_ns`: take it? Counts the offer.
@@ -46,6 +48,10 @@ class WarmGate {
 
  private:
   static constexpr std::int64_t kLongAgo = INT64_MIN / 4;
+  // A worker's spin starts when its last piece is done, before the copy returns: by the length
+  // of one piece's DMA (~40 us for 2 MiB) on a host-to-device copy, and a few microseconds on a
+  // device-to-host one. This much of spin_us (or a quarter of it, if less) is left as margin.
+  static constexpr std::int64_t kSpinMargin = 100'000;  // ns
   std::atomic<std::int64_t> awake_ns_{0};
   std::atomic<std::int64_t> last_copy_end_{kLongAgo};
   std::atomic<std::int64_t> last_offer_{kLongAgo};

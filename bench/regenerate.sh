@@ -3,7 +3,7 @@
 # Markdown table (printed), and the results page bench/results/index.html.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
-sweep=$here/results/2026-12-01-h200-bench-copy-ce46796-warm
+sweep=$here/results/2026-12-01-h200-bench-copy-0a63cc7-warm
 python3 "$here/plot.py" "$sweep.json" "$sweep.svg"
 python3 "$here/summarize.py" "$sweep.json"
 python3 "$here/site.py" "$here/results/index.html"

@@ -238,6 +238,47 @@ TEST(CopyEngine, ConcurrentCopiesEachGetALaneAndShareTheGpusThreads) {
       << "threads started beyond the one pool (" << during - before << " while copying)";
 }
 
+// Copies on the legacy stream may have more lanes than those on streams of their own: CUDA runs
+// them one after another there, and more lanes let more stage meanwhile (kAutoLanesLegacy).
+TEST(CopyEngine, LegacyStreamCopiesMayHaveMoreLanes) {
+  for (const bool legacy : {false, true}) {
+    fake::FakeDriver fake(10);
+    CopyEngine engine(fake.api(), small_config(2));
+    constexpr int kCallers = 8;
+    std::vector<CUstream> streams;
+    for (int t = 0; t < kCallers; ++t)
+      streams.push_back(legacy ? CU_STREAM_LEGACY : fake.create_stream());
+    std::atomic<int> wrong{0}, ready{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < kCallers; ++t)
+      callers.emplace_back([&, t] {
+        const std::size_t bytes = (4u << 20) + 513 * t;
+        auto src = pattern(bytes, 7 + t);
+        std::vector<unsigned char> back(bytes);
+        CUdeviceptr dev = fake.alloc_device(bytes);
+        ++ready;
+        while (ready.load() < kCallers) std::this_thread::yield();
+        for (int rep = 0; rep < 6; ++rep)
+          if (engine.copy({Direction::HostToDevice, src.data(), dev, bytes, streams[t], false})
+                  .bytes_done == bytes)
+            break;
+        // Read back by the fake's own copy, not the engine's.
+        fake.run_copy(streams[t], back.data(), reinterpret_cast<const void*>(dev), bytes, true);
+        if (std::memcmp(back.data(), src.data(), bytes) != 0) ++wrong;
+      });
+    for (auto& t : callers) t.join();
+    EXPECT_EQ(wrong.load(), 0) << (legacy ? "legacy" : "own streams");
+    const std::size_t lanes = engine.lanes().size();  // one direction: host to device
+    // Eight callers released together overlap: each kind of stream fills its lanes.
+    if (legacy) {
+      EXPECT_LE(lanes, CopyEngine::kAutoLanesLegacy);
+      EXPECT_GT(lanes, CopyEngine::kAutoLanes) << "legacy-stream copies stayed on the others' lanes";
+    } else {
+      EXPECT_LE(lanes, CopyEngine::kAutoLanes);
+    }
+  }
+}
+
 // One caller copying each way in turn never has two copies running: the GPU's pool keeps one
 // copy's threads (more would only spin beside it). Two callers at once grow it.
 TEST(CopyEngine, ThePoolGrowsOnlyWhenCopiesOverlap) {

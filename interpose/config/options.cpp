@@ -186,8 +186,9 @@ std::vector<OptionSpec> build_table() {
   t.push_back(count_option("lanes", "CMT_LANES", Scope::Process, false,
                            "Copy lanes per GPU and direction: copies made at the same time by "
                            "different threads each get one (its own staging buffers; all lanes "
-                           "of a GPU share its copy threads), up to this many (0: 2); the rest "
-                           "wait up to 200 ms for one, then go to CUDA.",
+                           "of a GPU share its copy threads), up to this many (0: 2, or 4 for copies on "
+                           "the legacy default stream, where CUDA runs them one after another); "
+                           "the rest wait up to 200 ms for one, then go to CUDA.",
                            &Config::lanes, 0, 16));
   t.push_back(size_option("threshold", "CMT_THRESHOLD", Scope::Process, true,
                           "Host-to-device copies smaller than this are forwarded to CUDA.",

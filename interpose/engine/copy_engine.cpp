@@ -96,10 +96,14 @@ CopyEngine::CopyEngine(const DriverApi& driver, const Config& config)
 
 CopyEngine::~CopyEngine() = default;
 
-CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, bool wait,
-                                           std::unique_lock<std::mutex>& hold) {
+unsigned CopyEngine::lanes_for(CUstream stream) const {
+  if (config_.lanes) return config_.lanes;
+  return stream == CU_STREAM_LEGACY ? kAutoLanesLegacy : kAutoLanes;
+}
+
+CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, unsigned most,
+                                           bool wait, std::unique_lock<std::mutex>& hold) {
   const auto deadline = std::chrono::steady_clock::now() + kLaneWaitLimit;
-  const unsigned most = config_.lanes ? config_.lanes : kAutoLanes;
   Backoff backoff;
   for (;;) {
     {
@@ -252,7 +256,8 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // by what the engine does on this thread's own streams.
     RelaxedCaptureMode relaxed(driver_);
     std::unique_lock<std::mutex> hold;
-    Lane* acquired = acquire_lane(ctx, request.direction, !request.no_wait, hold);
+    Lane* acquired = acquire_lane(ctx, request.direction, lanes_for(request.stream),
+                                  !request.no_wait, hold);
     if (!acquired) return {0, CUDA_SUCCESS};
     Lane& lane = *acquired;
     r = prepare(lane);

@@ -45,6 +45,10 @@ class CopyEngine {
   // lane. Measured on the H200 (8 threads x 256 MiB both ways, bench/results): 2 lanes each way
   // 79.6 GB/s, 1 lane 62.8, 8 lanes 65.8 (more copies at once, each on fewer threads).
   static constexpr unsigned kAutoLanes = 2;
+  // On the legacy default stream CUDA runs every thread's copies one after another, so a copy
+  // mostly waits for the stream; more lanes let more copies stage meanwhile. Same benchmark on
+  // the legacy stream: 2 lanes 39.2 GB/s, 4 lanes 46.2-46.9, 8 lanes 47.1-47.8 (lab/NOTES.md 34).
+  static constexpr unsigned kAutoLanesLegacy = 4;
 
   // Must be called on the thread that issued the copy, with the stream's context current.
   CopyOutcome copy(const CopyRequest& request) noexcept;
@@ -58,10 +62,12 @@ class CopyEngine {
 
  private:
   // Locks a lane for (ctx, direction) into `hold`: a free one, else a new one while there are
-  // fewer than config.lanes, else the first to come free within 200 ms (`wait` false: none);
-  // nullptr if none did.
-  Lane* acquire_lane(CUcontext ctx, Direction direction, bool wait,
+  // fewer than `most`, else the first to come free within 200 ms (`wait` false: none); nullptr
+  // if none did.
+  Lane* acquire_lane(CUcontext ctx, Direction direction, unsigned most, bool wait,
                      std::unique_lock<std::mutex>& hold);
+  // config.lanes, else kAutoLanes, or kAutoLanesLegacy for a copy on the legacy stream.
+  unsigned lanes_for(CUstream stream) const;
   CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding lane.busy
   // The copy threads of the GPU at `pci`, started with the first lane that needs them: one
   // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once.

@@ -261,6 +261,10 @@ int tune_command(const TuneOptions& o) {
   result.config.d2h_threshold = thresholds.always.d2h;
   result.config.warm_threshold = thresholds.warm.h2d;
   result.config.d2h_warm_threshold = thresholds.warm.d2h;
+  // Lanes matter only when copies overlap: a full search measures concurrent callers; the
+  // instant one leaves the engine's rule.
+  if (o.search != "instant" && !result.interrupted)
+    result.config.lanes = measure_lanes(bench, result.config, &notes);
   result.config.host_copy_threshold = pick_host_copy_threshold(result.config, local_cpus, &notes);
   result.config.host_fill_threshold = pick_host_fill_threshold(result.config, local_cpus, &notes);
   const double search_seconds =
@@ -280,7 +284,7 @@ int tune_command(const TuneOptions& o) {
       "%s search: %.1f s, %d configurations measured; the mix at %.1f GB/s with:\n"
       "  threads %u, chunk_bytes %s, d2h_chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, "
       "threshold %s, d2h_threshold %s, warm_threshold %s, d2h_warm_threshold %s, "
-      "host_copy_threshold %s, host_fill_threshold %s\n",
+      "lanes %u, host_copy_threshold %s, host_fill_threshold %s\n",
       o.search.c_str(), search_seconds, std::max(1, result.evaluated), result.score_gbps,
       result.config.threads, format_byte_size(result.config.chunk_bytes).c_str(),
       format_byte_size(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
@@ -288,7 +292,7 @@ int tune_command(const TuneOptions& o) {
       format_byte_size(result.config.threshold).c_str(),
       format_byte_size(result.config.d2h_threshold).c_str(),
       format_byte_size(result.config.warm_threshold).c_str(),
-      format_byte_size(result.config.d2h_warm_threshold).c_str(),
+      format_byte_size(result.config.d2h_warm_threshold).c_str(), result.config.lanes,
       format_byte_size(result.config.host_copy_threshold).c_str(),
       format_byte_size(result.config.host_fill_threshold).c_str());
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());

@@ -25,6 +25,10 @@ grep -q '^ *\[\[measured.copies\]\]' "$profile" || { echo "FAIL: no measured cop
   { cat "$tmp/out"; echo "FAIL: cmt tune --search full"; exit 1; }
 "$cmt" profile validate "$tmp/full.toml" > /dev/null || { echo "FAIL: full's profile is not valid"; exit 1; }
 grep -q "^search = .full.$" "$tmp/full.toml" || { echo "FAIL: not a full search's profile"; exit 1; }
+# The full search measures lanes with concurrent callers, bytes checked, and writes its pick.
+grep -q "^lanes = [0-9]" "$tmp/full.toml" || { cat "$tmp/full.toml"; echo "FAIL: no lanes"; exit 1; }
+grep -Eq "lanes: 8 callers .* 1 lanes [1-9][0-9.]*; 2 lanes [1-9][0-9.]*; 4 lanes [1-9]" "$tmp/out" ||
+  { cat "$tmp/out"; echo "FAIL: the lanes were not measured"; exit 1; }
 "$cmt" profile export > "$tmp/export.toml" 2>/dev/null && cmp -s "$tmp/export.toml" "$profile" ||
   { echo "FAIL: profile export"; exit 1; }
 # Per GPU: the knobs go under [gpu."BUS"], and `cmt profile show` lists them for that GPU.

@@ -116,7 +116,7 @@ TEST(OptionTable, ScopesMakeTheKnobLists) {
                                       "spin_us", "ramp", "h2d_method", "d2h_method"}));
   EXPECT_EQ(tuned_knobs(),
             (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
-                                      "threshold", "d2h_threshold", "warm_threshold",
+                                      "lanes", "threshold", "d2h_threshold", "warm_threshold",
                                       "d2h_warm_threshold", "h2d_method", "d2h_method",
                                       "host_copy_threshold", "host_fill_threshold"}));
   Config a, b;

@@ -237,6 +237,17 @@ TEST(InstantModel, TheDefaultThreadsStandAgainstNoise) {
   EXPECT_EQ(instant_model(53.6, 54.2, 8, counts, clear_stage, clear_drain, nullptr).threads, 12u);
 }
 
+// Lanes: the engine's rule stands unless another count clearly beats the rule's own count.
+TEST(PickLanes, TheRuleStandsUnlessAnotherCountWinsBy2Percent) {
+  // The H200's own figures for 8 callers both ways (lanes 1, 2, 8: 62.8, 79.6, 65.8 GB/s).
+  EXPECT_EQ(pick_lanes({{1, 62.8}, {2, 79.6}, {4, 70.0}}), 0u);
+  EXPECT_EQ(pick_lanes({{1, 62.8}, {2, 79.6}, {4, 80.5}}), 0u) << "1% is noise";
+  EXPECT_EQ(pick_lanes({{1, 62.8}, {2, 79.6}, {4, 90.0}}), 4u);
+  EXPECT_EQ(pick_lanes({{1, 85.0}, {2, 79.6}, {4, 70.0}}), 1u);
+  EXPECT_EQ(pick_lanes({{1, 85.0}, {2, 0.0}, {4, 90.0}}), 0u) << "the rule's count failed";
+  EXPECT_EQ(pick_lanes({}), 0u);
+}
+
 TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {
   Config config;
   config.threads = 2;

@@ -23,6 +23,8 @@ class CudaSession {
   CudaSession& operator=(const CudaSession&) = delete;
 
   const DriverApi& driver() const { return *api_; }
+  // The GPU's primary context: another thread makes it current before it copies.
+  CUcontext context() const { return ctx_; }
   CUdeviceptr device_buffer() const { return dev_; }
   std::size_t device_bytes() const { return dev_bytes_; }
   const std::string& name() const { return name_; }

@@ -3,11 +3,13 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <sstream>
 #include <thread>
 
@@ -176,7 +178,8 @@ Rate CopyBench::cuda_pinned(const CopyCase& c, int reps) {
 }
 
 CopyEngine& CopyBench::engine_for(const Config& config) {
-  if (!engine_ || !same_lane_knobs(engine_config_, config)) {
+  if (!engine_ || !same_lane_knobs(engine_config_, config) ||
+      engine_config_.lanes != config.lanes) {
     engine_.reset();  // its staging memory and threads go before the next one's arrive
     engine_config_ = config;
     engine_ = std::make_unique<CopyEngine>(session_.driver(), config);
@@ -219,6 +222,68 @@ Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps,
     ++wrong_;
   }
   return r;
+}
+
+double CopyBench::cmt_concurrent(const Config& config, unsigned callers, std::size_t bytes,
+                                 int reps) {
+  if (!pageable_ || !pageable_out_ || !pinned_ || !check_ || callers < 2 ||
+      bytes * callers > largest_ || bytes * callers > session_.device_bytes())
+    return 0;
+  CopyEngine& engine = engine_for(config);
+  const DriverApi& api = session_.driver();
+  const CUdeviceptr dev = session_.device_buffer();
+  // Slice i of every buffer is caller i's; the device-to-host callers' slices start with known
+  // bytes.
+  for (unsigned i = 1; i < callers; i += 2)
+    if (session_.cuda_htod(dev + i * bytes, static_cast<char*>(pinned_) + i * bytes, bytes) !=
+        CUDA_SUCCESS)
+      return 0;
+  std::memset(pageable_out_, 0, bytes * callers);
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<int> failed{0};
+  std::vector<std::chrono::steady_clock::time_point> ends(callers);
+  std::vector<std::thread> threads;
+  for (unsigned i = 0; i < callers; ++i)
+    threads.emplace_back([&, i] {
+      CopyRequest req;
+      req.direction = i % 2 == 0 ? Direction::HostToDevice : Direction::DeviceToHost;
+      req.host = (i % 2 == 0 ? pageable_ : pageable_out_) + i * bytes;
+      req.device = dev + i * bytes;
+      req.bytes = bytes;
+      req.stream = CU_STREAM_PER_THREAD;
+      req.synchronous = true;
+      const bool current = api.ctx_set_current(session_.context()) == CUDA_SUCCESS;
+      ++ready;
+      while (!go.load()) std::this_thread::yield();
+      for (int r = 0; r < reps && current; ++r)
+        if (engine.copy(req).bytes_done != bytes ||
+            api.stream_synchronize(CU_STREAM_PER_THREAD) != CUDA_SUCCESS) {
+          ++failed;
+          break;
+        }
+      if (!current) ++failed;
+      ends[i] = std::chrono::steady_clock::now();
+    });
+  while (ready.load() < callers) std::this_thread::yield();
+  const auto start = std::chrono::steady_clock::now();
+  go = true;
+  for (auto& t : threads) t.join();
+  const auto last = *std::max_element(ends.begin(), ends.end());
+  // Every caller's bytes are checked (host to device: read back through pinned memory).
+  for (unsigned i = 0; i < callers; ++i) {
+    const char* want = pageable_ + i * bytes;
+    if (i % 2 == 0) {
+      if (session_.cuda_dtoh(check_, dev + i * bytes, bytes) != CUDA_SUCCESS ||
+          std::memcmp(check_, want, bytes) != 0)
+        ++wrong_;
+    } else if (std::memcmp(pageable_out_ + i * bytes, want, bytes) != 0) {
+      ++wrong_;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(last - start).count();
+  if (failed.load() || seconds <= 0) return 0;
+  return static_cast<double>(bytes) * callers * reps / seconds / 1e9;
 }
 
 double CopyBench::cmt_score(const Config& config, const CopyMix& mix, int reps) {
@@ -601,6 +666,51 @@ PickedThresholds pick_thresholds(CopyBench& bench, const Config& config,
                      format_byte_size(out.warm.d2h));
   }
   return out;
+}
+
+unsigned pick_lanes(const std::vector<std::pair<unsigned, double>>& measured) {
+  double auto_rate = 0;
+  for (const auto& m : measured)
+    if (m.first == CopyEngine::kAutoLanes) auto_rate = m.second;
+  unsigned best = 0;
+  double best_rate = auto_rate * 1.02;
+  for (const auto& m : measured)
+    if (m.first != CopyEngine::kAutoLanes && m.second > best_rate) {
+      best = m.first;
+      best_rate = m.second;
+    }
+  return auto_rate > 0 ? best : 0;  // without the rule's own figure, keep the rule
+}
+
+unsigned measure_lanes(CopyBench& bench, const Config& config, std::vector<std::string>* notes) {
+  constexpr unsigned kCallers = 8;
+  const unsigned candidates[] = {1, 2, 4};
+  const std::size_t bytes = std::min<std::size_t>(64 * kMiB, bench.largest() / kCallers / 4096 * 4096);
+  std::vector<std::vector<double>> rates(std::size(candidates));
+  for (int round = 0; round < 3; ++round)
+    for (std::size_t k = 0; k < std::size(candidates); ++k) {
+      Config c = config;
+      c.lanes = candidates[(k + round) % std::size(candidates)];  // rotate which goes first
+      rates[(k + round) % std::size(candidates)].push_back(
+          bench.cmt_concurrent(c, kCallers, bytes, 4));
+    }
+  std::vector<std::pair<unsigned, double>> measured;
+  std::string line = "lanes: 8 callers x " + format_byte_size(bytes) +
+                     ", half each way, own streams, GB/s at";
+  for (std::size_t k = 0; k < std::size(candidates); ++k) {
+    std::sort(rates[k].begin(), rates[k].end());
+    const double median = rates[k][rates[k].size() / 2];
+    measured.emplace_back(candidates[k], median);
+    char buf[48];
+    std::snprintf(buf, sizeof(buf), " %u lanes %.1f;", candidates[k], median);
+    line += buf;
+  }
+  const unsigned picked = pick_lanes(measured);
+  if (notes)
+    notes->push_back(line + (picked ? " -> " + std::to_string(picked)
+                                    : std::string(" -> the engine's rule (0: 2, 4 on the legacy "
+                                                  "stream)")));
+  return picked;
 }
 
 namespace {

@@ -73,8 +73,15 @@ class CopyBench {
   static std::chrono::microseconds idle_warm(const Config& config) {
     return std::chrono::microseconds(config.spin_us / 4);
   }
+  // `callers` threads at once, half copying host to device and half device to host, each its own
+  // `bytes` of the buffers and its own stream (the per-thread default stream), `reps` copies back
+  // to back after a common start: all bytes over the span from the start to the last end, in
+  // GB/s (0 if a copy was not the engine's). The shape where lanes matter.
+  double cmt_concurrent(const Config& config, unsigned callers, std::size_t bytes, int reps);
   // The mix's effective rate: total bytes over total time, weights as byte shares.
   double cmt_score(const Config& config, const CopyMix& mix, int reps);
+  // The size of each of its buffers: the largest copy it can time.
+  std::size_t largest() const { return largest_; }
   // False if any copy through the engine gave a wrong byte (each one is checked).
   bool bytes_ok() const { return wrong_ == 0; }
 
@@ -142,6 +149,14 @@ struct PickedThresholds {
 };
 PickedThresholds pick_thresholds(CopyBench& bench, const Config& config,
                                  std::vector<std::string>* notes);
+
+// Lanes per direction for copies on streams of their own: `measured` holds (lanes, GB/s) for
+// concurrent callers (CopyBench::cmt_concurrent). 0 (the engine's own rule: kAutoLanes, and
+// kAutoLanesLegacy on the legacy stream) unless another count beats kAutoLanes' rate by 2%.
+unsigned pick_lanes(const std::vector<std::pair<unsigned, double>>& measured);
+// Measures lanes 1, 2 and 4 with 8 callers x 64 MiB (less if the bench's buffers are smaller),
+// three alternating rounds, and picks by pick_lanes; a line for `notes`.
+unsigned measure_lanes(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
 
 // The host leg's threshold: from the largest size down, the smallest at which memcpy on a host
 // copier of `config` (threads on `cpus`) beats one thread's libc memcpy by 20%, measured between

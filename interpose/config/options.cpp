@@ -183,7 +183,7 @@ std::vector<OptionSpec> build_table() {
                            "and 48 MiB for device-to-host ones); all rings together stay under an "
                            "eighth of the machine's memory, and a lane past that forwards.",
                            &Config::slots, 2, 1024));
-  t.push_back(count_option("lanes", "CMT_LANES", Scope::Process, false,
+  t.push_back(count_option("lanes", "CMT_LANES", Scope::Process, true,
                            "Copy lanes per GPU and direction: copies made at the same time by "
                            "different threads each get one (its own staging buffers; all lanes "
                            "of a GPU share its copy threads), up to this many (0: 2, or 4 for copies on "

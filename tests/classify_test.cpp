@@ -69,7 +69,7 @@ TEST(Classify, ForwardsEverythingElseWithItsReason) {
   EXPECT_EQ(why(d, pinned, kMiB, kHostToDevice), ForwardReason::PinnedOrManaged);
   EXPECT_EQ(why(pinned, d, kMiB, kDefault), ForwardReason::PinnedOrManaged);
   EXPECT_EQ(why(d2, d, kMiB, kDeviceToDevice), ForwardReason::KindNotHandled);
-  EXPECT_EQ(why(d2, d, kMiB, kDefault), ForwardReason::NotPageableToDevice);
+  EXPECT_EQ(why(d2, d, kMiB, kDefault), ForwardReason::DeviceToDevice);  // the peer path's
   EXPECT_EQ(why(host2.data(), host.data(), kMiB, kHostToHost), ForwardReason::KindNotHandled);
   EXPECT_EQ(why(host2.data(), host.data(), kMiB, kDefault), ForwardReason::NotPageableToDevice);
   // The kind says H2D but the pointers say D2H: CUDA decides, not cmt.

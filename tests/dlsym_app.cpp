@@ -64,12 +64,13 @@ int main(int argc, char** argv) {
   }
   // Entry points cmt does not hook, the legacy 32-bit cuMemcpyHtoD among them: libcuda's own.
   for (const char* name : {"cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyHtoDAsync", "cuMemAlloc_v2",
-                           "cuMemcpy2D_v2", "cuMemcpyPeer", "cuInit"})
+                           "cuMemcpy2D_v2", "cuMemcpy3DPeer", "cuInit"})
     std::printf("%s: %s\n", name, owner(dlsym(cuda, name)));
   // Entry points cmt hooks.
   for (const char* name : {"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2_ptds", "cuMemcpyHtoDAsync_v2_ptsz",
                            "cuMemcpyDtoHAsync_v2", "cuMemcpy", "cuMemcpyAsync_ptsz",
-                           "cuGetProcAddress", "cuGetProcAddress_v2"})
+                           "cuMemcpyDtoD_v2", "cuMemcpyPeerAsync", "cuGetProcAddress",
+                           "cuGetProcAddress_v2"})
     std::printf("hooked: %s: %s\n", name, owner(dlsym(cuda, name)));
   // Calls through what dlsym returned give libcuda's own result (the stub's error).
   std::vector<char> host(8 << 20, 1);

@@ -67,12 +67,30 @@ class FakeStream {
 namespace {
 
 FakeDriver* g_fake = nullptr;
-CUcontext const kCtx = reinterpret_cast<CUcontext>(0xC0);
+constexpr std::uintptr_t kCtxBase = 0xC0;
+CUcontext const kCtx = reinterpret_cast<CUcontext>(kCtxBase);  // device 0's
+thread_local CUcontext t_current = kCtx;
+
+int device_of(CUcontext c) {
+  return static_cast<int>(reinterpret_cast<std::uintptr_t>(c) - kCtxBase);
+}
+CUcontext current() {
+  return g_fake->faults.no_context ? nullptr : t_current;
+}
 
 struct FakeEvent {
   std::atomic<long> recorded{0}, completed{0};
   std::atomic<long> failing_gen{-1};  // queries fail while this record is the latest
+  CUcontext ctx = nullptr;
 };
+
+// The context a stream handle belongs to: the current one for the default-stream handles.
+CUcontext context_of_stream(CUstream s) {
+  if (s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) return current();
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  auto it = g_fake->stream_context.find(reinterpret_cast<FakeStream*>(s));
+  return it == g_fake->stream_context.end() ? kCtx : it->second;
+}
 
 bool lookup(const std::map<std::uintptr_t, std::size_t>& ranges, std::uintptr_t p,
             std::uintptr_t* base, std::size_t* size) {
@@ -86,15 +104,40 @@ bool lookup(const std::map<std::uintptr_t, std::size_t>& ranges, std::uintptr_t 
 }
 
 CUresult ctx_get_current(CUcontext* c) {
-  *c = g_fake->faults.no_context ? nullptr : kCtx;
+  *c = current();
+  return CUDA_SUCCESS;
+}
+CUresult ctx_set_current(CUcontext c) {
+  if (c && (device_of(c) < 0 || device_of(c) >= g_fake->devices)) return CUDA_ERROR_INVALID_CONTEXT;
+  t_current = c ? c : kCtx;
   return CUDA_SUCCESS;
 }
 CUresult ctx_get_device(CUdevice* d) {
-  *d = 0;
+  if (!current()) return CUDA_ERROR_INVALID_CONTEXT;
+  *d = device_of(current());
   return CUDA_SUCCESS;
 }
-CUresult stream_get_ctx(CUstream, CUcontext* c) {
-  *c = kCtx;
+CUresult stream_get_ctx(CUstream s, CUcontext* c) {
+  *c = context_of_stream(s);
+  return CUDA_SUCCESS;
+}
+CUresult device_get(CUdevice* d, int ordinal) {
+  if (ordinal < 0 || ordinal >= g_fake->devices) return CUDA_ERROR_INVALID_DEVICE;
+  *d = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult primary_ctx_get_state(CUdevice d, unsigned* flags, int* active) {
+  if (d < 0 || d >= g_fake->devices) return CUDA_ERROR_INVALID_DEVICE;
+  *flags = 0;
+  *active = 1;
+  return CUDA_SUCCESS;
+}
+CUresult primary_ctx_retain(CUcontext* c, CUdevice d) {
+  if (d < 0 || d >= g_fake->devices) return CUDA_ERROR_INVALID_DEVICE;
+  *c = fake_context(d);
+  return CUDA_SUCCESS;
+}
+CUresult primary_ctx_release(CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult stream_is_capturing(CUstream, CUstreamCaptureStatus* s) {
@@ -129,6 +172,8 @@ CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** d
   std::size_t size;
   bool device = lookup(g_fake->device_ranges, ptr, &base, &size);
   bool host = !device && lookup(g_fake->host_ranges, ptr, &base, &size);
+  const int owner = device ? g_fake->device_owner[base] : 0;
+  const int viewer = current() ? device_of(current()) : -1;
   for (unsigned i = 0; i < n; ++i) {
     switch (attrs[i]) {
       case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
@@ -140,7 +185,17 @@ CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** d
         *static_cast<unsigned*>(data[i]) = 0;
         break;
       case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *static_cast<int*>(data[i]) = device || host ? 0 : -2;
+        *static_cast<int*>(data[i]) = device ? owner : host ? 0 : -2;
+        break;
+      case CU_POINTER_ATTRIBUTE_CONTEXT:
+        *static_cast<CUcontext*>(data[i]) = device ? fake_context(owner) : nullptr;
+        break;
+      case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
+        *static_cast<unsigned*>(data[i]) =
+            host || viewer == owner || (viewer >= 0 && g_fake->peer_access[viewer][owner])
+                ? unsigned{CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE}
+                : unsigned{CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE};
         break;
       default:
         return CUDA_ERROR_INVALID_VALUE;
@@ -175,6 +230,8 @@ CUresult mem_host_unregister(void* p) {
 
 CUresult enqueue_dma(CUstream s, void* dst, const void* src, size_t n) {
   unsafe_call();
+  // Stricter than CUDA may be: a copy is enqueued with its stream's context current.
+  if (context_of_stream(s) != current()) return CUDA_ERROR_INVALID_CONTEXT;
   long i = g_fake->dma_count.fetch_add(1);
   if (i == g_fake->faults.dma_fail_at) return g_fake->faults.dma_fail_code;
   g_fake->stream_for(s)->enqueue([dst, src, n] {
@@ -193,7 +250,9 @@ CUresult memcpy_dtoh_async(void* dst, CUdeviceptr src, size_t n, CUstream s) {
 CUresult event_create(CUevent* e, unsigned) {
   unsafe_call();
   if (g_fake->faults.event_create != CUDA_SUCCESS) return g_fake->faults.event_create;
-  *e = reinterpret_cast<CUevent>(new FakeEvent());
+  auto* ev = new FakeEvent();
+  ev->ctx = current();
+  *e = reinterpret_cast<CUevent>(ev);
   return CUDA_SUCCESS;
 }
 CUresult event_record(CUevent e, CUstream s) {
@@ -201,6 +260,7 @@ CUresult event_record(CUevent e, CUstream s) {
   long i = g_fake->record_count.fetch_add(1);
   if (i == g_fake->faults.record_fail_at) return CUDA_ERROR_INVALID_HANDLE;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
+  if (ev->ctx != context_of_stream(s)) return CUDA_ERROR_INVALID_HANDLE;  // as CUDA
   long gen = ev->recorded.fetch_add(1) + 1;
   if (i == g_fake->faults.query_fail_record) ev->failing_gen.store(gen);
   g_fake->stream_for(s)->enqueue([ev, gen] {
@@ -220,6 +280,26 @@ CUresult event_query(CUevent e) {
   if (ev->recorded.load() == ev->failing_gen.load()) return g_fake->faults.query_fail_code;
   return ev->completed.load() >= ev->recorded.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
+// The stream's later work waits until the event's latest record (at the time of this call) ran.
+CUresult stream_wait_event(CUstream s, CUevent e, unsigned) {
+  unsafe_call();
+  g_fake->waits.fetch_add(1);
+  auto* ev = reinterpret_cast<FakeEvent*>(e);
+  const long gen = ev->recorded.load();
+  g_fake->stream_for(s)->enqueue([ev, gen] {
+    while (ev->completed.load() < gen) std::this_thread::sleep_for(std::chrono::microseconds(2));
+  });
+  return CUDA_SUCCESS;
+}
+CUresult stream_create(CUstream* s, unsigned) {
+  unsafe_call();
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  g_fake->streams.push_back(std::make_unique<FakeStream>(g_fake->max_delay_us));
+  FakeStream* fs = g_fake->streams.back().get();
+  g_fake->stream_context[fs] = current();
+  *s = reinterpret_cast<CUstream>(fs);
+  return CUDA_SUCCESS;
+}
 CUresult event_destroy(CUevent e) {
   delete reinterpret_cast<FakeEvent*>(e);
   return CUDA_SUCCESS;
@@ -231,21 +311,47 @@ CUresult device_get_pci_bus_id(char* out, int len, CUdevice) {
   return CUDA_SUCCESS;
 }
 
-const DriverApi kApi = {
-    ctx_get_current,        ctx_get_device,        stream_get_ctx,
-    stream_is_capturing,    stream_synchronize,    exchange_capture_mode,
-    pointer_get_attributes, mem_get_address_range, mem_host_register,
-    mem_host_unregister,    memcpy_htod_async,     memcpy_dtoh_async,
-    event_create,           event_record,          event_query,
-    event_destroy,          device_get_pci_bus_id,
-};
+DriverApi make_api() {
+  DriverApi a;
+  a.ctx_get_current = ctx_get_current;
+  a.ctx_get_device = ctx_get_device;
+  a.stream_get_ctx = stream_get_ctx;
+  a.stream_is_capturing = stream_is_capturing;
+  a.stream_synchronize = stream_synchronize;
+  a.thread_exchange_capture_mode = exchange_capture_mode;
+  a.pointer_get_attributes = pointer_get_attributes;
+  a.mem_get_address_range = mem_get_address_range;
+  a.mem_host_register = mem_host_register;
+  a.mem_host_unregister = mem_host_unregister;
+  a.memcpy_htod_async = memcpy_htod_async;
+  a.memcpy_dtoh_async = memcpy_dtoh_async;
+  a.event_create = event_create;
+  a.event_record = event_record;
+  a.event_query = event_query;
+  a.event_destroy = event_destroy;
+  a.device_get_pci_bus_id = device_get_pci_bus_id;
+  a.ctx_set_current = ctx_set_current;
+  a.stream_create = stream_create;
+  a.stream_wait_event = stream_wait_event;
+  a.device_get = device_get;
+  a.primary_ctx_get_state = primary_ctx_get_state;
+  a.primary_ctx_retain = primary_ctx_retain;
+  a.primary_ctx_release = primary_ctx_release;
+  return a;
+}
+const DriverApi kApi = make_api();
 
 }  // namespace
+
+CUcontext fake_context(int device) {
+  return reinterpret_cast<CUcontext>(kCtxBase + static_cast<std::uintptr_t>(device));
+}
 
 FakeDriver::FakeDriver(int max_delay) : max_delay_us(max_delay) {
   g_fake = this;
   streams.push_back(std::make_unique<FakeStream>(max_delay_us));
   legacy = streams.back().get();
+  legacy_of[kCtx] = legacy;
 }
 
 FakeDriver::~FakeDriver() {
@@ -258,11 +364,12 @@ const DriverApi& FakeDriver::api() const {
   return kApi;
 }
 
-CUdeviceptr FakeDriver::alloc_device(std::size_t bytes) {
+CUdeviceptr FakeDriver::alloc_device(std::size_t bytes, int device) {
   std::lock_guard<std::mutex> lk(mu);
   device_memory.emplace_back(new char[bytes + 1]);
   auto p = reinterpret_cast<std::uintptr_t>(device_memory.back().get());
   device_ranges[p] = bytes;
+  device_owner[p] = device;
   return p;
 }
 
@@ -281,10 +388,20 @@ CUstream FakeDriver::create_stream() {
 }
 
 FakeStream* FakeDriver::stream_for(CUstream handle) {
-  if (handle == nullptr || handle == CU_STREAM_LEGACY) return legacy;
+  if (handle == nullptr || handle == CU_STREAM_LEGACY) {
+    const CUcontext ctx = t_current;
+    if (ctx == kCtx) return legacy;
+    std::lock_guard<std::mutex> lk(mu);
+    FakeStream*& s = legacy_of[ctx];
+    if (!s) {
+      streams.push_back(std::make_unique<FakeStream>(max_delay_us));
+      s = streams.back().get();
+    }
+    return s;
+  }
   if (handle == CU_STREAM_PER_THREAD) {
     std::lock_guard<std::mutex> lk(mu);
-    FakeStream*& s = per_thread[std::this_thread::get_id()];
+    FakeStream*& s = per_thread[{std::this_thread::get_id(), t_current}];
     if (!s) {
       streams.push_back(std::make_unique<FakeStream>(max_delay_us));
       s = streams.back().get();

@@ -1,7 +1,11 @@
 // A fake CUDA driver for CPU tests: host memory stands in for device memory, and each stream is a
-// thread that runs its queue of DMAs and event records later, after random delays, so completion
-// runs out of step with submission as on a real copy engine. DMAs read their source when they
-// run, so a staging buffer reused too early shows up as wrong bytes. Faults can be injected.
+// thread that runs its queue of DMAs, event records and event waits later, after random delays,
+// so completion runs out of step with submission as on a real copy engine. DMAs read their source
+// when they run, so a staging buffer reused too early shows up as wrong bytes. Faults can be
+// injected. It has `devices` GPUs, each with one (primary) context, current per thread (device 0's
+// by default); a stream or event belongs to the context current when it was made, and recording
+// an event on another context's stream fails, as in CUDA. No GPU reaches another's memory unless
+// the test says so (peer_access).
 #pragma once
 
 #include <atomic>
@@ -40,6 +44,9 @@ struct Faults {
 
 class FakeStream;
 
+// The context of fake device `device`.
+CUcontext fake_context(int device);
+
 class FakeDriver {
  public:
   // Installs this fake as the one the DriverApi table talks to; one at a time.
@@ -48,7 +55,7 @@ class FakeDriver {
 
   const DriverApi& api() const;
 
-  CUdeviceptr alloc_device(std::size_t bytes);
+  CUdeviceptr alloc_device(std::size_t bytes, int device = 0);
   void* alloc_pinned(std::size_t bytes);  // like cuMemHostAlloc: known to the driver as host
   CUstream create_stream();
   void synchronize_all();
@@ -57,6 +64,9 @@ class FakeDriver {
   void run_copy(CUstream stream, void* dst, const void* src, std::size_t n, bool sync);
 
   Faults faults;
+  int devices = 1;
+  bool peer_access[4][4] = {};  // [from][to]: GPU `from` may reach GPU `to`'s memory
+  std::atomic<long> waits{0};   // cuStreamWaitEvent calls
   std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported
   std::atomic<long> dma_count{0}, query_count{0}, record_count{0}, register_count{0};
   std::atomic<long> pointer_queries{0};  // cuPointerGetAttributes calls
@@ -68,10 +78,13 @@ class FakeDriver {
   FakeStream* stream_for(CUstream handle);
   std::mutex mu;
   std::map<std::uintptr_t, std::size_t> device_ranges, host_ranges;
+  std::map<std::uintptr_t, int> device_owner;     // device allocation -> its GPU
+  std::map<FakeStream*, CUcontext> stream_context;  // streams made by cuStreamCreate
   std::vector<std::unique_ptr<char[]>> device_memory;
   std::vector<std::unique_ptr<FakeStream>> streams;
-  std::map<std::thread::id, FakeStream*> per_thread;
-  FakeStream* legacy = nullptr;
+  std::map<std::pair<std::thread::id, CUcontext>, FakeStream*> per_thread;
+  std::map<CUcontext, FakeStream*> legacy_of;  // each context's legacy default stream
+  FakeStream* legacy = nullptr;                // device 0's
 };
 
 }  // namespace cmt::fake

@@ -83,9 +83,7 @@ CMT_FAKE_EXPORT CUresult cuInit(unsigned) {
   return CUDA_SUCCESS;
 }
 CMT_FAKE_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
-  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
-  *d = 0;
-  return CUDA_SUCCESS;
+  return fake().api().device_get(d, ordinal);
 }
 CMT_FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice) {
   std::snprintf(name, static_cast<std::size_t>(len), "cmt fake GPU");
@@ -95,11 +93,13 @@ CMT_FAKE_EXPORT CUresult cuGetErrorName(CUresult r, const char** name) {
   *name = r == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
   return CUDA_SUCCESS;
 }
-CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice) {
-  return fake().api().ctx_get_current(c);
+CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
+  return fake().api().primary_ctx_retain(c, d);
 }
-CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice) { return CUDA_SUCCESS; }
-CMT_FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext) { return CUDA_SUCCESS; }
+CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
+  return fake().api().primary_ctx_release(d);
+}
+CMT_FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) { return fake().api().ctx_set_current(c); }
 CMT_FAKE_EXPORT CUresult cuCtxSynchronize() {
   fake().synchronize_all();
   return CUDA_SUCCESS;
@@ -115,9 +115,8 @@ CMT_FAKE_EXPORT CUresult cuMemAllocHost(void** p, size_t n) {
 }
 CMT_FAKE_EXPORT CUresult cuMemHostAlloc(void** p, size_t n, unsigned) { return cuMemAllocHost(p, n); }
 CMT_FAKE_EXPORT CUresult cuMemFreeHost(void*) { return CUDA_SUCCESS; }
-CMT_FAKE_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned) {
-  *s = fake().create_stream();
-  return CUDA_SUCCESS;
+CMT_FAKE_EXPORT CUresult cuStreamCreate(CUstream* s, unsigned flags) {
+  return fake().api().stream_create(s, flags);
 }
 CMT_FAKE_EXPORT CUresult cuStreamSynchronize(CUstream s) { return fake().api().stream_synchronize(s); }
 
@@ -149,11 +148,7 @@ CMT_FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int
   // The entries the engine tests' table leaves out, from this library's exports.
   api.error_name = cuGetErrorName;
   api.init = cuInit;
-  api.device_get = cuDeviceGet;
   api.device_get_name = cuDeviceGetName;
-  api.primary_ctx_retain = cuDevicePrimaryCtxRetain;
-  api.primary_ctx_release = cuDevicePrimaryCtxRelease;
-  api.ctx_set_current = cuCtxSetCurrent;
   api.ctx_synchronize = cuCtxSynchronize;
   api.mem_alloc = cuMemAlloc;
   api.mem_free = cuMemFree;

@@ -257,6 +257,16 @@ std::vector<OptionSpec> build_table() {
                           "memset calls smaller than this go straight to libc; cmt tune sets it "
                           "where the copy threads fill new memory 20% faster than one thread.",
                           &Config::host_fill_threshold, 1u << 20, std::size_t{1} << 40));
+  t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
+                          "Copies between two GPUs that have no peer access (none possible, or "
+                          "none enabled) go through a pinned ring in the host, the source GPU's "
+                          "device-to-host DMA of one piece overlapping the destination's "
+                          "host-to-device DMA of the one before; 0 leaves them to CUDA. Where peer "
+                          "access is enabled they are always CUDA's.",
+                          &Config::peer));
+  t.push_back(size_option("peer_threshold", "CMT_PEER_THRESHOLD", Scope::Process, false,
+                          "GPU-to-GPU copies smaller than this are forwarded to CUDA.",
+                          &Config::peer_threshold, 0, std::size_t{1} << 40));
   t.push_back({"log", "CMT_LOG", Scope::Process, false, ValueKind::Choice,
                "Log level, to stderr with the prefix [cmt]: off, error, warn, info, or debug "
                "(traces every copy, and makes host-to-device copies wait for their DMAs to log "

@@ -41,6 +41,8 @@ struct Config {
   std::size_t host_copy_threshold = 4u << 20;  // smaller memcpy/memmove calls go to libc
   HostFill host_fill = HostFill::Fresh;        // which memset calls cmt's threads run
   std::size_t host_fill_threshold = 8u << 20;  // smaller memset calls go to libc
+  bool peer = true;                            // GPU-to-GPU copies without peer access via the host
+  std::size_t peer_threshold = 256u << 10;     // smaller GPU-to-GPU copies are forwarded
   std::string log_level = "warn";
   // Environment only: where output goes and which files are read never come from a profile.
   std::string stats_file;                  // JSON summary written when the process ends

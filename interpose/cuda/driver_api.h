@@ -30,14 +30,18 @@
   X(cuEventQuery, event_query, CUevent)                                                     \
   X(cuEventDestroy, event_destroy, CUevent)                                                 \
   X(cuDeviceGetPCIBusId, device_get_pci_bus_id, char*, int, CUdevice)                       \
+  /* GPU-to-GPU copies through the host (engine/peer_copier.h) */                           \
+  X(cuCtxSetCurrent, ctx_set_current, CUcontext)                                            \
+  X(cuStreamCreate, stream_create, CUstream*, unsigned)                                     \
+  X(cuStreamWaitEvent, stream_wait_event, CUstream, CUevent, unsigned)                      \
+  X(cuDeviceGet, device_get, CUdevice*, int)                                                \
+  X(cuDevicePrimaryCtxGetState, primary_ctx_get_state, CUdevice, unsigned*, int*)           \
+  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUcontext*, CUdevice)                     \
+  X(cuDevicePrimaryCtxRelease, primary_ctx_release, CUdevice)                               \
   X(cuGetErrorName, error_name, CUresult, const char**)                                     \
   /* the tuner: open a GPU, allocate, and time CUDA's own copies */                         \
   X(cuInit, init, unsigned)                                                                 \
-  X(cuDeviceGet, device_get, CUdevice*, int)                                                \
   X(cuDeviceGetName, device_get_name, char*, int, CUdevice)                                 \
-  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUcontext*, CUdevice)                     \
-  X(cuDevicePrimaryCtxRelease, primary_ctx_release, CUdevice)                               \
-  X(cuCtxSetCurrent, ctx_set_current, CUcontext)                                            \
   X(cuCtxSynchronize, ctx_synchronize, void)                                                \
   X(cuMemAlloc, mem_alloc, CUdeviceptr*, size_t)                                            \
   X(cuMemFree, mem_free, CUdeviceptr)                                                       \
@@ -74,6 +78,28 @@ class RelaxedCaptureMode {
   const DriverApi& driver_;
   CUstreamCaptureMode mode_ = CU_STREAM_CAPTURE_MODE_RELAXED;
   bool ok_ = false;
+};
+
+// While it lives, `ctx` is the calling thread's current context; the one before is restored.
+// `ok()` says whether the switch happened. Never throws.
+class ScopedContext {
+ public:
+  ScopedContext(const DriverApi& driver, CUcontext ctx) : driver_(driver) {
+    if (driver_.ctx_get_current(&saved_) != CUDA_SUCCESS) return;
+    ok_ = saved_ == ctx || driver_.ctx_set_current(ctx) == CUDA_SUCCESS;
+    switched_ = ok_ && saved_ != ctx;
+  }
+  ~ScopedContext() {
+    if (switched_) driver_.ctx_set_current(saved_);
+  }
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  const DriverApi& driver_;
+  CUcontext saved_ = nullptr;
+  bool ok_ = false, switched_ = false;
 };
 
 // The real driver, loaded on first call; nullptr if libcuda.so.1 or any entry is missing (then

@@ -159,6 +159,64 @@ CUresult UnifiedAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream strea
                                             });
 }
 
+// cuMemcpyDtoD: device to device, on one GPU (forwarded) or two (through the host if they have no
+// peer access).
+using DtoDFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t);
+using DtoDAsyncFn = CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+
+template <Driver H>
+CUresult DtoD(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return take_or_forward<H, DtoDFn>(
+      as_pointer(dst), as_pointer(src), n, kDeviceToDevice, nullptr, true,
+      [&](DtoDFn real, std::size_t done) { return real(dst + done, src + done, n - done); });
+}
+
+template <Driver H>
+CUresult DtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream) {
+  return take_or_forward<H, DtoDAsyncFn>(as_pointer(dst), as_pointer(src), n, kDeviceToDevice,
+                                         stream, false, [&](DtoDAsyncFn real, std::size_t done) {
+                                           return real(dst + done, src + done, n - done, stream);
+                                         });
+}
+
+// cuMemcpyPeer(Async): between two named contexts.
+using PeerFn = CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t);
+using PeerAsyncFn = CUresult (*)(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream);
+
+template <Driver H>
+std::size_t offer_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                       size_t n, CUstream stream, bool synchronous) {
+  if (RuntimeHookScope::active()) return 0;  // cudaMemcpyPeer's hook offered it already
+  PeerCall call;
+  call.dst = dst;
+  call.src = src;
+  call.dst_ctx = dst_ctx;
+  call.src_ctx = src_ctx;
+  call.bytes = n;
+  call.stream = explicit_stream<H>(stream);
+  call.synchronous = synchronous;
+  return Interposer::offer_peer_copy(call, Entry::Driver);
+}
+
+template <Driver H>
+CUresult Peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n) {
+  auto real = reinterpret_cast<PeerFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  std::size_t done = offer_peer<H>(dst, dst_ctx, src, src_ctx, n, nullptr, true);
+  if (done == n && n != 0) return CUDA_SUCCESS;
+  return real(dst + done, dst_ctx, src + done, src_ctx, n - done);
+}
+
+template <Driver H>
+CUresult PeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
+                   size_t n, CUstream stream) {
+  auto real = reinterpret_cast<PeerAsyncFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  std::size_t done = offer_peer<H>(dst, dst_ctx, src, src_ctx, n, stream, false);
+  if (done == n && n != 0) return CUDA_SUCCESS;
+  return real(dst + done, dst_ctx, src + done, src_ctx, n - done, stream);
+}
+
 // ---- CUDA host memory: the real call, then what it handed out or took back is reported -------
 // A runtime hook on this thread has reported it already (cudart's own driver call).
 
@@ -326,6 +384,17 @@ void* driver_hook_for_symbol(const char* name, void* found) {
 #define CMT_SHAPE_Unified CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n)
 #define CMT_SHAPE_UnifiedAsync \
   CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
+#define CMT_SHAPE_DtoD CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n)
+#define CMT_SHAPE_DtoDAsync \
+  CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
+#define CMT_SHAPE_Peer                                                                  \
+  CUresult, (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n), \
+      (dst, dst_ctx, src, src_ctx, n)
+#define CMT_SHAPE_PeerAsync                                                          \
+  CUresult,                                                                          \
+      (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n, \
+       CUstream s),                                                                  \
+      (dst, dst_ctx, src, src_ctx, n, s)
 #define CMT_SHAPE_GetProcAddress                                             \
   CUresult, (const char* symbol, void** pfn, int version, cuuint64_t flags), \
       (symbol, pfn, version, flags)

@@ -17,6 +17,8 @@
   X(cudaMemcpy_ptds, RuntimeCopy, 1)          \
   X(cudaMemcpyAsync, RuntimeCopyAsync, 0)     \
   X(cudaMemcpyAsync_ptsz, RuntimeCopyAsync, 1) \
+  X(cudaMemcpyPeer, RuntimePeer, 0)           \
+  X(cudaMemcpyPeerAsync, RuntimePeerAsync, 0) \
   CMT_RUNTIME_HOST_MEMORY_HOOKS(X)
 
 /* The runtime's CUDA host memory: recorded when handed out or registered, forgotten when freed,
@@ -45,6 +47,14 @@
   X(cuMemcpy_ptds, Unified, 1)               \
   X(cuMemcpyAsync, UnifiedAsync, 0)          \
   X(cuMemcpyAsync_ptsz, UnifiedAsync, 1)     \
+  X(cuMemcpyDtoD_v2, DtoD, 0)                \
+  X(cuMemcpyDtoD_v2_ptds, DtoD, 1)           \
+  X(cuMemcpyDtoDAsync_v2, DtoDAsync, 0)      \
+  X(cuMemcpyDtoDAsync_v2_ptsz, DtoDAsync, 1) \
+  X(cuMemcpyPeer, Peer, 0)                   \
+  X(cuMemcpyPeer_ptds, Peer, 1)              \
+  X(cuMemcpyPeerAsync, PeerAsync, 0)         \
+  X(cuMemcpyPeerAsync_ptsz, PeerAsync, 1)    \
   X(cuGetProcAddress, GetProcAddress, 0)     \
   X(cuGetProcAddress_v2, GetProcAddressV2, 0) \
   CMT_DRIVER_HOST_MEMORY_HOOKS(X)

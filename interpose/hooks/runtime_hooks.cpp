@@ -83,6 +83,49 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
   return real(dst, src, count, kind, stream);
 }
 
+// cudaMemcpyPeer(Async): between the named devices' primary contexts. The synchronous form is
+// ordered on the legacy default stream of each.
+using PeerFn = cudaError_t (*)(void*, int, const void*, int, size_t);
+using PeerAsyncFn = cudaError_t (*)(void*, int, const void*, int, size_t, cudaStream_t);
+
+std::size_t offer_peer(void* dst, int dst_device, const void* src, int src_device, size_t count,
+                       CUstream stream, bool synchronous) {
+  PeerCall call;
+  call.dst = reinterpret_cast<CUdeviceptr>(dst);
+  call.src = reinterpret_cast<CUdeviceptr>(src);
+  call.bytes = count;
+  call.dst_device = dst_device;
+  call.src_device = src_device;
+  call.stream = stream;
+  call.synchronous = synchronous;
+  return Interposer::offer_peer_copy(call, Entry::Runtime);
+}
+
+template <Runtime H>
+cudaError_t RuntimePeer(void* dst, int dst_device, const void* src, int src_device, size_t count) {
+  auto real = resolve<H, PeerFn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;
+  std::size_t done =
+      offer_peer(dst, dst_device, src, src_device, count, explicit_stream<H>(nullptr), true);
+  if (done == count && count != 0) return cudaSuccess;
+  skip_done(dst, src, count, done);
+  return real(dst, dst_device, src, src_device, count);
+}
+
+template <Runtime H>
+cudaError_t RuntimePeerAsync(void* dst, int dst_device, const void* src, int src_device,
+                             size_t count, cudaStream_t stream) {
+  auto real = resolve<H, PeerAsyncFn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;
+  std::size_t done =
+      offer_peer(dst, dst_device, src, src_device, count, explicit_stream<H>(stream), false);
+  if (done == count && count != 0) return cudaSuccess;
+  skip_done(dst, src, count, done);
+  return real(dst, dst_device, src, src_device, count, stream);
+}
+
 // ---- CUDA host memory: the real call, then what it handed out or took back is reported ---------
 
 using HostAllocFn = cudaError_t (*)(void**, size_t, unsigned);
@@ -144,6 +187,14 @@ cudaError_t RuntimeHostRelease(void* p) {
   cudaError_t,                                                                              \
       (void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream), \
       (dst, src, count, kind, stream)
+#define CMT_SHAPE_RuntimePeer                                                        \
+  cudaError_t, (void* dst, int dst_device, const void* src, int src_device, size_t count), \
+      (dst, dst_device, src, src_device, count)
+#define CMT_SHAPE_RuntimePeerAsync                                                   \
+  cudaError_t,                                                                       \
+      (void* dst, int dst_device, const void* src, int src_device, size_t count,     \
+       cudaStream_t stream),                                                         \
+      (dst, dst_device, src, src_device, count, stream)
 #define CMT_SHAPE_RuntimeHostAlloc \
   cudaError_t, (void** p, size_t size, unsigned int flags), (p, size, flags)
 #define CMT_SHAPE_RuntimeMallocHost cudaError_t, (void** p, size_t size), (p, size)

@@ -26,6 +26,60 @@ bool is_device(const PointerInfo& p) {
   return p.memory_type == CU_MEMORYTYPE_DEVICE && !p.managed;
 }
 
+struct DevicePointer {
+  unsigned memory_type = 0, managed = 0;
+  int device = -1;
+  CUcontext ctx = nullptr;
+};
+
+bool query_device_pointer(const DriverApi& driver, CUdeviceptr ptr, DevicePointer* info) {
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_CONTEXT};
+  void* data[] = {&info->memory_type, &info->managed, &info->device, &info->ctx};
+  return driver.pointer_get_attributes(4, attrs, data, ptr) == CUDA_SUCCESS;
+}
+
+// The primary context of device `ordinal`, if it is active (never made active here: that would
+// take the GPU's memory for a context nobody asked for).
+bool active_primary_context(const DriverApi& driver, int ordinal, CUcontext* ctx) {
+  CUdevice dev = 0;
+  unsigned flags = 0;
+  int active = 0;
+  if (driver.device_get(&dev, ordinal) != CUDA_SUCCESS ||
+      driver.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active ||
+      driver.primary_ctx_retain(ctx, dev) != CUDA_SUCCESS)
+    return false;
+  driver.primary_ctx_release(dev);  // the runtime (or whoever made it active) still holds it
+  return *ctx != nullptr;
+}
+
+// The device ordinal of context `ctx`.
+bool device_of(const DriverApi& driver, CUcontext ctx, int* ordinal) {
+  ScopedContext in(driver, ctx);
+  CUdevice dev = -1;
+  if (!in.ok() || driver.ctx_get_device(&dev) != CUDA_SUCCESS) return false;
+  *ordinal = static_cast<int>(dev);
+  return true;
+}
+
+// Whether the device of `ctx` can read or write `ptr` (another GPU's memory) directly. A failed
+// query counts as yes: the copy is then CUDA's.
+bool can_reach(const DriverApi& driver, CUcontext ctx, CUdeviceptr ptr) {
+  ScopedContext in(driver, ctx);
+  unsigned flags = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+  CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_ACCESS_FLAGS;
+  void* data = &flags;
+  if (!in.ok() || driver.pointer_get_attributes(1, &attr, &data, ptr) != CUDA_SUCCESS) return true;
+  return flags != CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+}
+
+bool inside_one_allocation(const DriverApi& driver, CUdeviceptr p, std::size_t bytes) {
+  CUdeviceptr base = 0;
+  size_t size = 0;
+  return driver.mem_get_address_range(&base, &size, p) == CUDA_SUCCESS && p - base <= size &&
+         bytes <= size - (p - base);
+}
+
 }  // namespace
 
 const char* forward_reason_name(ForwardReason reason) {
@@ -62,6 +116,14 @@ const char* forward_reason_name(ForwardReason reason) {
       return "lanes_busy";
     case ForwardReason::ForkedChild:
       return "forked_child";
+    case ForwardReason::NotGpuToGpu:
+      return "not_gpu_to_gpu";
+    case ForwardReason::SameGpu:
+      return "same_gpu";
+    case ForwardReason::PeerAccess:
+      return "peer_access";
+    case ForwardReason::DeviceToDevice:
+      return "device_to_device";
     default:
       return "unknown";
   }
@@ -90,6 +152,8 @@ CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, 
     auto pinned_or_managed = [](const PointerInfo& p) {
       return p.memory_type == CU_MEMORYTYPE_HOST || p.managed;
     };
+    if (kind == kDefault && is_device(s) && is_device(t))
+      return {ForwardReason::DeviceToDevice, {}};
     bool fast_already = pinned_or_managed(s) || pinned_or_managed(t);
     return {fast_already ? ForwardReason::PinnedOrManaged : ForwardReason::NotPageableToDevice, {}};
   }
@@ -130,6 +194,74 @@ CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, 
   d.request.device = device;
   d.request.bytes = bytes;
   d.request.stream = stream;
+  return d;
+}
+
+PeerDecision classify_peer_copy(const DriverApi& driver, const PeerCall& call,
+                                std::size_t threshold) {
+  PeerDecision d;
+  if (call.bytes == 0 || call.bytes < threshold) return {ForwardReason::BelowThreshold, {}};
+  if (!call.dst || !call.src) return {ForwardReason::NotGpuToGpu, {}};
+  CUcontext caller = nullptr;
+  if (driver.ctx_get_current(&caller) != CUDA_SUCCESS) return {ForwardReason::DriverError, {}};
+  if (!caller) return {ForwardReason::NoContext, {}};
+
+  DevicePointer s, t;
+  if (!query_device_pointer(driver, call.src, &s) || !query_device_pointer(driver, call.dst, &t))
+    return {ForwardReason::DriverError, {}};
+  auto plain_device = [](const DevicePointer& p) {
+    return p.memory_type == CU_MEMORYTYPE_DEVICE && !p.managed;
+  };
+  if (!plain_device(s) || !plain_device(t)) return {ForwardReason::NotGpuToGpu, {}};
+  if (s.device == t.device) return {ForwardReason::SameGpu, {}};
+  // The call's devices, if it names them, are the pointers' (else CUDA reports the error).
+  if ((call.src_device >= 0 && call.src_device != s.device) ||
+      (call.dst_device >= 0 && call.dst_device != t.device))
+    return {ForwardReason::OtherDevice, {}};
+
+  // The contexts: the call's, else the allocation's, else the device's primary context.
+  auto context_for = [&](CUcontext named, const DevicePointer& p, CUcontext* ctx) {
+    if (named) {
+      int ordinal = -1;
+      *ctx = named;
+      return device_of(driver, named, &ordinal) && ordinal == p.device;
+    }
+    *ctx = p.ctx;
+    return *ctx != nullptr || active_primary_context(driver, p.device, ctx);
+  };
+  CUcontext src_ctx = nullptr, dst_ctx = nullptr;
+  if (!context_for(call.src_ctx, s, &src_ctx) || !context_for(call.dst_ctx, t, &dst_ctx))
+    return {ForwardReason::OtherDevice, {}};
+  if (!inside_one_allocation(driver, call.src, call.bytes) ||
+      !inside_one_allocation(driver, call.dst, call.bytes))
+    return {ForwardReason::OutOfRange, {}};
+  // Peer access either way (the source GPU writing, or the destination reading): CUDA's direct
+  // copy beats any path through the host.
+  if (can_reach(driver, src_ctx, call.dst) || can_reach(driver, dst_ctx, call.src))
+    return {ForwardReason::PeerAccess, {}};
+
+  CUcontext stream_ctx = caller;
+  if (call.stream != CU_STREAM_LEGACY && call.stream != CU_STREAM_PER_THREAD &&
+      driver.stream_get_ctx(call.stream, &stream_ctx) != CUDA_SUCCESS)
+    return {ForwardReason::DriverError, {}};
+  // An asynchronous copy is ordered on a stream of one of the two contexts, where cmt can record
+  // its events; a synchronous one waits for the caller's default stream wherever it is.
+  if (!call.synchronous && stream_ctx != src_ctx && stream_ctx != dst_ctx)
+    return {ForwardReason::OtherContextStream, {}};
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (driver.stream_is_capturing(call.stream, &capture) != CUDA_SUCCESS ||
+      capture != CU_STREAM_CAPTURE_STATUS_NONE)
+    return {ForwardReason::Capturing, {}};
+
+  d.reason = ForwardReason::Taken;
+  d.request.dst = call.dst;
+  d.request.src = call.src;
+  d.request.dst_ctx = dst_ctx;
+  d.request.src_ctx = src_ctx;
+  d.request.bytes = call.bytes;
+  d.request.stream = call.stream;
+  d.request.stream_ctx = stream_ctx;
+  d.request.synchronous = call.synchronous;
   return d;
 }
 

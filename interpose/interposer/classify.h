@@ -1,13 +1,16 @@
 // Decides whether a copy is one cmt takes: a pageable-host <-> device copy, at or above its
-// direction's threshold, on the current context, on a stream that is not capturing a graph.
-// Everything else (pinned, registered, managed, device <-> device, host <-> host, unknown pointers,
-// another context, graph capture, any driver error) is forwarded untouched, with the reason.
+// direction's threshold, on the current context, on a stream that is not capturing a graph; or a
+// copy between two GPUs that have no peer access, which goes through the host (peer_copier.h).
+// Everything else (pinned, registered, managed, host <-> host, GPUs with peer access, unknown
+// pointers, another context, graph capture, any driver error) is forwarded untouched, with the
+// reason.
 #pragma once
 
 #include <cstddef>
 
 #include "common/copy_types.h"
 #include "cuda/driver_api.h"
+#include "engine/peer_copier.h"
 
 namespace cmt {
 
@@ -28,6 +31,10 @@ enum class ForwardReason {
   Asleep,  // under a threshold, taken only while cmt's copy threads are awake, and they sleep
   LanesBusy,  // a warm copy (under a threshold) found every lane busy with other threads' copies
   ForkedChild,  // a child forked after the process used CUDA: CUDA's own answer
+  NotGpuToGpu,  // a device-to-device copy whose pointers are not both plain device memory
+  SameGpu,      // both ends on one GPU: CUDA copies within it at its memory's speed
+  PeerAccess,   // one GPU can reach the other's memory: CUDA copies directly
+  DeviceToDevice,  // classify_copy: both ends are device memory (the peer path decides)
   Count,
 };
 
@@ -44,6 +51,31 @@ struct Thresholds {
   std::size_t h2d = 0, d2h = 0;
   std::size_t smallest() const { return h2d < d2h ? h2d : d2h; }
 };
+
+// A device-to-device copy as a hook sees it. The contexts or device ordinals are those the call
+// names (cuMemcpyPeer names contexts, cudaMemcpyPeer devices, whose primary contexts are meant);
+// those it does not name come from the pointers.
+struct PeerCall {
+  CUdeviceptr dst = 0, src = 0;
+  std::size_t bytes = 0;
+  CUcontext dst_ctx = nullptr, src_ctx = nullptr;
+  int dst_device = -1, src_device = -1;
+  CUstream stream = CU_STREAM_LEGACY;  // explicit, as for classify_copy
+  bool synchronous = false;
+};
+
+struct PeerDecision {
+  ForwardReason reason = ForwardReason::DriverError;
+  PeerRequest request;  // filled when reason == Taken
+  bool taken() const { return reason == ForwardReason::Taken; }
+};
+
+// Taken: at least `threshold` bytes between device memory of two GPUs, neither of which can reach
+// the other's (CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, asked in each context: whatever enabled it,
+// cuCtxEnablePeerAccess or a memory pool's access), both ranges inside one allocation, an
+// asynchronous copy's stream in one of the two contexts and not capturing a graph.
+PeerDecision classify_peer_copy(const DriverApi& driver, const PeerCall& call,
+                                std::size_t threshold);
 
 // `stream` must already be explicit (CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the default).
 CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, std::size_t bytes,

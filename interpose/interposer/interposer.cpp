@@ -21,6 +21,7 @@
 #include "engine/gpu_locality.h"
 #include "engine/host_copier.h"
 #include "engine/host_memory.h"
+#include "engine/peer_copier.h"
 #include "interposer/classify.h"
 #include "interposer/stats.h"
 
@@ -85,6 +86,18 @@ void log_summary_at_exit() {
   CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
 }
 
+// A device-to-device copy that names neither contexts nor devices (cudaMemcpy, cuMemcpyDtoD).
+PeerCall peer_call(void* dst, const void* src, std::size_t bytes, CUstream stream,
+                   bool synchronous) {
+  PeerCall call;
+  call.dst = reinterpret_cast<CUdeviceptr>(dst);
+  call.src = reinterpret_cast<CUdeviceptr>(src);
+  call.bytes = bytes;
+  call.stream = stream;
+  call.synchronous = synchronous;
+  return call;
+}
+
 }  // namespace
 
 Interposer& Interposer::instance() {
@@ -97,6 +110,15 @@ std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes
   HostCopier::InsideCmt inside;  // cmt's own memcpy calls go to libc
   try {
     return instance().try_copy(dst, src, bytes, kind, stream, synchronous, entry);
+  } catch (...) {
+    return 0;
+  }
+}
+
+std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexcept {
+  HostCopier::InsideCmt inside;
+  try {
+    return instance().try_peer_copy(call, entry);
   } catch (...) {
     return 0;
   }
@@ -184,22 +206,80 @@ Interposer::Interposer(const DriverApi* driver, const Config& config)
   warm_gate_.set_spin(std::chrono::microseconds(config_.spin_us));
 }
 
-CopyEngine* Interposer::engine() {
-  std::lock_guard<std::mutex> lk(engine_mu());
+bool Interposer::load_driver() {
   if (!driver_loaded_) {
     driver_ = real_driver();
     driver_loaded_ = true;
     if (!driver_) CMT_WARN_ONCE("the CUDA driver could not be loaded; cmt forwards every copy");
   }
-  if (!engine_ && driver_) {
+  return driver_ != nullptr;
+}
+
+CopyEngine* Interposer::engine() {
+  std::lock_guard<std::mutex> lk(engine_mu());
+  if (!engine_ && load_driver()) {
     engine_ = new CopyEngine(*driver_, config_);  // leaked on purpose, like this object
   }
   return engine_;
 }
 
+PeerCopier* Interposer::peer_copier() {
+  std::lock_guard<std::mutex> lk(engine_mu());
+  if (!peer_copier_ && load_driver()) peer_copier_ = new PeerCopier(*driver_);  // leaked too
+  return peer_copier_;
+}
+
+std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcept {
+  try {
+    if (config_.disable || !config_.peer || ThreadOptOut::active()) {
+      stats_->forwarded(ForwardReason::Disabled);
+      return 0;
+    }
+    if (call.bytes < config_.peer_threshold) {
+      stats_->forwarded(ForwardReason::BelowThreshold);
+      return 0;
+    }
+    if (g_forked_child) {
+      stats_->forwarded(ForwardReason::ForkedChild);
+      return 0;
+    }
+    PeerCopier* copier = peer_copier();
+    if (!copier) {
+      stats_->forwarded(ForwardReason::EngineUnavailable);
+      return 0;
+    }
+    PeerDecision d = classify_peer_copy(*driver_, call, config_.peer_threshold);
+    if (!d.taken()) {
+      stats_->forwarded(d.reason);
+      return 0;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    PeerOutcome out = copier->copy(d.request);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - t0)
+                        .count();
+    if (out.bytes_done == 0) {
+      stats_->forwarded(ForwardReason::EngineUnavailable);
+      CMT_WARN_ONCE("a GPU-to-GPU copy through the host could not start ({}); forwarding it",
+                    cuda_error_text(*driver_, out.status));
+      return 0;
+    }
+    stats_->taken_peer(entry, out.bytes_done, static_cast<std::uint64_t>(ns));
+    if (out.bytes_done < call.bytes) {
+      stats_->partial();
+      CMT_WARN_ONCE("a GPU-to-GPU copy stopped after {} of {} bytes ({}); CUDA finishes it",
+                    out.bytes_done, call.bytes, cuda_error_text(*driver_, out.status));
+    }
+    return out.bytes_done;
+  } catch (...) {
+    return 0;
+  }
+}
+
 std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                  CUstream stream, bool synchronous, Entry entry) noexcept {
   try {
+    if (kind == kDeviceToDevice) return try_peer_copy(peer_call(dst, src, bytes, stream, synchronous), entry);
     if (config_.disable || ThreadOptOut::active()) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
@@ -233,6 +313,10 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       return 0;
     }
     CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, lowest);
+    if (d.reason == ForwardReason::DeviceToDevice) {  // cuMemcpy, cudaMemcpyDefault
+      if (gate_asked) warm_gate_.not_taken();
+      return try_peer_copy(peer_call(dst, src, bytes, stream, synchronous), entry);
+    }
     if (!d.taken()) {
       if (gate_asked) warm_gate_.not_taken();
       stats_->forwarded(d.reason);

@@ -8,6 +8,7 @@
 
 #include "config/options.h"
 #include "cuda/driver_api.h"
+#include "interposer/classify.h"
 #include "interposer/stats.h"
 #include "interposer/warm_gate.h"
 
@@ -38,6 +39,9 @@ class Interposer {
   // instance) can throw past it. Returns 0 on any failure: forward the whole call.
   static std::size_t offer_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                 CUstream stream, bool synchronous, Entry entry) noexcept;
+  // The same for a copy between two GPUs that names its contexts or devices (cuMemcpyPeer*,
+  // cudaMemcpyPeer*, whose synchronous forms pass CU_STREAM_LEGACY or _PER_THREAD).
+  static std::size_t offer_peer_copy(const PeerCall& call, Entry entry) noexcept;
   // Reads the configuration now, if no copy has yet (it sets the log level); never throws.
   static void configure() noexcept;
   // CUDA host memory handed out or registered ([p, p + bytes)), and freed or unregistered: what
@@ -52,6 +56,10 @@ class Interposer {
   std::size_t try_copy(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
                        bool synchronous, Entry entry) noexcept;
 
+  // A device-to-device copy: through the host if its GPUs have no peer access (peer_copier.h).
+  // Returns the number of leading bytes handled, as try_copy.
+  std::size_t try_peer_copy(const PeerCall& call, Entry entry) noexcept;
+
   const Config& config() const { return config_; }
   Stats& stats() { return *stats_; }
 
@@ -61,6 +69,8 @@ class Interposer {
  private:
   Interposer();
   class CopyEngine* engine();
+  class PeerCopier* peer_copier();
+  bool load_driver();  // with engine_mu held
   // Builds and arms the host copier on the current GPU's local cores, once.
   void arm_host_copies();
 
@@ -68,6 +78,7 @@ class Interposer {
   const DriverApi* driver_ = nullptr;
   bool driver_loaded_ = false;
   class CopyEngine* engine_ = nullptr;
+  class PeerCopier* peer_copier_ = nullptr;
   Stats* stats_ = nullptr;
   WarmGate warm_gate_;  // copies between the warm thresholds and the thresholds
 };

@@ -19,12 +19,20 @@ void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t n
   p.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
 }
 
+void Stats::taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
+  (entry == Entry::Runtime ? via_runtime_ : via_driver_).fetch_add(1, std::memory_order_relaxed);
+  peer_.calls.fetch_add(1, std::memory_order_relaxed);
+  peer_.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  peer_.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
+}
+
 void Stats::forwarded(ForwardReason reason) {
   forwarded_[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
 }
 
 std::uint64_t Stats::taken_calls() const {
-  return h2d_.calls.load(std::memory_order_relaxed) + d2h_.calls.load(std::memory_order_relaxed);
+  return h2d_.calls.load(std::memory_order_relaxed) + d2h_.calls.load(std::memory_order_relaxed) +
+         peer_.calls.load(std::memory_order_relaxed);
 }
 
 // "h2d": [[bucket_low_bytes, calls, bytes], ...], "d2h": [...], non-empty buckets only.
@@ -81,8 +89,8 @@ std::string Stats::to_json() const {
     return std::string(buf);
   };
   std::string out =
-      "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) +
-      "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
+      "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) + ", " +
+      direction("gpu_to_gpu", peer_) + "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
       ", \"driver\": " + std::to_string(via_driver_.load()) + "},\n  \"sizes\": {" + sizes_json() +
       "},\n  \"partial\": " + std::to_string(partial_.load()) +
       ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
@@ -110,6 +118,7 @@ std::string Stats::summary() const {
     return std::string(buf);
   };
   std::string out = "copies taken: " + direction("H2D", h2d_) + ", " + direction("D2H", d2h_);
+  if (peer_.calls.load()) out += ", " + direction("GPU-to-GPU through the host", peer_);
   if (std::uint64_t n = via_driver_.load())
     out += " (" + std::to_string(n) + " through driver entry points)";
   if (std::uint64_t n = fresh_calls_.load()) {

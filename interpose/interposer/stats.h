@@ -1,5 +1,5 @@
-// What cmt did inside a process: copies taken (calls, bytes, time in the engine, per direction),
-// copies forwarded, per reason, and host copies (memcpy/memmove) taken. Lock-free counters; written as JSON at exit when asked.
+// What cmt did inside a process: copies taken (calls, bytes, time in the engine, per direction,
+// and GPU to GPU through the host), copies forwarded, per reason, and host copies (memcpy/memmove) taken. Lock-free counters; written as JSON at exit when asked.
 #pragma once
 
 #include <atomic>
@@ -17,6 +17,9 @@ enum class Entry { Runtime, Driver };
 class Stats {
  public:
   void taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
+  // A GPU-to-GPU copy through the host (peer_copier.h); `nanoseconds` is the time in the call
+  // (an asynchronous one's is only its enqueueing).
+  void taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
   void forwarded(ForwardReason reason);
   void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
   // A D2H copy into memory never written before, `bytes` of it prepared (fresh_pages.h).
@@ -36,7 +39,7 @@ class Stats {
   struct PerDirection {
     std::atomic<std::uint64_t> calls{0}, bytes{0}, nanoseconds{0};
   };
-  PerDirection h2d_, d2h_;
+  PerDirection h2d_, d2h_, peer_;
   std::atomic<std::uint64_t> via_runtime_{0}, via_driver_{0};
   // Taken copies by size (bucket b holds sizes in [2^b, 2^(b+1))) and direction: the mix that
   // `cmt tune -- CMD` tunes for.

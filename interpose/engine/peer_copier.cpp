@@ -1,0 +1,225 @@
+#include "engine/peer_copier.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "common/log.h"
+#include "engine/gpu_locality.h"
+#include "engine/staging_ring.h"
+
+namespace cmt {
+
+struct PeerCopier::Lane {
+  std::mutex mu;  // held while a copy enqueues (a synchronous one: until it has finished)
+  // The pinned slots; each slot's dma_done event (in the source context) marks its D2H landed.
+  std::unique_ptr<StagingRing> ring;
+  CUstream src_stream = nullptr, dst_stream = nullptr;  // one in each context, non-blocking
+  CUevent freed[kSlots] = {};  // destination context: the H2D out of slot k has finished
+  // Where the caller's stream stood when the copy began, recorded in the source or destination
+  // context (an event can only be recorded on a stream of its own context).
+  CUevent start_src = nullptr, start_dst = nullptr;
+  unsigned next_slot = 0;
+  bool broken = false;  // a driver call failed midway: the lane is left alone (and leaked)
+};
+
+namespace {
+
+// The NUMA node of the current context's GPU (-1: unknown).
+int current_gpu_node(const DriverApi& d) {
+  CUdevice dev = 0;
+  char bus[32] = {};
+  if (d.ctx_get_device(&dev) != CUDA_SUCCESS ||
+      d.device_get_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
+    return -1;
+  return gpu_locality(bus).numa_node;
+}
+
+}  // namespace
+
+std::size_t PeerCopier::piece_bytes(std::size_t index, std::size_t remaining) {
+  constexpr std::size_t kStep = std::size_t{64} << 10;
+  std::size_t size = kSlotBytes;
+  if (index < 16) size = std::min(kSlotBytes, kFirstPiece << index);
+  if (remaining < 2 * size) size = std::max(kFirstPiece, remaining / 2 / kStep * kStep);
+  return std::min(size, remaining);
+}
+
+PeerCopier::PeerCopier(const DriverApi& driver) : driver_(driver) {}
+
+PeerCopier::~PeerCopier() {
+  // Tests build and destroy copiers; libcmt.so's lives as long as the process. The slots are
+  // unregistered only once nothing runs on the lane's streams.
+  for (auto& [pair, lane] : lanes_) {
+    if (!lane || lane->broken) {
+      (void)lane.release();
+      continue;
+    }
+    if (driver_.stream_synchronize(lane->src_stream) != CUDA_SUCCESS ||
+        driver_.stream_synchronize(lane->dst_stream) != CUDA_SUCCESS)
+      (void)lane.release();
+  }
+}
+
+PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUresult* error) {
+  std::lock_guard<std::mutex> lk(lanes_mu_);
+  std::unique_ptr<Lane>& held = lanes_[{src_ctx, dst_ctx}];
+  if (held && !held->broken) return held.get();
+  // A broken lane may still have DMAs in flight into or out of its slots: leaked, never freed.
+  if (held) (void)held.release();
+  RelaxedCaptureMode relaxed(driver_);
+  auto lane = std::make_unique<Lane>();
+  *error = CUDA_SUCCESS;
+  {
+    ScopedContext in(driver_, src_ctx);
+    if (!in.ok()) {
+      *error = CUDA_ERROR_INVALID_CONTEXT;
+      return nullptr;
+    }
+    // Near the source GPU: its D2H writes the slots, and the destination only reads them.
+    lane->ring = StagingRing::create(driver_, kSlots, kSlotBytes, current_gpu_node(driver_), error);
+    if (!lane->ring) return nullptr;
+    if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->src_stream, CU_STREAM_NON_BLOCKING),
+                        *error) ||
+        CMT_CUDA_FAILED(driver_, driver_.event_create(&lane->start_src, CU_EVENT_DISABLE_TIMING),
+                        *error))
+      return nullptr;
+  }
+  {
+    ScopedContext in(driver_, dst_ctx);
+    if (!in.ok()) {
+      *error = CUDA_ERROR_INVALID_CONTEXT;
+      return nullptr;
+    }
+    if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->dst_stream, CU_STREAM_NON_BLOCKING),
+                        *error) ||
+        CMT_CUDA_FAILED(driver_, driver_.event_create(&lane->start_dst, CU_EVENT_DISABLE_TIMING),
+                        *error))
+      return nullptr;
+    for (CUevent& e : lane->freed)
+      if (CMT_CUDA_FAILED(driver_, driver_.event_create(&e, CU_EVENT_DISABLE_TIMING), *error))
+        return nullptr;
+  }
+  CMT_LOG(debug, "peer lane {} -> {}: {} pinned slots of {} MiB", static_cast<void*>(src_ctx),
+          static_cast<void*>(dst_ctx), kSlots, kSlotBytes >> 20);
+  held = std::move(lane);
+  return held.get();
+}
+
+PeerOutcome PeerCopier::copy(const PeerRequest& request) noexcept {
+  try {
+    PeerOutcome out;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      Lane* lane = lane_for(request.src_ctx, request.dst_ctx, &out.status);
+      if (!lane) return out;
+      std::lock_guard<std::mutex> hold(lane->mu);
+      if (lane->broken) continue;  // another caller broke it meanwhile: a new one
+      return run(*lane, request);
+    }
+    return out;
+  } catch (...) {
+    return {};
+  }
+}
+
+PeerOutcome PeerCopier::run(Lane& lane, const PeerRequest& r) {
+  const DriverApi& d = driver_;
+  RelaxedCaptureMode relaxed(d);
+  const auto t0 = std::chrono::steady_clock::now();
+  PeerOutcome out;
+  CUresult& st = out.status;
+  CUcontext caller = nullptr;
+  if (CMT_CUDA_FAILED(d, d.ctx_get_current(&caller), st)) return out;
+
+  // `ctx` current for the calls in `body` (a lambda returning whether they all succeeded).
+  auto in_context = [&](CUcontext ctx, auto&& body) {
+    ScopedContext in(d, ctx);
+    if (!in.ok()) {
+      st = CUDA_ERROR_INVALID_CONTEXT;
+      return false;
+    }
+    return body();
+  };
+  // Marks where `r.stream` stands in `ctx` with `event`, and has `waiter` (a lane stream) wait.
+  auto start_after = [&](CUcontext ctx, CUevent event, CUcontext waiter_ctx, CUstream waiter) {
+    return in_context(ctx, [&] { return !CMT_CUDA_FAILED(d, d.event_record(event, r.stream), st); }) &&
+           in_context(waiter_ctx,
+                      [&] { return !CMT_CUDA_FAILED(d, d.stream_wait_event(waiter, event, 0), st); });
+  };
+
+  // 1. After the work queued before: on the caller's stream, or for a synchronous copy on the
+  // default stream of each context it touches (and the caller's, waited for here).
+  bool ok;
+  if (r.synchronous) {
+    ok = start_after(r.src_ctx, lane.start_src, r.src_ctx, lane.src_stream) &&
+         start_after(r.dst_ctx, lane.start_dst, r.dst_ctx, lane.dst_stream);
+    if (ok && caller != r.src_ctx && caller != r.dst_ctx)
+      ok = !CMT_CUDA_FAILED(d, d.stream_synchronize(r.stream), st);
+  } else {
+    CUevent start = r.stream_ctx == r.src_ctx ? lane.start_src : lane.start_dst;
+    ok = start_after(r.stream_ctx, start, r.src_ctx, lane.src_stream);
+  }
+  if (!ok) {
+    lane.broken = true;  // its streams may wait on an event in doubt
+    return out;
+  }
+
+  // 2. The pieces: D2H into slot k once its last H2D has finished; H2D out of it once it landed.
+  std::size_t off = 0, pieces = 0;
+  unsigned last = 0;
+  while (off < r.bytes && ok) {
+    const std::size_t n = piece_bytes(pieces, r.bytes - off);
+    const unsigned k = lane.next_slot;
+    StagingSlot& slot = lane.ring->slot(k);
+    ok = in_context(r.src_ctx,
+                    [&] {
+                      return !CMT_CUDA_FAILED(
+                                 d, d.stream_wait_event(lane.src_stream, lane.freed[k], 0), st) &&
+                             !CMT_CUDA_FAILED(
+                                 d, d.memcpy_dtoh_async(slot.data, r.src + off, n, lane.src_stream),
+                                 st) &&
+                             !CMT_CUDA_FAILED(d, d.event_record(slot.dma_done, lane.src_stream), st);
+                    }) &&
+         in_context(r.dst_ctx, [&] {
+           return !CMT_CUDA_FAILED(d, d.stream_wait_event(lane.dst_stream, slot.dma_done, 0), st) &&
+                  !CMT_CUDA_FAILED(d, d.memcpy_htod_async(r.dst + off, slot.data, n, lane.dst_stream),
+                                   st) &&
+                  !CMT_CUDA_FAILED(d, d.event_record(lane.freed[k], lane.dst_stream), st);
+         });
+    if (!ok) break;
+    lane.next_slot = (k + 1) % kSlots;
+    last = k;
+    off += n;
+    ++pieces;
+  }
+
+  // 3. Before the work queued after: the caller's stream waits for the last H2D (each lane stream
+  // runs in order); a synchronous copy is waited for here.
+  if (ok) {
+    if (r.synchronous)
+      ok = !CMT_CUDA_FAILED(d, d.stream_synchronize(lane.dst_stream), st);
+    else
+      ok = in_context(r.stream_ctx, [&] {
+        return !CMT_CUDA_FAILED(d, d.stream_wait_event(r.stream, lane.freed[last], 0), st);
+      });
+  }
+  if (!ok) {
+    // What was enqueued is finished before CUDA is handed the rest (or, if even that cannot be
+    // known, the whole copy: the same bytes again, and CUDA reports the error).
+    lane.broken = true;
+    const bool drained = d.stream_synchronize(lane.src_stream) == CUDA_SUCCESS &&
+                         d.stream_synchronize(lane.dst_stream) == CUDA_SUCCESS;
+    out.bytes_done = drained ? off : 0;
+    CMT_LOG(debug, "peer copy of {} bytes stopped after {}: {}", r.bytes, off,
+            cuda_error_text(d, st));
+    return out;
+  }
+  out.bytes_done = r.bytes;
+  CMT_LOG(debug, "peer copy of {} bytes: {} pieces, {} us in the call{}", r.bytes, pieces,
+          std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - t0)
+              .count(),
+          r.synchronous ? " (synchronous)" : "");
+  return out;
+}
+
+}  // namespace cmt

@@ -7,10 +7,16 @@
 //   - latency: a small cudaMemcpyPeerAsync, GPU-observed (events around many copies) and
 //     host-observed (the wall time of a synchronous cudaMemcpyPeer), each access mode.
 // The bytes of every pair's copy are checked once per mode. The diagonal is a copy within one
-// GPU. Without preload it measures CUDA alone; cmt does not take peer copies yet.
+// GPU. The matrices are CUDA's own: the thread opts out of cmt (cmt_forward_this_thread) if
+// libcmt.so is loaded.
+//   - with --sizes: cudaMemcpyPeer through the host (peer access disabled), GPU i -> j, for each
+//     size: CUDA's own path and cmt's (libcmt.so preloaded: `cmt bench p2p` does it) alternating
+//     in rounds, median and spread of each, bytes checked in every mode.
 //
-// usage: cmt-bench-p2p [--bytes N] [--reps N] [--latency-bytes N] [--json FILE]
+// usage: cmt-bench-p2p [--bytes N] [--reps N] [--latency-bytes N] [--sizes LIST] [--rounds N]
+//                      [--json FILE]
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -22,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_process.h"
 #include "common/byte_size.h"
 #include "cuda_check.h"
 
@@ -35,13 +42,15 @@ struct Options {
   int reps = 10;
   std::size_t latency_bytes = 4;
   int latency_reps = 1000;
+  std::vector<std::size_t> sizes;  // the through-the-host table
+  int rounds = 5;
   std::string json;
 };
 
 [[noreturn]] void usage(const std::string& why) {
   std::fprintf(stderr,
                "cmt-bench-p2p: %s\nusage: cmt-bench-p2p [--bytes 256M] [--reps N] "
-               "[--latency-bytes 4] [--json FILE]\n",
+               "[--latency-bytes 4] [--sizes 1M,16M,1G] [--rounds 5] [--json FILE]\n",
                why.c_str());
   std::exit(2);
 }
@@ -60,6 +69,18 @@ Options parse(int argc, char** argv) {
     } else if (a == "--reps") {
       o.reps = std::atoi(v.c_str());
       if (o.reps < 1 || o.reps > 10000) usage("bad value '" + v + "' for --reps (expected 1 to 10000)");
+    } else if (a == "--sizes") {
+      for (std::size_t at = 0; at <= v.size();) {
+        std::size_t end = v.find(',', at);
+        if (end == std::string::npos) end = v.size();
+        if (!cmt::parse_byte_size(v.substr(at, end - at), &n) || n == 0)
+          usage("bad size '" + v.substr(at, end - at) + "' in --sizes (expected sizes such as 1M,1G)");
+        o.sizes.push_back(n);
+        at = end + 1;
+      }
+    } else if (a == "--rounds") {
+      o.rounds = std::atoi(v.c_str());
+      if (o.rounds < 1 || o.rounds > 1000) usage("bad value '" + v + "' for --rounds (expected 1 to 1000)");
     } else if (a == "--json") {
       o.json = v;
     } else {
@@ -185,6 +206,79 @@ class P2p {
   std::vector<Gpu> gpus_;
 };
 
+// cmt's per-thread switch, if libcmt.so is loaded: nonzero sends this thread's copies to CUDA.
+using ForwardFn = int (*)(int);
+ForwardFn cmt_switch() {
+  static ForwardFn fn = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
+  return fn;
+}
+void use_cuda_only(bool on) {
+  if (cmt_switch()) cmt_switch()(on ? 1 : 0);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+struct HostPathRow {
+  int from, to;
+  std::size_t bytes;
+  int reps;
+  std::vector<double> cuda, cmt;  // GB/s per round
+  bool cuda_ok = true, cmt_ok = true;
+};
+
+// Synchronous cudaMemcpyPeer from GPU `from` to GPU `to`, peer access disabled: `reps` copies per
+// round, CUDA's path and cmt's alternating (which goes first alternates too), bytes checked after
+// each mode's first round.
+HostPathRow through_host(int from, int to, std::size_t bytes, int rounds) {
+  HostPathRow row{from, to, bytes, 0, {}, {}};
+  row.reps = static_cast<int>(std::max<std::size_t>(3, std::min<std::size_t>(200, (std::size_t{2} << 30) / bytes)));
+  void *src = nullptr, *dst = nullptr;
+  CMT_CHECK_CUDA(cudaSetDevice(from));
+  CMT_CHECK_CUDA(cudaMalloc(&src, bytes));
+  std::vector<unsigned char> want(bytes), got(bytes);
+  for (std::size_t k = 0; k < bytes; ++k) want[k] = static_cast<unsigned char>((k * 13) ^ (k >> 11));
+  CMT_CHECK_CUDA(cudaMemcpy(src, want.data(), bytes, cudaMemcpyHostToDevice));
+  CMT_CHECK_CUDA(cudaSetDevice(to));
+  CMT_CHECK_CUDA(cudaMalloc(&dst, bytes));
+  CMT_CHECK_CUDA(cudaSetDevice(from));
+  for (int round = 0; round < rounds; ++round) {
+    for (int k = 0; k < 2; ++k) {
+      const bool cuda_path = (k == 0) == (round % 2 == 0);
+      use_cuda_only(cuda_path);
+      if (round < 2) {  // each mode's first round: the bytes, from a cleared destination
+        CMT_CHECK_CUDA(cudaSetDevice(to));
+        CMT_CHECK_CUDA(cudaMemset(dst, 0, bytes));
+        CMT_CHECK_CUDA(cudaDeviceSynchronize());
+        CMT_CHECK_CUDA(cudaSetDevice(from));
+        CMT_CHECK_CUDA(cudaMemcpyPeer(dst, to, src, from, bytes));
+        use_cuda_only(true);
+        CMT_CHECK_CUDA(cudaSetDevice(to));
+        CMT_CHECK_CUDA(cudaMemcpy(got.data(), dst, bytes, cudaMemcpyDeviceToHost));
+        CMT_CHECK_CUDA(cudaSetDevice(from));
+        if (std::memcmp(got.data(), want.data(), bytes) != 0) (cuda_path ? row.cuda_ok : row.cmt_ok) = false;
+        use_cuda_only(cuda_path);
+      }
+      CMT_CHECK_CUDA(cudaMemcpyPeer(dst, to, src, from, bytes));  // warm
+      const auto t0 = Clock::now();
+      for (int r = 0; r < row.reps; ++r) CMT_CHECK_CUDA(cudaMemcpyPeer(dst, to, src, from, bytes));
+      CMT_CHECK_CUDA(cudaSetDevice(to));
+      CMT_CHECK_CUDA(cudaDeviceSynchronize());
+      CMT_CHECK_CUDA(cudaSetDevice(from));
+      const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+      (cuda_path ? row.cuda : row.cmt).push_back(static_cast<double>(bytes) * row.reps / s / 1e9);
+    }
+  }
+  use_cuda_only(true);
+  cudaFree(src);
+  CMT_CHECK_CUDA(cudaSetDevice(to));
+  cudaFree(dst);
+  return row;
+}
+
 void print(const char* title, const Matrix& m, const char* unit) {
   std::printf("%s (%s)\n   D\\D", title, unit);
   for (std::size_t j = 0; j < m.size(); ++j) std::printf(" %8zu", j);
@@ -214,6 +308,7 @@ std::string json_matrix(const Matrix& m) {
 
 int main(int argc, char** argv) {
   const Options o = parse(argc, argv);
+  if (!o.sizes.empty()) cmt::bench::ensure_preloaded(argv);  // cmt's column needs libcmt.so
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
     std::fprintf(stderr, "cmt-bench-p2p: no CUDA GPU found\n");
@@ -241,6 +336,7 @@ int main(int argc, char** argv) {
     std::printf("\n");
   }
 
+  use_cuda_only(true);  // the matrices are CUDA's own
   P2p p2p(n, o);
   long wrong = 0;
   const Matrix zero(n, std::vector<double>(n, 0));
@@ -266,6 +362,29 @@ int main(int argc, char** argv) {
   set_peer_access(n, can, false);
   if (wrong) std::printf("WRONG BYTES in %ld pair copies\n", wrong);
 
+  // cudaMemcpyPeer through the host: CUDA's path and cmt's, peer access disabled.
+  std::vector<HostPathRow> rows;
+  if (!o.sizes.empty()) {
+    std::printf("cudaMemcpyPeer with peer access disabled, %d rounds (GB/s, median [min-max]%s)\n",
+                o.rounds, cmt_switch() ? "" : "; libcmt.so not loaded: cmt column is CUDA again");
+    std::printf("  from->to      size   reps        CUDA                  cmt              cmt/CUDA  bytes\n");
+    for (int i = 0; i < n; ++i)
+      for (int j = 0; j < n; ++j) {
+        if (i == j) continue;
+        for (std::size_t bytes : o.sizes) {
+          HostPathRow r = through_host(i, j, bytes, o.rounds);
+          const auto lo = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
+          const auto hi = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); };
+          std::printf("  %4d->%-4d %8s %6d %7.2f [%.2f-%.2f] %7.2f [%.2f-%.2f] %8.2fx  %s\n", i, j,
+                      cmt::format_byte_size(bytes).c_str(), r.reps, median(r.cuda), lo(r.cuda),
+                      hi(r.cuda), median(r.cmt), lo(r.cmt), hi(r.cmt),
+                      median(r.cmt) / median(r.cuda), r.cuda_ok && r.cmt_ok ? "ok" : "WRONG");
+          if (!r.cuda_ok || !r.cmt_ok) ++wrong;
+          rows.push_back(std::move(r));
+        }
+      }
+  }
+
   if (!o.json.empty()) {
     std::FILE* f = std::fopen(o.json.c_str(), "w");
     if (!f) usage("cannot write " + o.json);
@@ -287,7 +406,27 @@ int main(int argc, char** argv) {
                    key, json_matrix(uni[peer]).c_str(), json_matrix(bi[peer]).c_str(),
                    json_matrix(lat_gpu[peer]).c_str(), json_matrix(lat_host[peer]).c_str());
     }
-    std::fprintf(f, "\n}\n");
+    std::fprintf(f, ",\n  \"cmt_loaded\": %s,\n  \"through_host\": [", cmt_switch() ? "true" : "false");
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      const HostPathRow& r = rows[k];
+      auto list = [](const std::vector<double>& v) {
+        std::string out = "[";
+        for (std::size_t q = 0; q < v.size(); ++q) {
+          char b[32];
+          std::snprintf(b, sizeof(b), "%s%.3f", q ? ", " : "", v[q]);
+          out += b;
+        }
+        return out + "]";
+      };
+      std::fprintf(f,
+                   "%s\n    {\"from\": %d, \"to\": %d, \"bytes\": %zu, \"reps\": %d, "
+                   "\"cuda_gbps\": %s, \"cmt_gbps\": %s, \"cuda_median\": %.3f, "
+                   "\"cmt_median\": %.3f, \"ratio\": %.3f, \"bytes_ok\": %s}",
+                   k ? "," : "", r.from, r.to, r.bytes, r.reps, list(r.cuda).c_str(),
+                   list(r.cmt).c_str(), median(r.cuda), median(r.cmt),
+                   median(r.cmt) / median(r.cuda), r.cuda_ok && r.cmt_ok ? "true" : "false");
+    }
+    std::fprintf(f, "\n  ]\n}\n");
     std::fclose(f);
   }
   return wrong ? 1 : 0;

@@ -158,15 +158,20 @@ int main(int argc, char** argv) {
   bench_topo->add_option("--plot", topo_plot, "Draw them as SVG (needs --json)");
 
   // `cmt bench p2p`: cmt-bench-p2p, the matrices p2pBandwidthLatencyTest users expect.
-  std::string p2p_bytes = "256M", p2p_json;
-  int p2p_reps = 10;
+  std::string p2p_bytes = "256M", p2p_json, p2p_sizes = "1M,4M,16M,64M,256M,1G";
+  int p2p_reps = 10, p2p_rounds = 5;
   CLI::App* bench_p2p = bench->add_subcommand(
       "p2p",
       "GPU <-> GPU: the peer-access matrix, one-way and both-ways bandwidth and latency matrices "
-      "with peer access disabled and enabled, bytes checked");
+      "with peer access disabled and enabled (CUDA's own), then cudaMemcpyPeer through the host, "
+      "CUDA's path against cmt's, by size; bytes checked");
   bench_p2p->add_option("--bytes", p2p_bytes, "Bytes per bandwidth copy (default 256M)");
   bench_p2p->add_option("--reps", p2p_reps, "Copies per measurement")->check(CLI::Range(1, 10000));
-  bench_p2p->add_option("--json", p2p_json, "Write the matrices as JSON");
+  bench_p2p->add_option("--sizes", p2p_sizes,
+                        "Sizes of the through-the-host comparison (default 1M,4M,16M,64M,256M,1G)");
+  bench_p2p->add_option("--rounds", p2p_rounds, "Rounds of that comparison, CUDA and cmt alternating")
+      ->check(CLI::Range(1, 1000));
+  bench_p2p->add_option("--json", p2p_json, "Write the matrices and the comparison as JSON");
 
   bool topo_json = false;
   CLI::App* topo = app.add_subcommand(
@@ -202,7 +207,8 @@ int main(int argc, char** argv) {
     return cmt::cli::tune_command(tune_options);
   }
   if (bench_p2p->parsed()) {
-    std::vector<std::string> args = {"--bytes", p2p_bytes, "--reps", std::to_string(p2p_reps)};
+    std::vector<std::string> args = {"--bytes", p2p_bytes, "--reps", std::to_string(p2p_reps),
+                                     "--sizes", p2p_sizes, "--rounds", std::to_string(p2p_rounds)};
     if (!p2p_json.empty()) args.insert(args.end(), {"--json", p2p_json});
     return cmt::cli::run_tool("cmt-bench-p2p", args);
   }

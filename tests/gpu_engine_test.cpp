@@ -216,17 +216,19 @@ TEST_F(GpuEngine, PeerCopierBetweenTwoContextsIsByteExact) {
   // The driver through cmt's own table (the test does not link libcuda), cuCtxCreate through the
   // runtime's entry-point query.
   const DriverApi& d = *driver_;
-  using CtxCreateFn = CUresult (*)(CUcontext*, unsigned, CUdevice);
+  // cuCtxCreate as of this toolkit's headers: its _v4 form, with a (null) parameter block.
+  using CtxCreateFn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice);
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuCtxCreate", &fn, 12000, cudaEnableDefault, &found),
+  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuCtxCreate", &fn, CUDA_VERSION, cudaEnableDefault,
+                                             &found),
             cudaSuccess);
   ASSERT_NE(fn, nullptr);
   CUcontext primary = nullptr, other = nullptr;
   ASSERT_EQ(d.ctx_get_current(&primary), CUDA_SUCCESS);
   CUdevice dev = 0;
   ASSERT_EQ(d.ctx_get_device(&dev), CUDA_SUCCESS);
-  ASSERT_EQ(reinterpret_cast<CtxCreateFn>(fn)(&other, 0, dev), CUDA_SUCCESS);
+  ASSERT_EQ(reinterpret_cast<CtxCreateFn>(fn)(&other, nullptr, 0, dev), CUDA_SUCCESS);
   ASSERT_EQ(d.ctx_set_current(primary), CUDA_SUCCESS);
   const std::size_t cap = (64u << 20) + 4096;
   const std::vector<unsigned char> zeros(cap, 0);

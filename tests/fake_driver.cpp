@@ -300,8 +300,11 @@ CUresult stream_create(CUstream* s, unsigned) {
   *s = reinterpret_cast<CUstream>(fs);
   return CUDA_SUCCESS;
 }
+// As in CUDA, an event may be destroyed while a record of it or a wait for it is still queued:
+// it is freed with the driver.
 CUresult event_destroy(CUevent e) {
-  delete reinterpret_cast<FakeEvent*>(e);
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  g_fake->destroyed_events.push_back(e);
   return CUDA_SUCCESS;
 }
 CUresult device_get_pci_bus_id(char* out, int len, CUdevice) {
@@ -357,6 +360,7 @@ FakeDriver::FakeDriver(int max_delay) : max_delay_us(max_delay) {
 FakeDriver::~FakeDriver() {
   synchronize_all();
   streams.clear();
+  for (CUevent e : destroyed_events) delete reinterpret_cast<FakeEvent*>(e);
   g_fake = nullptr;
 }
 

@@ -80,6 +80,7 @@ class FakeDriver {
   std::map<std::uintptr_t, std::size_t> device_ranges, host_ranges;
   std::map<std::uintptr_t, int> device_owner;     // device allocation -> its GPU
   std::map<FakeStream*, CUcontext> stream_context;  // streams made by cuStreamCreate
+  std::vector<CUevent> destroyed_events;           // freed with the driver
   std::vector<std::unique_ptr<char[]>> device_memory;
   std::vector<std::unique_ptr<FakeStream>> streams;
   std::map<std::pair<std::thread::id, CUcontext>, FakeStream*> per_thread;

@@ -12,12 +12,12 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0
 
-# run NAME FAULTS MAX_FAILED MUST_TAKE(1/0) [THREADS ROUNDS]
+# run NAME FAULTS MAX_FAILED MUST_TAKE(1/0) [THREADS ROUNDS [peer]]
 run() {
-  local name=$1 faults=$2 max_failed=$3 must_take=$4 threads=${5:-4} rounds=${6:-60}
+  local name=$1 faults=$2 max_failed=$3 must_take=$4 threads=${5:-4} rounds=${6:-60} mode=${7:-}
   local out=$tmp/$name.out
   CMT_FAKE_CUDA=$faults LD_PRELOAD=$lib CMT_STATS=$tmp/$name.json CMT_LOG=error \
-    timeout 240 "$app" "$threads" "$rounds" 7 > "$out" 2> "$tmp/$name.err"
+    timeout 240 "$app" "$threads" "$rounds" 7 $mode > "$out" 2> "$tmp/$name.err"
   local rc=$?
   if [ "$rc" -ne 0 ]; then
     echo "FAIL $name: the program failed (exit $rc)"; cat "$out"; head -20 "$tmp/$name.err"
@@ -30,8 +30,9 @@ words = open(out).read().split()
 r = {words[i]: int(words[i + 1]) for i in range(0, len(words) - 1, 2) if words[i + 1].lstrip("-").isdigit()}
 s = json.load(open(stats))
 taken = s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"]
+peer = s["taken"]["gpu_to_gpu"]["calls"]
 fwd = {k: v for k, v in s["forwarded"].items() if v}
-line = f"{name}: {r['trips']} round trips, {r['ok']} ok, {r['failed']} failed, {r['wrong']} wrong; cmt took {taken} copies, forwarded {fwd}; {r['dmas']} engine DMAs; max RSS {r['max_rss_mb']} MB"
+line = f"{name}: {r['trips']} round trips, {r['ok']} ok, {r['failed']} failed, {r['wrong']} wrong; cmt took {taken} copies and {peer} GPU-to-GPU, forwarded {fwd}; {r['dmas']} engine DMAs; max RSS {r['max_rss_mb']} MB"
 ok = r["wrong"] == 0 and r["failed"] <= max_failed and r["max_rss_mb"] < 1024
 ok = ok and (taken > 0 and r["dmas"] > 0 if must_take else True)
 # Clean, every large pageable copy is the engine's: none forwarded for any other reason, except
@@ -41,6 +42,13 @@ ok = ok and (taken > 0 and r["dmas"] > 0 if must_take else True)
 if name == "clean" and (set(fwd) - {"below_threshold", "pinned_or_managed", "engine_unavailable",
                                     "threads_asleep", "lanes_busy"}
                         or fwd.get("engine_unavailable", 0) * 10 > taken):
+    ok = False
+# Two GPUs without peer access: every GPU-to-GPU copy from peer_threshold up goes through the host
+# (a fifth of them, cuMemcpyAsync, reach the peer path through the unified hook). GPU 1's bytes
+# are read back with GPU 0's context current: CUDA's (other_device).
+if name == "peer_clean" and (peer == 0 or set(fwd) - {"below_threshold", "threads_asleep",
+                                                      "lanes_busy", "engine_unavailable",
+                                                      "other_device"}):
     ok = False
 # The injected fault was reached: the calls it counts went past its index.
 counter = {"dma_fail_at": "enqueues", "query_fail_at": "queries", "query_fail_from": "queries",
@@ -71,6 +79,11 @@ run register_fails "host_register=2" 0 0
 run events_fail "event_create=2" 0 0
 # No current context: forwarded, as CUDA's own answer is the one the program must see.
 run no_context "no_context=1" 0 0 2 20
+# Two GPUs without peer access: host -> GPU 0 -> GPU 1 -> host by every GPU-to-GPU entry point,
+# clean and with a DMA failing (the copy that meets it, through the host or the engine, stops at a
+# piece and CUDA finishes it; which one depends on the threads' timing).
+run peer_clean "devices=2" 0 1 4 60 peer
+run peer_dma_fail "devices=2,dma_fail_at=60" 2 1 4 60 peer
 
 python3 - "$tmp" <<'PY' || fails=$((fails + 1))
 import json, sys

@@ -4,7 +4,11 @@
 // libcuda (fake_libcuda_engine.cpp), so with libcmt.so preloaded the copies run through cmt's
 // hooks and engine on a CPU machine.
 //
-// usage: fake_engine_app THREADS ROUNDS SEED
+// With a fourth argument, "peer" (and CMT_FAKE_CUDA devices=2), each round trip goes host -> GPU 0
+// -> GPU 1 -> host instead, the middle leg by cuMemcpyPeer, cuMemcpyPeerAsync, cuMemcpyDtoD,
+// cuMemcpyDtoDAsync or cuMemcpyAsync in turn: the GPU-to-GPU hooks and the path through the host.
+//
+// usage: fake_engine_app THREADS ROUNDS SEED [peer]
 // Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if any
 // copy that reported success left a wrong byte.
 #include <cuda.h>
@@ -79,18 +83,73 @@ void worker(int id, int rounds, unsigned seed) {
   }
 }
 
+// Host -> GPU 0 -> GPU 1 -> host, the GPU-to-GPU leg by each driver entry point in turn.
+void peer_worker(int id, int rounds, unsigned seed) {
+  std::mt19937_64 rng(seed * 104729u + static_cast<unsigned>(id));
+  CUcontext c0 = nullptr, c1 = nullptr;
+  CUdeviceptr d0 = 0, d1 = 0;
+  CUstream stream = nullptr;
+  if (cuDevicePrimaryCtxRetain(&c0, 0) != CUDA_SUCCESS ||
+      cuDevicePrimaryCtxRetain(&c1, 1) != CUDA_SUCCESS || cuCtxSetCurrent(c1) != CUDA_SUCCESS ||
+      cuMemAlloc(&d1, kMaxBytes + kSlack) != CUDA_SUCCESS || cuCtxSetCurrent(c0) != CUDA_SUCCESS ||
+      cuMemAlloc(&d0, kMaxBytes + kSlack) != CUDA_SUCCESS ||
+      cuStreamCreate(&stream, 0) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "thread %d: peer setup failed\n", id);
+    std::exit(2);
+  }
+  std::vector<unsigned char> src(kMaxBytes + kSlack), back(kMaxBytes + kSlack);
+  for (int r = 0; r < rounds; ++r) {
+    const std::size_t n = random_size(rng);
+    const std::size_t so = rng() % 64, o0 = rng() % 64, o1 = rng() % 64;
+    const unsigned char fill = static_cast<unsigned char>(rng());
+    for (std::size_t i = 0; i < n; ++i) src[so + i] = static_cast<unsigned char>(fill + i * 29 + (i >> 10));
+    std::memset(back.data(), 0xEE, n);
+    const int how = r % 5;
+    // The asynchronous ways are ordered after the upload by their stream (the fake does not make
+    // the legacy stream wait for other streams, or them for it, as CUDA's blocking streams do).
+    const bool async = how == 1 || how == 3 || how == 4;
+    CUresult a = async ? cuMemcpyHtoDAsync(d0 + o0, src.data() + so, n, stream)
+                       : cuMemcpyHtoD(d0 + o0, src.data() + so, n);
+    CUresult b = CUDA_SUCCESS, c = CUDA_SUCCESS;
+    if (a == CUDA_SUCCESS) {
+      switch (how) {
+        case 0: b = cuMemcpyPeer(d1 + o1, c1, d0 + o0, c0, n); break;
+        case 1: b = cuMemcpyPeerAsync(d1 + o1, c1, d0 + o0, c0, n, stream); break;
+        case 2: b = cuMemcpyDtoD(d1 + o1, d0 + o0, n); break;
+        case 3: b = cuMemcpyDtoDAsync(d1 + o1, d0 + o0, n, stream); break;
+        default: b = cuMemcpyAsync(d1 + o1, d0 + o0, n, stream); break;
+      }
+    }
+    if (a == CUDA_SUCCESS && b == CUDA_SUCCESS) {
+      c = cuMemcpyDtoHAsync(back.data(), d1 + o1, n, stream);
+      const CUresult sync = cuStreamSynchronize(stream);
+      if (c == CUDA_SUCCESS) c = sync;
+    }
+    if (a != CUDA_SUCCESS || b != CUDA_SUCCESS || c != CUDA_SUCCESS) {
+      g_failed.fetch_add(1);
+    } else if (std::memcmp(back.data(), src.data() + so, n) != 0) {
+      g_wrong.fetch_add(1);
+      std::fprintf(stderr, "thread %d round %d: %zu bytes GPU 0 -> GPU 1 (way %d) came back wrong\n",
+                   id, r, n, how);
+    } else {
+      g_ok.fetch_add(1);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED\n", argv[0]);
+  if (argc != 4 && !(argc == 5 && std::strcmp(argv[4], "peer") == 0)) {
+    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer]\n", argv[0]);
     return 2;
   }
+  const bool peer = argc == 5;
   int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
   unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
   if (cuInit(0) != CUDA_SUCCESS) return 2;
   std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker, t, rounds, seed);
+  for (int t = 0; t < threads; ++t) pool.emplace_back(peer ? peer_worker : worker, t, rounds, seed);
   for (auto& t : pool) t.join();
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

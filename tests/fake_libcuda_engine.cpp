@@ -7,7 +7,7 @@
 // CMT_FAKE_CUDA="key=value,..." sets the faults (fake_driver.h's Faults) and the streams' delay:
 //   delay_us, dma_fail_at, dma_fail_code, query_fail_at, query_fail_from, query_fail_code,
 //   record_fail_at, query_fail_record, host_register (a CUresult), event_create (a CUresult),
-//   no_context (0/1).
+//   no_context (0/1), devices (GPUs, each with one context; none reaches another's memory).
 #include <cuda.h>
 
 #include <cstdio>
@@ -39,6 +39,7 @@ void set_fault(FakeDriver& d, const std::string& key, long v) {
   else if (key == "host_register") f.host_register = static_cast<CUresult>(v);
   else if (key == "event_create") f.event_create = static_cast<CUresult>(v);
   else if (key == "no_context") f.no_context = v != 0;
+  else if (key == "devices") d.devices = static_cast<int>(v);
   else {
     std::fprintf(stderr, "fake libcuda: unknown CMT_FAKE_CUDA key '%s'\n", key.c_str());
     std::abort();  // a test's typo must not pass as a clean run
@@ -105,7 +106,9 @@ CMT_FAKE_EXPORT CUresult cuCtxSynchronize() {
   return CUDA_SUCCESS;
 }
 CMT_FAKE_EXPORT CUresult cuMemAlloc(CUdeviceptr* p, size_t n) {
-  *p = fake().alloc_device(n);
+  CUdevice d = 0;
+  if (fake().api().ctx_get_device(&d) != CUDA_SUCCESS) d = 0;
+  *p = fake().alloc_device(n, d);  // on the current context's GPU
   return CUDA_SUCCESS;
 }
 CMT_FAKE_EXPORT CUresult cuMemFree(CUdeviceptr) { return CUDA_SUCCESS; }  // kept until exit
@@ -139,6 +142,30 @@ CMT_FAKE_EXPORT CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, 
 }
 CMT_FAKE_EXPORT CUresult cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) {
   return copy_on(CU_STREAM_PER_THREAD, dst, ptr(src), n, true);
+}
+
+// Device to device, within a GPU or between two (the driver would stage the latter through the
+// host): as the copies above, on the current context's stream.
+CMT_FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return copy_on(CU_STREAM_LEGACY, ptr(dst), ptr(src), n, true);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n,
+                                              CUstream s) {
+  return copy_on(s, ptr(dst), ptr(src), n, false);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  return copy_on(CU_STREAM_LEGACY, ptr(dst), ptr(src), n, true);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  return copy_on(s, ptr(dst), ptr(src), n, false);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext,
+                                      size_t n) {
+  return copy_on(CU_STREAM_LEGACY, ptr(dst), ptr(src), n, true);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext,
+                                           size_t n, CUstream s) {
+  return copy_on(s, ptr(dst), ptr(src), n, false);
 }
 
 // ---- cuGetProcAddress: how cmt (and a static cudart) find the driver's functions -----------------

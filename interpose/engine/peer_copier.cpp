@@ -16,9 +16,6 @@ struct PeerCopier::Lane {
   std::unique_ptr<StagingRing> ring;
   CUstream src_stream = nullptr, dst_stream = nullptr;  // one in each context, non-blocking
   CUevent freed[kSlots] = {};  // destination context: the H2D out of slot k has finished
-  // Where the caller's stream stood when the copy began, recorded in the source or destination
-  // context (an event can only be recorded on a stream of its own context).
-  CUevent start_src = nullptr, start_dst = nullptr;
   unsigned next_slot = 0;
   bool broken = false;  // a driver call failed midway: the lane is left alone (and leaked)
 };
@@ -80,8 +77,6 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
     lane->ring = StagingRing::create(driver_, kSlots, kSlotBytes, current_gpu_node(driver_), error);
     if (!lane->ring) return nullptr;
     if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->src_stream, CU_STREAM_NON_BLOCKING),
-                        *error) ||
-        CMT_CUDA_FAILED(driver_, driver_.event_create(&lane->start_src, CU_EVENT_DISABLE_TIMING),
                         *error))
       return nullptr;
   }
@@ -92,8 +87,6 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
       return nullptr;
     }
     if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->dst_stream, CU_STREAM_NON_BLOCKING),
-                        *error) ||
-        CMT_CUDA_FAILED(driver_, driver_.event_create(&lane->start_dst, CU_EVENT_DISABLE_TIMING),
                         *error))
       return nullptr;
     for (CUevent& e : lane->freed)
@@ -140,24 +133,33 @@ PeerOutcome PeerCopier::run(Lane& lane, const PeerRequest& r) {
     }
     return body();
   };
-  // Marks where `r.stream` stands in `ctx` with `event`, and has `waiter` (a lane stream) wait.
-  auto start_after = [&](CUcontext ctx, CUevent event, CUcontext waiter_ctx, CUstream waiter) {
-    return in_context(ctx, [&] { return !CMT_CUDA_FAILED(d, d.event_record(event, r.stream), st); }) &&
-           in_context(waiter_ctx,
-                      [&] { return !CMT_CUDA_FAILED(d, d.stream_wait_event(waiter, event, 0), st); });
+  // Marks where `r.stream` stands in `ctx` and has `waiter` (a lane stream) wait for it. The
+  // event is the call's own: one event recorded on different callers' streams could complete out
+  // of order, and a wait for the earlier record end too soon. Destroying it once the wait is
+  // queued is allowed (CUDA releases it when it completes).
+  auto start_after = [&](CUcontext ctx, CUcontext waiter_ctx, CUstream waiter) {
+    CUevent event = nullptr;
+    const bool queued =
+        in_context(ctx, [&] {
+          return !CMT_CUDA_FAILED(d, d.event_create(&event, CU_EVENT_DISABLE_TIMING), st) &&
+                 !CMT_CUDA_FAILED(d, d.event_record(event, r.stream), st);
+        }) &&
+        in_context(waiter_ctx,
+                   [&] { return !CMT_CUDA_FAILED(d, d.stream_wait_event(waiter, event, 0), st); });
+    if (event) d.event_destroy(event);
+    return queued;
   };
 
   // 1. After the work queued before: on the caller's stream, or for a synchronous copy on the
   // default stream of each context it touches (and the caller's, waited for here).
   bool ok;
   if (r.synchronous) {
-    ok = start_after(r.src_ctx, lane.start_src, r.src_ctx, lane.src_stream) &&
-         start_after(r.dst_ctx, lane.start_dst, r.dst_ctx, lane.dst_stream);
+    ok = start_after(r.src_ctx, r.src_ctx, lane.src_stream) &&
+         start_after(r.dst_ctx, r.dst_ctx, lane.dst_stream);
     if (ok && caller != r.src_ctx && caller != r.dst_ctx)
       ok = !CMT_CUDA_FAILED(d, d.stream_synchronize(r.stream), st);
   } else {
-    CUevent start = r.stream_ctx == r.src_ctx ? lane.start_src : lane.start_dst;
-    ok = start_after(r.stream_ctx, start, r.src_ctx, lane.src_stream);
+    ok = start_after(r.stream_ctx, r.src_ctx, lane.src_stream);
   }
   if (!ok) {
     lane.broken = true;  // its streams may wait on an event in doubt

@@ -280,7 +280,9 @@ TEST_F(GpuEngine, PeerCopierBetweenTwoContextsIsByteExact) {
       // synchronous copy has finished already and is read on another stream.
       cudaStream_t read_on = mode == 0 ? user : mode == 1 ? cudaStreamLegacy : nullptr;
       cudaStream_t other_stream = nullptr;
-      if (mode == 2) ASSERT_EQ(cudaStreamCreateWithFlags(&other_stream, cudaStreamNonBlocking), cudaSuccess);
+      if (mode == 2) {
+        ASSERT_EQ(cudaStreamCreateWithFlags(&other_stream, cudaStreamNonBlocking), cudaSuccess);
+      }
       ASSERT_EQ(cudaMemcpyAsync(got.data(), reinterpret_cast<void*>(dst + 3), bytes,
                                 cudaMemcpyDeviceToHost, mode == 2 ? other_stream : read_on),
                 cudaSuccess);

@@ -15,7 +15,7 @@ struct PeerCopier::Lane {
   // The pinned slots; each slot's dma_done event (in the source context) marks its D2H landed.
   std::unique_ptr<StagingRing> ring;
   CUstream src_stream = nullptr, dst_stream = nullptr;  // one in each context, non-blocking
-  CUevent freed[kSlots] = {};  // destination context: the H2D out of slot k has finished
+  CUevent freed[kMaxSlots] = {};  // destination context: the H2D out of slot k has finished
   unsigned next_slot = 0;
   bool broken = false;  // a driver call failed midway: the lane is left alone (and leaked)
 };
@@ -34,15 +34,19 @@ int current_gpu_node(const DriverApi& d) {
 
 }  // namespace
 
-std::size_t PeerCopier::piece_bytes(std::size_t index, std::size_t remaining) {
+std::size_t PeerCopier::piece_bytes(std::size_t index, std::size_t remaining,
+                                    const PeerShape& shape) {
   constexpr std::size_t kStep = std::size_t{64} << 10;
-  std::size_t size = kSlotBytes;
-  if (index < 16) size = std::min(kSlotBytes, kFirstPiece << index);
-  if (remaining < 2 * size) size = std::max(kFirstPiece, remaining / 2 / kStep * kStep);
+  std::size_t size = shape.slot_bytes;
+  if (index < 16) size = std::min(shape.slot_bytes, shape.first_piece << index);
+  if (remaining < 2 * size) size = std::max(shape.first_piece, remaining / 2 / kStep * kStep);
   return std::min(size, remaining);
 }
 
-PeerCopier::PeerCopier(const DriverApi& driver) : driver_(driver) {}
+PeerCopier::PeerCopier(const DriverApi& driver, PeerShape shape)
+    : driver_(driver),
+      shape_{std::max(2u, std::min(shape.slots, kMaxSlots)), std::max<std::size_t>(shape.slot_bytes, 4096),
+             std::max<std::size_t>(shape.first_piece, 4096)} {}
 
 PeerCopier::~PeerCopier() {
   // Tests build and destroy copiers; libcmt.so's lives as long as the process. The slots are
@@ -74,7 +78,8 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
       return nullptr;
     }
     // Near the source GPU: its D2H writes the slots, and the destination only reads them.
-    lane->ring = StagingRing::create(driver_, kSlots, kSlotBytes, current_gpu_node(driver_), error);
+    lane->ring = StagingRing::create(driver_, shape_.slots, shape_.slot_bytes,
+                                     current_gpu_node(driver_), error);
     if (!lane->ring) return nullptr;
     if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->src_stream, CU_STREAM_NON_BLOCKING),
                         *error))
@@ -89,12 +94,13 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
     if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->dst_stream, CU_STREAM_NON_BLOCKING),
                         *error))
       return nullptr;
-    for (CUevent& e : lane->freed)
-      if (CMT_CUDA_FAILED(driver_, driver_.event_create(&e, CU_EVENT_DISABLE_TIMING), *error))
+    for (unsigned k = 0; k < shape_.slots; ++k)
+      if (CMT_CUDA_FAILED(driver_, driver_.event_create(&lane->freed[k], CU_EVENT_DISABLE_TIMING),
+                          *error))
         return nullptr;
   }
-  CMT_LOG(debug, "peer lane {} -> {}: {} pinned slots of {} MiB", static_cast<void*>(src_ctx),
-          static_cast<void*>(dst_ctx), kSlots, kSlotBytes >> 20);
+  CMT_LOG(debug, "peer lane {} -> {}: {} pinned slots of {} KiB", static_cast<void*>(src_ctx),
+          static_cast<void*>(dst_ctx), shape_.slots, shape_.slot_bytes >> 10);
   held = std::move(lane);
   return held.get();
 }
@@ -170,7 +176,7 @@ PeerOutcome PeerCopier::run(Lane& lane, const PeerRequest& r) {
   std::size_t off = 0, pieces = 0;
   unsigned last = 0;
   while (off < r.bytes && ok) {
-    const std::size_t n = piece_bytes(pieces, r.bytes - off);
+    const std::size_t n = piece_bytes(pieces, r.bytes - off, shape_);
     const unsigned k = lane.next_slot;
     StagingSlot& slot = lane.ring->slot(k);
     ok = in_context(r.src_ctx,
@@ -189,7 +195,7 @@ PeerOutcome PeerCopier::run(Lane& lane, const PeerRequest& r) {
                   !CMT_CUDA_FAILED(d, d.event_record(lane.freed[k], lane.dst_stream), st);
          });
     if (!ok) break;
-    lane.next_slot = (k + 1) % kSlots;
+    lane.next_slot = (k + 1) % shape_.slots;
     last = k;
     off += n;
     ++pieces;

@@ -43,6 +43,12 @@ struct PeerOutcome {
   CUresult status = CUDA_SUCCESS;
 };
 
+// How a lane cuts copies: its pinned slots and the first piece.
+struct PeerShape {
+  unsigned slots;
+  std::size_t slot_bytes, first_piece;
+};
+
 class PeerCopier {
  public:
   // Per lane: 4 slots of 16 MiB (64 MiB pinned per pair of GPUs that copies this way). Four keep
@@ -50,8 +56,10 @@ class PeerCopier {
   static constexpr unsigned kSlots = 4;
   static constexpr std::size_t kSlotBytes = std::size_t{16} << 20;
   static constexpr std::size_t kFirstPiece = std::size_t{256} << 10;
+  static constexpr unsigned kMaxSlots = 16;
 
-  explicit PeerCopier(const DriverApi& driver);
+  explicit PeerCopier(const DriverApi& driver,
+                      PeerShape shape = {kSlots, kSlotBytes, kFirstPiece});
   ~PeerCopier();
   PeerCopier(const PeerCopier&) = delete;
   PeerCopier& operator=(const PeerCopier&) = delete;
@@ -59,10 +67,11 @@ class PeerCopier {
   // The caller's current context is the same on return. Never throws.
   PeerOutcome copy(const PeerRequest& request) noexcept;
 
-  // The size of piece `index` of a copy with `remaining` bytes left: doubling from kFirstPiece to
-  // kSlotBytes, and from where fewer than two such pieces are left, half of what is left (in
-  // 64 KiB steps), down to kFirstPiece; never more than `remaining`.
-  static std::size_t piece_bytes(std::size_t index, std::size_t remaining);
+  // The size of piece `index` of a copy with `remaining` bytes left: doubling from the first piece
+  // to a slot's size, and from where fewer than two such pieces are left, half of what is left
+  // (in 64 KiB steps), down to the first piece; never more than `remaining`.
+  static std::size_t piece_bytes(std::size_t index, std::size_t remaining,
+                                 const PeerShape& shape = {kSlots, kSlotBytes, kFirstPiece});
 
   struct Lane;
 
@@ -73,6 +82,7 @@ class PeerCopier {
   PeerOutcome run(Lane& lane, const PeerRequest& request);
 
   const DriverApi& driver_;
+  const PeerShape shape_;
   std::mutex lanes_mu_;
   std::map<std::pair<CUcontext, CUcontext>, std::unique_ptr<Lane>> lanes_;
 };

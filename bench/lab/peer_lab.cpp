@@ -1,0 +1,215 @@
+// cmt-lab-peer: the GPU-to-GPU path through the host, on a machine with one GPU. A second context
+// on the same GPU stands in for a second GPU (its own streams, its own memory); this measures
+//   - what CU_POINTER_ATTRIBUTE_ACCESS_FLAGS answers across the two contexts (on the H200: read-
+//     write both ways, as contexts of one GPU reach each other's memory; peer access between
+//     them is unsupported, so it is not asked for);
+//   - cuMemcpyPeer between them, CUDA's own (a copy within the GPU);
+//   - cmt's PeerCopier (engine/peer_copier.h) between them, synchronous copies;
+//   - pinned D2H and H2D alone, the two legs' limits;
+// by size, median of rounds, bytes checked once per mode. Both legs share one GPU's link here, so
+// the figures show the pipeline and what CUDA does between contexts, not what two GPUs get.
+//
+// With --shapes SLOTSxSLOT/FIRST,... (e.g. 4x16M/256K,8x8M/1M) cmt's column is repeated for each
+// lane shape, the first being the built-in one.
+//
+// usage: cmt-lab-peer [--sizes 1M,16M,1G] [--rounds 3] [--shapes 4x16M/256K,...]
+#include <cuda.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/byte_size.h"
+#include "cuda/driver_api.h"
+#include "engine/peer_copier.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+#define CHECK(call)                                                                  \
+  do {                                                                               \
+    CUresult r_ = (call);                                                            \
+    if (r_ != CUDA_SUCCESS) {                                                        \
+      const char* n_ = nullptr;                                                      \
+      cuGetErrorName(r_, &n_);                                                       \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, n_ ? n_ : "?"); \
+      std::exit(1);                                                                  \
+    }                                                                                \
+  } while (0)
+
+unsigned access_flags(CUcontext viewer, CUdeviceptr p) {
+  CHECK(cuCtxSetCurrent(viewer));
+  unsigned flags = 99;
+  CHECK(cuPointerGetAttribute(&flags, CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, p));
+  return flags;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> sizes = {1u << 20, 4u << 20, 16u << 20, 64u << 20, 256u << 20, 1u << 30};
+  int rounds = 3;
+  std::vector<cmt::PeerShape> shapes = {
+      {cmt::PeerCopier::kSlots, cmt::PeerCopier::kSlotBytes, cmt::PeerCopier::kFirstPiece}};
+  std::vector<std::string> shape_names = {"built-in"};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i], v = argv[i + 1];
+    if (a == "--shapes") {
+      for (std::size_t at = 0; at <= v.size();) {
+        std::size_t end = v.find(',', at);
+        if (end == std::string::npos) end = v.size();
+        const std::string item = v.substr(at, end - at);
+        const std::size_t x = item.find('x'), slash = item.find('/');
+        cmt::PeerShape sh{};
+        if (x == std::string::npos || slash == std::string::npos ||
+            !cmt::parse_byte_size(item.substr(x + 1, slash - x - 1), &sh.slot_bytes) ||
+            !cmt::parse_byte_size(item.substr(slash + 1), &sh.first_piece)) {
+          std::fprintf(stderr, "cmt-lab-peer: bad shape '%s' (expected SLOTSxSIZE/FIRST)\n", item.c_str());
+          return 2;
+        }
+        sh.slots = static_cast<unsigned>(std::atoi(item.substr(0, x).c_str()));
+        shapes.push_back(sh);
+        shape_names.push_back(item);
+        at = end + 1;
+      }
+    } else if (a == "--rounds") {
+      rounds = std::max(1, std::atoi(v.c_str()));
+    } else if (a == "--sizes") {
+      sizes.clear();
+      for (std::size_t at = 0; at <= v.size();) {
+        std::size_t end = v.find(',', at), n = 0;
+        if (end == std::string::npos) end = v.size();
+        if (!cmt::parse_byte_size(v.substr(at, end - at), &n) || n == 0) {
+          std::fprintf(stderr, "cmt-lab-peer: bad size in --sizes '%s'\n", v.c_str());
+          return 2;
+        }
+        sizes.push_back(n);
+        at = end + 1;
+      }
+    } else {
+      std::fprintf(stderr, "usage: cmt-lab-peer [--sizes 1M,16M,1G] [--rounds 3]\n");
+      return 2;
+    }
+  }
+  const std::size_t cap = *std::max_element(sizes.begin(), sizes.end());
+  CHECK(cuInit(0));
+  CUdevice dev;
+  CHECK(cuDeviceGet(&dev, 0));
+  CUcontext a = nullptr, b = nullptr;
+  CHECK(cuDevicePrimaryCtxRetain(&a, dev));
+  CHECK(cuCtxCreate(&b, nullptr, 0, dev));
+  CHECK(cuCtxSetCurrent(a));
+  CUdeviceptr src, dst;
+  void* pinned = nullptr;
+  CHECK(cuMemAlloc(&src, cap));
+  CHECK(cuMemAllocHost(&pinned, cap));
+  std::vector<unsigned char> want(cap), got(cap);
+  for (std::size_t k = 0; k < cap; ++k) want[k] = static_cast<unsigned char>(k * 31 + (k >> 9));
+  CHECK(cuMemcpyHtoD(src, want.data(), cap));
+  CHECK(cuCtxSetCurrent(b));
+  CHECK(cuMemAlloc(&dst, cap));
+  CHECK(cuCtxSetCurrent(a));
+
+  std::printf("access flags (0 none, 3 read-write): A on B's memory %u, B on A's memory %u\n",
+              access_flags(a, dst), access_flags(b, src));
+
+  const cmt::DriverApi* driver = cmt::real_driver();
+  if (!driver) {
+    std::fprintf(stderr, "cmt-lab-peer: cmt's driver table did not load\n");
+    return 1;
+  }
+  std::vector<std::unique_ptr<cmt::PeerCopier>> copiers;
+  for (const cmt::PeerShape& sh : shapes) copiers.push_back(std::make_unique<cmt::PeerCopier>(*driver, sh));
+  cmt::PeerCopier* copier_now = copiers[0].get();
+  auto cmt_copy = [&](std::size_t n) {
+    cmt::PeerRequest r;
+    r.dst = dst;
+    r.dst_ctx = b;
+    r.src = src;
+    r.src_ctx = a;
+    r.bytes = n;
+    r.stream = CU_STREAM_LEGACY;
+    r.stream_ctx = a;
+    r.synchronous = true;
+    if (copier_now->copy(r).bytes_done != n) {
+      std::fprintf(stderr, "cmt-lab-peer: the peer copier stopped short\n");
+      std::exit(1);
+    }
+  };
+  auto check = [&](std::size_t n) {
+    CHECK(cuCtxSetCurrent(b));
+    CHECK(cuMemcpyDtoH(got.data(), dst, n));
+    CHECK(cuCtxSetCurrent(a));
+    return std::memcmp(got.data(), want.data(), n) == 0;
+  };
+  auto clear = [&](std::size_t n) {
+    CHECK(cuCtxSetCurrent(b));
+    CHECK(cuMemsetD8(dst, 0, n));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxSetCurrent(a));
+  };
+  // GB/s of `reps` calls of `copy(n)`, after one warm call; every context synchronized at the end.
+  auto rate = [&](auto&& copy, std::size_t n) {
+    const int reps = static_cast<int>(std::max<std::size_t>(3, std::min<std::size_t>(100, (std::size_t{2} << 30) / n)));
+    std::vector<double> r;
+    for (int round = 0; round < rounds; ++round) {
+      copy(n);
+      const auto t0 = Clock::now();
+      for (int i = 0; i < reps; ++i) copy(n);
+      CHECK(cuCtxSetCurrent(b));
+      CHECK(cuCtxSynchronize());
+      CHECK(cuCtxSetCurrent(a));
+      CHECK(cuCtxSynchronize());
+      r.push_back(static_cast<double>(n) * reps /
+                  std::chrono::duration<double>(Clock::now() - t0).count() / 1e9);
+    }
+    return median(r);
+  };
+  auto cuda_copy = [&](std::size_t n) { CHECK(cuMemcpyPeer(dst, b, src, a, n)); };
+  auto d2h = [&](std::size_t n) { CHECK(cuMemcpyDtoH(pinned, src, n)); };
+  auto h2d = [&](std::size_t n) {
+    CHECK(cuCtxSetCurrent(b));
+    CHECK(cuMemcpyHtoD(dst, pinned, n));
+    CHECK(cuCtxSetCurrent(a));
+  };
+
+  std::printf("%10s %14s %14s %12s %12s  bytes (GB/s, median of %d rounds)", "size",
+              "CUDA (in GPU)", "cmt via host", "pinned D2H", "pinned H2D", rounds);
+  for (std::size_t k = 1; k < shapes.size(); ++k) std::printf("  %s", shape_names[k].c_str());
+  std::printf("\n");
+  for (std::size_t n : sizes) {
+    clear(n);
+    cuda_copy(n);
+    CHECK(cuCtxSynchronize());
+    bool ok = check(n);
+    const double cuda_gbps = rate(cuda_copy, n);
+    clear(n);
+    cmt_copy(n);
+    ok = ok && check(n);
+    const double cmt_gbps = rate(cmt_copy, n);
+    const double d2h_gbps = rate(d2h, n), h2d_gbps = rate(h2d, n);
+    std::printf("%10s %14.2f %14.2f %12.2f %12.2f  %s", cmt::format_byte_size(n).c_str(),
+                cuda_gbps, cmt_gbps, d2h_gbps, h2d_gbps, ok ? "ok" : "WRONG");
+    for (std::size_t k = 1; k < copiers.size(); ++k) {
+      copier_now = copiers[k].get();
+      clear(n);
+      cmt_copy(n);
+      const bool shape_ok = check(n);
+      std::printf("  %.2f%s", rate(cmt_copy, n), shape_ok ? "" : " WRONG");
+      copier_now = copiers[0].get();
+    }
+    std::printf("\n");
+  }
+  return 0;
+}

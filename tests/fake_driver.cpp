@@ -126,6 +126,10 @@ CUresult device_get(CUdevice* d, int ordinal) {
   *d = ordinal;
   return CUDA_SUCCESS;
 }
+CUresult device_get_count(int* n) {
+  *n = g_fake->devices;
+  return CUDA_SUCCESS;
+}
 CUresult primary_ctx_get_state(CUdevice d, unsigned* flags, int* active) {
   if (d < 0 || d >= g_fake->devices) return CUDA_ERROR_INVALID_DEVICE;
   *flags = 0;
@@ -337,6 +341,7 @@ DriverApi make_api() {
   a.stream_create = stream_create;
   a.stream_wait_event = stream_wait_event;
   a.device_get = device_get;
+  a.device_get_count = device_get_count;
   a.primary_ctx_get_state = primary_ctx_get_state;
   a.primary_ctx_retain = primary_ctx_retain;
   a.primary_ctx_release = primary_ctx_release;

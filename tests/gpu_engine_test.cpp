@@ -212,24 +212,58 @@ TEST_F(GpuEngine, ClassifiesRealPointers) {
 // The path through the host between two contexts of this one GPU (a second context stands in
 // for a second GPU: its own streams, its own memory, events waited on across contexts, the slots
 // pinned for both): bytes exact, on a user stream, the legacy stream and synchronously.
-TEST_F(GpuEngine, PeerCopierBetweenTwoContextsIsByteExact) {
-  // The driver through cmt's own table (the test does not link libcuda), cuCtxCreate through the
-  // runtime's entry-point query.
-  const DriverApi& d = *driver_;
-  // cuCtxCreate as of this toolkit's headers: its _v4 form, with a (null) parameter block.
+// A second context on the current GPU, made through the runtime's entry-point query (the test
+// does not link libcuda): cuCtxCreate as of this toolkit's headers, its _v4 form with a (null)
+// parameter block. The current context is left as it was. nullptr if it could not be made.
+CUcontext second_context(const DriverApi& d) {
   using CtxCreateFn = CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice);
   void* fn = nullptr;
   cudaDriverEntryPointQueryResult found{};
-  ASSERT_EQ(cudaGetDriverEntryPointByVersion("cuCtxCreate", &fn, CUDA_VERSION, cudaEnableDefault,
-                                             &found),
-            cudaSuccess);
-  ASSERT_NE(fn, nullptr);
-  CUcontext primary = nullptr, other = nullptr;
-  ASSERT_EQ(d.ctx_get_current(&primary), CUDA_SUCCESS);
+  CUcontext before = nullptr, made = nullptr;
   CUdevice dev = 0;
-  ASSERT_EQ(d.ctx_get_device(&dev), CUDA_SUCCESS);
-  ASSERT_EQ(reinterpret_cast<CtxCreateFn>(fn)(&other, nullptr, 0, dev), CUDA_SUCCESS);
+  if (cudaGetDriverEntryPointByVersion("cuCtxCreate", &fn, CUDA_VERSION, cudaEnableDefault,
+                                       &found) != cudaSuccess ||
+      !fn || d.ctx_get_current(&before) != CUDA_SUCCESS || d.ctx_get_device(&dev) != CUDA_SUCCESS ||
+      reinterpret_cast<CtxCreateFn>(fn)(&made, nullptr, 0, dev) != CUDA_SUCCESS)
+    return nullptr;
+  d.ctx_set_current(before);
+  return made;
+}
+
+// The engine in a context that is not the primary one (a driver-API program's own): its lanes
+// are per context, its DMAs on that context's streams; bytes exact both ways.
+TEST_F(GpuEngine, CopiesInASecondContext) {
+  const DriverApi& d = *driver_;
+  CUcontext primary = nullptr;
+  ASSERT_EQ(d.ctx_get_current(&primary), CUDA_SUCCESS);
+  CUcontext other = second_context(d);
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(d.ctx_set_current(other), CUDA_SUCCESS);
+  const std::size_t bytes = (24u << 20) + 7;
+  CUdeviceptr dev = 0;
+  ASSERT_EQ(d.mem_alloc(&dev, bytes), CUDA_SUCCESS);
+  auto src = pattern(bytes, 77);
+  std::vector<unsigned char> back(bytes, 0xEE);
+  for (CUstream s : {CU_STREAM_LEGACY, CU_STREAM_PER_THREAD}) {
+    CopyOutcome up = engine_->copy({Direction::HostToDevice, src.data(), dev, bytes, s, true});
+    ASSERT_EQ(up.bytes_done, bytes);
+    CopyOutcome down = engine_->copy({Direction::DeviceToHost, back.data(), dev, bytes, s, false});
+    ASSERT_EQ(down.bytes_done, bytes);
+    EXPECT_EQ(0, std::memcmp(back.data(), src.data(), bytes));
+  }
+  bool in_other = false;
+  for (const LaneInfo& lane : engine_->lanes()) in_other = in_other || lane.ctx == other;
+  EXPECT_TRUE(in_other);
+  d.mem_free(dev);
   ASSERT_EQ(d.ctx_set_current(primary), CUDA_SUCCESS);
+}
+
+TEST_F(GpuEngine, PeerCopierBetweenTwoContextsIsByteExact) {
+  const DriverApi& d = *driver_;
+  CUcontext primary = nullptr;
+  ASSERT_EQ(d.ctx_get_current(&primary), CUDA_SUCCESS);
+  CUcontext other = second_context(d);
+  ASSERT_NE(other, nullptr);
   const std::size_t cap = (64u << 20) + 4096;
   const std::vector<unsigned char> zeros(cap, 0);
   CUdeviceptr src = 0, dst = 0;

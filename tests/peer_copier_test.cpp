@@ -277,5 +277,18 @@ TEST(InterposerPeer, DeviceToDeviceCopiesBetweenGpusGoThroughTheHost) {
   EXPECT_EQ(off.try_copy(d, s, n, kDeviceToDevice, CU_STREAM_LEGACY, true, Entry::Runtime), 0u);
 }
 
+TEST(InterposerPeer, WithOneGpuDeviceToDeviceCopiesCostNoPointerQueries) {
+  fake::FakeDriver fake;
+  Interposer interposer(&fake.api(), Config{});
+  const std::size_t n = 4 * kMiB;
+  auto* a = reinterpret_cast<void*>(fake.alloc_device(n));
+  auto* b = reinterpret_cast<void*>(fake.alloc_device(n));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(interposer.try_copy(a, b, n, kDeviceToDevice, CU_STREAM_LEGACY, false, Entry::Runtime),
+              0u);
+  EXPECT_EQ(fake.pointer_queries.load(), 0);
+  EXPECT_NE(interposer.stats().to_json().find("\"same_gpu\": 3"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace cmt

@@ -35,6 +35,7 @@
   X(cuStreamCreate, stream_create, CUstream*, unsigned)                                     \
   X(cuStreamWaitEvent, stream_wait_event, CUstream, CUevent, unsigned)                      \
   X(cuDeviceGet, device_get, CUdevice*, int)                                                \
+  X(cuDeviceGetCount, device_get_count, int*)                                               \
   X(cuDevicePrimaryCtxGetState, primary_ctx_get_state, CUdevice, unsigned*, int*)           \
   X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUcontext*, CUdevice)                     \
   X(cuDevicePrimaryCtxRelease, primary_ctx_release, CUdevice)                               \

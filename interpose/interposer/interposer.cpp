@@ -225,7 +225,15 @@ CopyEngine* Interposer::engine() {
 
 PeerCopier* Interposer::peer_copier() {
   std::lock_guard<std::mutex> lk(engine_mu());
-  if (!peer_copier_ && load_driver()) peer_copier_ = new PeerCopier(*driver_);  // leaked too
+  if (!peer_copier_ && load_driver()) {
+    // With one GPU no copy can be between two: device-to-device copies are forwarded without a
+    // driver call (programs make many within one GPU). Asked once: CUDA's count does not change.
+    int count = 0;
+    if (driver_->device_get_count(&count) != CUDA_SUCCESS) return nullptr;  // asked again later
+    gpu_count_.store(count);
+    if (count < 2) return nullptr;
+    peer_copier_ = new PeerCopier(*driver_);  // leaked too
+  }
   return peer_copier_;
 }
 
@@ -243,9 +251,12 @@ std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcep
       stats_->forwarded(ForwardReason::ForkedChild);
       return 0;
     }
-    PeerCopier* copier = peer_copier();
+    const int gpus = gpu_count_.load(std::memory_order_relaxed);
+    PeerCopier* copier = gpus == -1 || gpus >= 2 ? peer_copier() : nullptr;
     if (!copier) {
-      stats_->forwarded(ForwardReason::EngineUnavailable);
+      const int known = gpu_count_.load(std::memory_order_relaxed);
+      stats_->forwarded(known >= 0 && known < 2 ? ForwardReason::SameGpu
+                                                : ForwardReason::EngineUnavailable);
       return 0;
     }
     PeerDecision d = classify_peer_copy(*driver_, call, config_.peer_threshold);

@@ -4,6 +4,7 @@
 // Nothing here throws, exits or aborts.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 #include "config/options.h"
@@ -79,6 +80,8 @@ class Interposer {
   bool driver_loaded_ = false;
   class CopyEngine* engine_ = nullptr;
   class PeerCopier* peer_copier_ = nullptr;
+  // GPUs the driver shows this process, asked at the first device-to-device copy (-1: not yet).
+  std::atomic<int> gpu_count_{-1};
   Stats* stats_ = nullptr;
   WarmGate warm_gate_;  // copies between the warm thresholds and the thresholds
 };

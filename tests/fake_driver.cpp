@@ -126,6 +126,9 @@ CUresult device_get(CUdevice* d, int ordinal) {
   *d = ordinal;
   return CUDA_SUCCESS;
 }
+CUresult mem_pool_get_access(CUmemAccess_flags*, CUmemoryPool, CUmemLocation*) {
+  return CUDA_ERROR_INVALID_VALUE;  // the fake has no pools
+}
 CUresult device_get_count(int* n) {
   *n = g_fake->devices;
   return CUDA_SUCCESS;
@@ -194,10 +197,19 @@ CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** d
       case CU_POINTER_ATTRIBUTE_CONTEXT:
         *static_cast<CUcontext*>(data[i]) = device ? fake_context(owner) : nullptr;
         break;
+      case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        *static_cast<CUmemoryPool*>(data[i]) = nullptr;
+        break;
+      case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:  // given only to a context that reaches it
+        if (!(device && (viewer == owner || (viewer >= 0 && g_fake->peer_access[viewer][owner]))))
+          return CUDA_ERROR_INVALID_VALUE;
+        *static_cast<CUdeviceptr*>(data[i]) = ptr;
+        break;
       case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
         if (!device && !host) return CUDA_ERROR_INVALID_VALUE;
         *static_cast<unsigned*>(data[i]) =
-            host || viewer == owner || (viewer >= 0 && g_fake->peer_access[viewer][owner])
+            host || viewer == owner ||
+                    (viewer >= 0 && g_fake->peer_access[viewer][owner] && !g_fake->access_flags_blind)
                 ? unsigned{CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE}
                 : unsigned{CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE};
         break;
@@ -342,6 +354,7 @@ DriverApi make_api() {
   a.stream_wait_event = stream_wait_event;
   a.device_get = device_get;
   a.device_get_count = device_get_count;
+  a.mem_pool_get_access = mem_pool_get_access;
   a.primary_ctx_get_state = primary_ctx_get_state;
   a.primary_ctx_retain = primary_ctx_retain;
   a.primary_ctx_release = primary_ctx_release;

@@ -66,6 +66,8 @@ class FakeDriver {
   Faults faults;
   int devices = 1;
   bool peer_access[4][4] = {};  // [from][to]: GPU `from` may reach GPU `to`'s memory
+  // A driver whose access flags do not show peer access (the device-address query still does).
+  bool access_flags_blind = false;
   std::atomic<long> waits{0};   // cuStreamWaitEvent calls
   std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported
   std::atomic<long> dma_count{0}, query_count{0}, record_count{0}, register_count{0};

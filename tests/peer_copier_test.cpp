@@ -233,7 +233,12 @@ TEST(ClassifyPeer, TakesTwoGpusWithoutPeerAccessAndForwardsTheRest) {
   fake.peer_access[1][0] = false;
   fake.peer_access[0][1] = true;
   EXPECT_EQ(why(call(a1, a0, kMiB)), ForwardReason::PeerAccess);
+  // Should a driver's access flags not show it, the device-address query still does.
+  fake.access_flags_blind = true;
+  EXPECT_EQ(why(call(a1, a0, kMiB)), ForwardReason::PeerAccess);
   fake.peer_access[0][1] = false;
+  EXPECT_TRUE(classify_peer_copy(fake.api(), call(a1, a0, kMiB), kMiB).taken());
+  fake.access_flags_blind = false;
 
   fake.faults.capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
   EXPECT_EQ(why(call(a1, a0, kMiB)), ForwardReason::Capturing);

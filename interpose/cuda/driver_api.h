@@ -39,6 +39,7 @@
   X(cuDevicePrimaryCtxGetState, primary_ctx_get_state, CUdevice, unsigned*, int*)           \
   X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUcontext*, CUdevice)                     \
   X(cuDevicePrimaryCtxRelease, primary_ctx_release, CUdevice)                               \
+  X(cuMemPoolGetAccess, mem_pool_get_access, CUmemAccess_flags*, CUmemoryPool, CUmemLocation*) \
   X(cuGetErrorName, error_name, CUresult, const char**)                                     \
   /* the tuner: open a GPU, allocate, and time CUDA's own copies */                         \
   X(cuInit, init, unsigned)                                                                 \

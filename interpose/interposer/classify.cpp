@@ -62,15 +62,37 @@ bool device_of(const DriverApi& driver, CUcontext ctx, int* ordinal) {
   return true;
 }
 
-// Whether the device of `ctx` can read or write `ptr` (another GPU's memory) directly. A failed
-// query counts as yes: the copy is then CUDA's.
+// Whether the device of `ctx` (the current context of the call) can reach `ptr`, another GPU's
+// memory, directly. Three signs, any one of which says yes: the access flags the driver reports
+// for that device; the pointer's device address, which the driver gives only to a context that
+// can reach it (NVIDIA's libcu++ asks this way); and, for memory from a pool, the pool's access
+// for that device. A failed access-flags query counts as yes: the copy is then CUDA's.
 bool can_reach(const DriverApi& driver, CUcontext ctx, CUdeviceptr ptr) {
   ScopedContext in(driver, ctx);
+  CUdevice device = -1;
+  if (!in.ok() || driver.ctx_get_device(&device) != CUDA_SUCCESS) return true;
   unsigned flags = CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
-  CUpointer_attribute attr = CU_POINTER_ATTRIBUTE_ACCESS_FLAGS;
-  void* data = &flags;
-  if (!in.ok() || driver.pointer_get_attributes(1, &attr, &data, ptr) != CUDA_SUCCESS) return true;
-  return flags != CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+  CUmemoryPool pool = nullptr;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_ACCESS_FLAGS,
+                                 CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE};
+  void* data[] = {&flags, &pool};
+  if (driver.pointer_get_attributes(2, attrs, data, ptr) != CUDA_SUCCESS ||
+      flags != CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE)
+    return true;
+  CUdeviceptr mapped = 0;
+  CUpointer_attribute address = CU_POINTER_ATTRIBUTE_DEVICE_POINTER;
+  void* mapped_out = &mapped;
+  if (driver.pointer_get_attributes(1, &address, &mapped_out, ptr) == CUDA_SUCCESS) return true;
+  if (pool) {
+    CUmemAccess_flags pool_flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+    CUmemLocation where{};
+    where.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    where.id = static_cast<int>(device);
+    if (driver.mem_pool_get_access(&pool_flags, pool, &where) != CUDA_SUCCESS ||
+        pool_flags != CU_MEM_ACCESS_FLAGS_PROT_NONE)
+      return true;
+  }
+  return false;
 }
 
 bool inside_one_allocation(const DriverApi& driver, CUdeviceptr p, std::size_t bytes) {

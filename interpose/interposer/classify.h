@@ -71,9 +71,10 @@ struct PeerDecision {
 };
 
 // Taken: at least `threshold` bytes between device memory of two GPUs, neither of which can reach
-// the other's (CU_POINTER_ATTRIBUTE_ACCESS_FLAGS, asked in each context: whatever enabled it,
-// cuCtxEnablePeerAccess or a memory pool's access), both ranges inside one allocation, an
-// asynchronous copy's stream in one of the two contexts and not capturing a graph.
+// the other's (asked in each context three ways: the pointer's access flags, its device address,
+// its memory pool's access; so whatever enabled access counts, cuCtxEnablePeerAccess or a pool's),
+// both ranges inside one allocation, an asynchronous copy's stream in one of the two contexts and
+// not capturing a graph.
 PeerDecision classify_peer_copy(const DriverApi& driver, const PeerCall& call,
                                 std::size_t threshold);
 

@@ -27,7 +27,8 @@
 #              about 3 minutes
 #   gpus       the multi-GPU measurements (issue 15): `cmt bench topo` (each GPU, each NUMA node's
 #              GPUs, all; each way and both) and `cmt bench p2p` (peer access, bandwidth and
-#              latency matrices), about 3 minutes on 2 GPUs
+#              latency matrices, then cudaMemcpyPeer through the host, CUDA against cmt, 1 MiB
+#              to 1 GiB), about 4 minutes on 2 GPUs
 #   stress     tests/gpu_stress.sh's 16-thread stress for $CMT_STRESS_SECONDS (default 600), in a
 #              new session so it outlives the call: its log is OUT/stress.txt
 #   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),

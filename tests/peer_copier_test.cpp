@@ -65,6 +65,21 @@ TEST(PeerCopier, PiecesGrowThenShrinkAndCoverTheCopy) {
   }
 }
 
+TEST(PeerCopier, AnOddShapeIsMadeUsable) {
+  fake::FakeDriver fake;
+  fake.devices = 2;
+  // A first piece larger than a slot, one slot: no piece may pass a slot.
+  PeerCopier copier(fake.api(), {1, 64 * kKiB, 4 * kMiB});
+  const std::size_t n = 3 * kMiB + 1;
+  CUdeviceptr src = fake.alloc_device(n, 1), dst = fake.alloc_device(n, 0);
+  const std::vector<char> want = pattern(n, 9);
+  std::memcpy(host_view(src), want.data(), n);
+  CUstream stream = fake.create_stream();
+  ASSERT_EQ(copier.copy(request(dst, 0, src, 1, n, stream, fake::fake_context(0))).bytes_done, n);
+  ASSERT_EQ(fake.api().stream_synchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(0, std::memcmp(host_view(dst), want.data(), n));
+}
+
 TEST(PeerCopier, CopiesEveryByteBetweenTwoGpusOnAStream) {
   fake::FakeDriver fake(40);
   fake.devices = 2;

@@ -43,10 +43,19 @@ std::size_t PeerCopier::piece_bytes(std::size_t index, std::size_t remaining,
   return std::min(size, remaining);
 }
 
+namespace {
+// A shape a lane can be built with: 2 to kMaxSlots slots of at least a page, and a first piece
+// no larger than a slot (no piece may be).
+PeerShape usable(PeerShape s, unsigned max_slots) {
+  s.slots = std::max(2u, std::min(s.slots, max_slots));
+  s.slot_bytes = std::max<std::size_t>(s.slot_bytes, 4096);
+  s.first_piece = std::min(std::max<std::size_t>(s.first_piece, 4096), s.slot_bytes);
+  return s;
+}
+}  // namespace
+
 PeerCopier::PeerCopier(const DriverApi& driver, PeerShape shape)
-    : driver_(driver),
-      shape_{std::max(2u, std::min(shape.slots, kMaxSlots)), std::max<std::size_t>(shape.slot_bytes, 4096),
-             std::max<std::size_t>(shape.first_piece, 4096)} {}
+    : driver_(driver), shape_(usable(shape, kMaxSlots)) {}
 
 PeerCopier::~PeerCopier() {
   // Tests build and destroy copiers; libcmt.so's lives as long as the process. The slots are

@@ -11,13 +11,22 @@
 namespace cmt {
 
 struct PeerCopier::Lane {
+  explicit Lane(const DriverApi& d) : driver(d) {}
+  ~Lane() {  // only once nothing runs on its streams
+    for (CUevent e : freed)
+      if (e) driver.event_destroy(e);
+  }
+  Lane(const Lane&) = delete;
+  Lane& operator=(const Lane&) = delete;
+
+  const DriverApi& driver;
   std::mutex mu;  // held while a copy enqueues (a synchronous one: until it has finished)
   // The pinned slots; each slot's dma_done event (in the source context) marks its D2H landed.
   std::unique_ptr<StagingRing> ring;
   CUstream src_stream = nullptr, dst_stream = nullptr;  // one in each context, non-blocking
   CUevent freed[kMaxSlots] = {};  // destination context: the H2D out of slot k has finished
   unsigned next_slot = 0;
-  bool broken = false;  // a driver call failed midway: the lane is left alone (and leaked)
+  bool broken = false;  // a driver call failed midway: the lane is retired
 };
 
 namespace {
@@ -58,27 +67,26 @@ PeerCopier::PeerCopier(const DriverApi& driver, PeerShape shape)
     : driver_(driver), shape_(usable(shape, kMaxSlots)) {}
 
 PeerCopier::~PeerCopier() {
-  // Tests build and destroy copiers; libcmt.so's lives as long as the process. The slots are
-  // unregistered only once nothing runs on the lane's streams.
-  for (auto& [pair, lane] : lanes_) {
-    if (!lane || lane->broken) {
+  // Tests build and destroy copiers; libcmt.so's lives as long as the process. A lane is freed
+  // (its slots unregistered) only once nothing runs on its streams; one whose streams cannot say
+  // so is leaked.
+  auto free_if_drained = [&](std::unique_ptr<Lane>& lane) {
+    if (lane && (driver_.stream_synchronize(lane->src_stream) != CUDA_SUCCESS ||
+                 driver_.stream_synchronize(lane->dst_stream) != CUDA_SUCCESS))
       (void)lane.release();
-      continue;
-    }
-    if (driver_.stream_synchronize(lane->src_stream) != CUDA_SUCCESS ||
-        driver_.stream_synchronize(lane->dst_stream) != CUDA_SUCCESS)
-      (void)lane.release();
-  }
+  };
+  for (auto& [pair, lane] : lanes_) free_if_drained(lane);
+  for (auto& lane : retired_) free_if_drained(lane);
 }
 
 PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUresult* error) {
   std::lock_guard<std::mutex> lk(lanes_mu_);
   std::unique_ptr<Lane>& held = lanes_[{src_ctx, dst_ctx}];
   if (held && !held->broken) return held.get();
-  // A broken lane may still have DMAs in flight into or out of its slots: leaked, never freed.
-  if (held) (void)held.release();
+  // A broken lane may still have DMAs in flight into or out of its slots: retired, not freed.
+  if (held) retired_.push_back(std::move(held));
   RelaxedCaptureMode relaxed(driver_);
-  auto lane = std::make_unique<Lane>();
+  auto lane = std::make_unique<Lane>(driver_);
   *error = CUDA_SUCCESS;
   {
     ScopedContext in(driver_, src_ctx);

@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <utility>
+#include <vector>
 
 #include "cuda/driver_api.h"
 
@@ -85,6 +86,9 @@ class PeerCopier {
   const PeerShape shape_;
   std::mutex lanes_mu_;
   std::map<std::pair<CUcontext, CUcontext>, std::unique_ptr<Lane>> lanes_;
+  // Broken lanes, replaced: a DMA may still touch their slots, so they are kept as long as the
+  // copier (the process's, for good).
+  std::vector<std::unique_ptr<Lane>> retired_;
 };
 
 }  // namespace cmt

@@ -1,6 +1,7 @@
 #include "engine/peer_copier.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <string>
 
@@ -26,7 +27,9 @@ struct PeerCopier::Lane {
   CUstream src_stream = nullptr, dst_stream = nullptr;  // one in each context, non-blocking
   CUevent freed[kMaxSlots] = {};  // destination context: the H2D out of slot k has finished
   unsigned next_slot = 0;
-  bool broken = false;  // a driver call failed midway: the lane is retired
+  // A driver call failed midway: the lane is retired. Set under `mu`, read under the copier's
+  // lanes lock too, hence atomic.
+  std::atomic<bool> broken{false};
 };
 
 namespace {

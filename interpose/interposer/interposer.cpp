@@ -224,17 +224,18 @@ CopyEngine* Interposer::engine() {
 }
 
 PeerCopier* Interposer::peer_copier() {
+  if (PeerCopier* built = peer_copier_.load(std::memory_order_acquire)) return built;
   std::lock_guard<std::mutex> lk(engine_mu());
-  if (!peer_copier_ && load_driver()) {
+  if (!peer_copier_.load(std::memory_order_relaxed) && load_driver()) {
     // With one GPU no copy can be between two: device-to-device copies are forwarded without a
     // driver call (programs make many within one GPU). Asked once: CUDA's count does not change.
     int count = 0;
     if (driver_->device_get_count(&count) != CUDA_SUCCESS) return nullptr;  // asked again later
     gpu_count_.store(count);
     if (count < 2) return nullptr;
-    peer_copier_ = new PeerCopier(*driver_);  // leaked too
+    peer_copier_.store(new PeerCopier(*driver_), std::memory_order_release);  // leaked too
   }
-  return peer_copier_;
+  return peer_copier_.load(std::memory_order_relaxed);
 }
 
 std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcept {

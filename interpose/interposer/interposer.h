@@ -79,7 +79,7 @@ class Interposer {
   const DriverApi* driver_ = nullptr;
   bool driver_loaded_ = false;
   class CopyEngine* engine_ = nullptr;
-  class PeerCopier* peer_copier_ = nullptr;
+  std::atomic<class PeerCopier*> peer_copier_{nullptr};  // read without the lock once built
   // GPUs the driver shows this process, asked at the first device-to-device copy (-1: not yet).
   std::atomic<int> gpu_count_{-1};
   Stats* stats_ = nullptr;

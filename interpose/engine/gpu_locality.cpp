@@ -10,6 +10,17 @@
 
 namespace cmt {
 
+std::string current_gpu_bus_id(const DriverApi& driver) {
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  char bus[32] = {};
+  if (driver.ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx ||
+      driver.ctx_get_device(&dev) != CUDA_SUCCESS ||
+      driver.device_get_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
+    return "";
+  return bus;
+}
+
 bool parse_cpu_list(const std::string& text, std::vector<int>* cpus) {
   std::vector<int> out;
   std::stringstream ss(text);

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "cuda/driver_api.h"
+
 namespace cmt {
 
 struct GpuLocality {
@@ -21,6 +23,10 @@ bool parse_cpu_list(const std::string& text, std::vector<int>* cpus);
 // `pci_bus_id` as cuDeviceGetPCIBusId writes it ("0000:1B:00.0"); empty means unknown, in which
 // case every core this process may use is returned.
 GpuLocality gpu_locality(const std::string& pci_bus_id);
+
+// The PCI bus id of the calling thread's current GPU, or "" (no context, or the driver cannot
+// say): what gpu_locality takes.
+std::string current_gpu_bus_id(const DriverApi& driver);
 
 // The cores this process may run on.
 std::vector<int> allowed_cpus();

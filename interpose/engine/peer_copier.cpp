@@ -32,20 +32,6 @@ struct PeerCopier::Lane {
   std::atomic<bool> broken{false};
 };
 
-namespace {
-
-// The NUMA node of the current context's GPU (-1: unknown).
-int current_gpu_node(const DriverApi& d) {
-  CUdevice dev = 0;
-  char bus[32] = {};
-  if (d.ctx_get_device(&dev) != CUDA_SUCCESS ||
-      d.device_get_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
-    return -1;
-  return gpu_locality(bus).numa_node;
-}
-
-}  // namespace
-
 std::size_t PeerCopier::piece_bytes(std::size_t index, std::size_t remaining,
                                     const PeerShape& shape) {
   constexpr std::size_t kStep = std::size_t{64} << 10;
@@ -99,7 +85,7 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
     }
     // Near the source GPU: its D2H writes the slots, and the destination only reads them.
     lane->ring = StagingRing::create(driver_, shape_.slots, shape_.slot_bytes,
-                                     current_gpu_node(driver_), error);
+                                     gpu_locality(current_gpu_bus_id(driver_)).numa_node, error);
     if (!lane->ring) return nullptr;
     if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->src_stream, CU_STREAM_NON_BLOCKING),
                         *error))

@@ -187,14 +187,9 @@ template <Driver H>
 std::size_t offer_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx,
                        size_t n, CUstream stream, bool synchronous) {
   if (RuntimeHookScope::active()) return 0;  // cudaMemcpyPeer's hook offered it already
-  PeerCall call;
-  call.dst = dst;
-  call.src = src;
+  PeerCall call = PeerCall::of(dst, src, n, explicit_stream<H>(stream), synchronous);
   call.dst_ctx = dst_ctx;
   call.src_ctx = src_ctx;
-  call.bytes = n;
-  call.stream = explicit_stream<H>(stream);
-  call.synchronous = synchronous;
   return Interposer::offer_peer_copy(call, Entry::Driver);
 }
 

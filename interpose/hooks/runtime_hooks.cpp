@@ -90,14 +90,10 @@ using PeerAsyncFn = cudaError_t (*)(void*, int, const void*, int, size_t, cudaSt
 
 std::size_t offer_peer(void* dst, int dst_device, const void* src, int src_device, size_t count,
                        CUstream stream, bool synchronous) {
-  PeerCall call;
-  call.dst = reinterpret_cast<CUdeviceptr>(dst);
-  call.src = reinterpret_cast<CUdeviceptr>(src);
-  call.bytes = count;
+  PeerCall call = PeerCall::of(reinterpret_cast<CUdeviceptr>(dst),
+                               reinterpret_cast<CUdeviceptr>(src), count, stream, synchronous);
   call.dst_device = dst_device;
   call.src_device = src_device;
-  call.stream = stream;
-  call.synchronous = synchronous;
   return Interposer::offer_peer_copy(call, Entry::Runtime);
 }
 

@@ -62,6 +62,19 @@ struct PeerCall {
   int dst_device = -1, src_device = -1;
   CUstream stream = CU_STREAM_LEGACY;  // explicit, as for classify_copy
   bool synchronous = false;
+
+  // A copy that names neither contexts nor devices (cudaMemcpy, cuMemcpyDtoD); the hooks that
+  // name them set them on it.
+  static PeerCall of(CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, CUstream stream,
+                     bool synchronous) {
+    PeerCall call;
+    call.dst = dst;
+    call.src = src;
+    call.bytes = bytes;
+    call.stream = stream;
+    call.synchronous = synchronous;
+    return call;
+  }
 };
 
 struct PeerDecision {

@@ -86,16 +86,8 @@ void log_summary_at_exit() {
   CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
 }
 
-// A device-to-device copy that names neither contexts nor devices (cudaMemcpy, cuMemcpyDtoD).
-PeerCall peer_call(void* dst, const void* src, std::size_t bytes, CUstream stream,
-                   bool synchronous) {
-  PeerCall call;
-  call.dst = reinterpret_cast<CUdeviceptr>(dst);
-  call.src = reinterpret_cast<CUdeviceptr>(src);
-  call.bytes = bytes;
-  call.stream = stream;
-  call.synchronous = synchronous;
-  return call;
+CUdeviceptr as_device(const void* p) {
+  return reinterpret_cast<CUdeviceptr>(p);
 }
 
 }  // namespace
@@ -152,20 +144,6 @@ void Interposer::host_memory_removed(void* p) noexcept {
   }
 }
 
-namespace {
-// The PCI bus id of the calling thread's current GPU, or "" (no context, no driver).
-std::string current_gpu_bus_id(const DriverApi* driver) {
-  CUcontext ctx = nullptr;
-  CUdevice dev = 0;
-  char bus[32] = {};
-  if (!driver || driver->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx ||
-      driver->ctx_get_device(&dev) != CUDA_SUCCESS ||
-      driver->device_get_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS)
-    return "";
-  return bus;
-}
-}  // namespace
-
 void Interposer::arm_host_copies() {
   if (config_.disable ||
       (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||
@@ -174,7 +152,8 @@ void Interposer::arm_host_copies() {
   // No threads for hooks that are not there (libcmt.so preloaded alone).
   static const bool hooks_loaded = real_dlsym(RTLD_DEFAULT, "cmt_host_hooks_loaded") != nullptr;
   if (!hooks_loaded) return;
-  const GpuLocality where = gpu_locality(current_gpu_bus_id(real_driver()));
+  const DriverApi* driver = real_driver();
+  const GpuLocality where = gpu_locality(driver ? current_gpu_bus_id(*driver) : "");
   const unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
   HostCopier::arm(config_, threads, where.cpus);
 }
@@ -291,7 +270,8 @@ std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcep
 std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                  CUstream stream, bool synchronous, Entry entry) noexcept {
   try {
-    if (kind == kDeviceToDevice) return try_peer_copy(peer_call(dst, src, bytes, stream, synchronous), entry);
+    if (kind == kDeviceToDevice) return try_peer_copy(
+          PeerCall::of(as_device(dst), as_device(src), bytes, stream, synchronous), entry);
     if (config_.disable || ThreadOptOut::active()) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
@@ -327,7 +307,8 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
     CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, lowest);
     if (d.reason == ForwardReason::DeviceToDevice) {  // cuMemcpy, cudaMemcpyDefault
       if (gate_asked) warm_gate_.not_taken();
-      return try_peer_copy(peer_call(dst, src, bytes, stream, synchronous), entry);
+      return try_peer_copy(
+          PeerCall::of(as_device(dst), as_device(src), bytes, stream, synchronous), entry);
     }
     if (!d.taken()) {
       if (gate_asked) warm_gate_.not_taken();

@@ -158,7 +158,7 @@ int main(int argc, char** argv) {
   bench_topo->add_option("--plot", topo_plot, "Draw them as SVG (needs --json)");
 
   // `cmt bench p2p`: cmt-bench-p2p, the matrices p2pBandwidthLatencyTest users expect.
-  std::string p2p_bytes = "256M", p2p_json, p2p_sizes = "1M,4M,16M,64M,256M,1G";
+  std::string p2p_bytes = "256M", p2p_json, p2p_sizes = "256K,512K,1M,4M,16M,64M,256M,1G";
   int p2p_reps = 10, p2p_rounds = 5;
   CLI::App* bench_p2p = bench->add_subcommand(
       "p2p",
@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
   bench_p2p->add_option("--bytes", p2p_bytes, "Bytes per bandwidth copy (default 256M)");
   bench_p2p->add_option("--reps", p2p_reps, "Copies per measurement")->check(CLI::Range(1, 10000));
   bench_p2p->add_option("--sizes", p2p_sizes,
-                        "Sizes of the through-the-host comparison (default 1M,4M,16M,64M,256M,1G)");
+                        "Sizes of the through-the-host comparison (default 256K..1G; 256K is the smallest cmt takes)");
   bench_p2p->add_option("--rounds", p2p_rounds, "Rounds of that comparison, CUDA and cmt alternating")
       ->check(CLI::Range(1, 1000));
   bench_p2p->add_option("--json", p2p_json, "Write the matrices and the comparison as JSON");

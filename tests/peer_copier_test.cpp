@@ -57,6 +57,7 @@ TEST(PeerCopier, PiecesGrowThenShrinkAndCoverTheCopy) {
     }
     EXPECT_EQ(std::accumulate(pieces.begin(), pieces.end(), std::size_t{0}), n);
     EXPECT_EQ(pieces.front(), std::min(n, PeerCopier::kFirstPiece)) << n;
+    if (n == kMiB) EXPECT_EQ(pieces, (std::vector<std::size_t>{kMiB / 2, kMiB / 2}));  // two halves
     if (n >= 64 * kMiB) {
       EXPECT_EQ(pieces[1], 2 * PeerCopier::kFirstPiece);  // growing from the start...
       EXPECT_LE(pieces.back(), PeerCopier::kFirstPiece);   // ...and short again at the end

@@ -12,7 +12,12 @@
 // With --shapes SLOTSxSLOT/FIRST,... (e.g. 4x16M/256K,8x8M/1M) cmt's column is repeated for each
 // lane shape, the first being the built-in one.
 //
-// usage: cmt-lab-peer [--sizes 1M,16M,1G] [--rounds 3] [--shapes 4x16M/256K,...]
+// With --calls it measures instead where a short copy's time goes: what each driver call of a
+// piece costs the CPU, and how long a two-leg chain (D2H in one context, H2D of the same bytes in
+// the other) takes from its first call to its end, with the legs ordered by an event or by a
+// stream memory operation on a pinned flag.
+//
+// usage: cmt-lab-peer [--sizes 1M,16M,1G] [--rounds 3] [--shapes 4x16M/256K,...] [--calls]
 #include <cuda.h>
 
 #include <algorithm>
@@ -55,6 +60,191 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+
+// Microseconds, median over `reps`, of one call of `body` (timed alone).
+template <class Body>
+double call_us(int reps, Body&& body) {
+  std::vector<double> us;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = Clock::now();
+    body(i);
+    us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+  }
+  return median(us);
+}
+
+// --calls: the CPU cost of each call a piece makes, then the chain's latency. A is the source
+// context (src, a stream sa), B the destination (dst, sb); `pinned` is the staging memory.
+void measure_calls(CUcontext a, CUcontext b, CUdeviceptr src, CUdeviceptr dst, void* pinned,
+                   const std::vector<std::unique_ptr<cmt::PeerCopier>>& copiers,
+                   const std::vector<std::string>& shape_names) {
+  const int reps = 400;
+  CUstream sa = nullptr, sb = nullptr;
+  CHECK(cuCtxSetCurrent(b));
+  CHECK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
+  CUevent eb = nullptr;
+  CHECK(cuEventCreate(&eb, CU_EVENT_DISABLE_TIMING));
+  CHECK(cuCtxSetCurrent(a));
+  CHECK(cuStreamCreate(&sa, CU_STREAM_NON_BLOCKING));
+  CUevent ea = nullptr;
+  CHECK(cuEventCreate(&ea, CU_EVENT_DISABLE_TIMING));
+  // A pinned word both contexts can reach, for the stream memory operations.
+  void* flag_host = nullptr;
+  CHECK(cuMemHostAlloc(&flag_host, 4096, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP));
+  auto* flag = static_cast<volatile unsigned*>(flag_host);
+  *flag = 0;
+  CUdeviceptr flag_a = 0, flag_b = 0;
+  CHECK(cuMemHostGetDevicePointer(&flag_a, flag_host, 0));
+  CHECK(cuCtxSetCurrent(b));
+  CHECK(cuMemHostGetDevicePointer(&flag_b, flag_host, 0));
+  CHECK(cuCtxSetCurrent(a));
+  const std::size_t piece = 256 << 10;
+  // Drains the queues every 32 calls (untimed), so that no call waits for room.
+  auto drain = [&](int i) {
+    if (i % 32 != 31) return;
+    CHECK(cuCtxSetCurrent(b));
+    CHECK(cuStreamSynchronize(sb));
+    CHECK(cuCtxSetCurrent(a));
+    CHECK(cuStreamSynchronize(sa));
+  };
+  struct Row {
+    const char* name;
+    double us;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"cuCtxGetCurrent", call_us(reps, [&](int) {
+                    CUcontext c;
+                    CHECK(cuCtxGetCurrent(&c));
+                  })});
+  rows.push_back({"cuCtxSetCurrent (to B and back to A, each)", call_us(reps, [&](int) {
+                    CHECK(cuCtxSetCurrent(b));
+                    CHECK(cuCtxSetCurrent(a));
+                  }) / 2});
+  rows.push_back({"cuMemcpyDtoHAsync 256 KiB into pinned", call_us(reps, [&](int i) {
+                    CHECK(cuMemcpyDtoHAsync(pinned, src, piece, sa));
+                    drain(i);
+                  })});
+  CHECK(cuCtxSetCurrent(b));
+  rows.push_back({"cuMemcpyHtoDAsync 256 KiB from pinned (in B)", call_us(reps, [&](int i) {
+                    CHECK(cuMemcpyHtoDAsync(dst, pinned, piece, sb));
+                    if (i % 32 == 31) CHECK(cuStreamSynchronize(sb));
+                  })});
+  CHECK(cuCtxSetCurrent(a));
+  rows.push_back({"cuEventRecord", call_us(reps, [&](int) { CHECK(cuEventRecord(ea, sa)); })});
+  rows.push_back({"cuStreamWaitEvent, the event in the same context", call_us(reps, [&](int i) {
+                    CHECK(cuStreamWaitEvent(sa, ea, 0));
+                    drain(i);
+                  })});
+  CHECK(cuCtxSetCurrent(b));
+  rows.push_back({"cuStreamWaitEvent, the event in the other context", call_us(reps, [&](int i) {
+                    CHECK(cuStreamWaitEvent(sb, ea, 0));
+                    if (i % 32 == 31) CHECK(cuStreamSynchronize(sb));
+                  })});
+  CHECK(cuCtxSetCurrent(a));
+  rows.push_back({"cuEventCreate + cuEventDestroy", call_us(reps, [&](int) {
+                    CUevent e;
+                    CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+                    CHECK(cuEventDestroy(e));
+                  })});
+  CUresult memops = cuStreamWriteValue32(sa, flag_a, 0, 0);
+  if (memops == CUDA_SUCCESS) {
+    rows.push_back({"cuStreamWriteValue32 (pinned flag)", call_us(reps, [&](int i) {
+                      CHECK(cuStreamWriteValue32(sa, flag_a, static_cast<unsigned>(i), 0));
+                      drain(i);
+                    })});
+    CHECK(cuStreamSynchronize(sa));
+    *flag = 0;
+    CHECK(cuCtxSetCurrent(b));
+    rows.push_back({"cuStreamWaitValue32 GEQ (already met, in B)", call_us(reps, [&](int i) {
+                      CHECK(cuStreamWaitValue32(sb, flag_b, 0, CU_STREAM_WAIT_VALUE_GEQ));
+                      if (i % 32 == 31) CHECK(cuStreamSynchronize(sb));
+                    })});
+    CHECK(cuCtxSetCurrent(a));
+  }
+  CHECK(cuStreamSynchronize(sa));
+  CHECK(cuCtxSetCurrent(b));
+  CHECK(cuStreamSynchronize(sb));
+  CHECK(cuCtxSetCurrent(a));
+  std::printf("CPU time of one call, median of %d (us):\n", reps);
+  for (const Row& r : rows) std::printf("  %-52s %7.2f\n", r.name, r.us);
+  if (memops != CUDA_SUCCESS) std::printf("  stream memory operations: not supported here (%d)\n", memops);
+
+  // The chain: N bytes D2H on sa, then H2D of them on sb, in `pieces` equal pieces (each H2D after
+  // its own D2H); from the first call to cuStreamSynchronize(sb)'s return.
+  unsigned seq = 1;
+  auto chain = [&](std::size_t n, int pieces, bool by_memop) {
+    const std::size_t each = n / pieces;
+    const auto t0 = Clock::now();
+    for (int p = 0; p < pieces; ++p) {
+      char* slot = static_cast<char*>(pinned) + p * each;
+      CHECK(cuCtxSetCurrent(a));
+      CHECK(cuMemcpyDtoHAsync(slot, src + p * each, each, sa));
+      if (by_memop)
+        CHECK(cuStreamWriteValue32(sa, flag_a, seq + p, 0));
+      else
+        CHECK(cuEventRecord(ea, sa));
+      CHECK(cuCtxSetCurrent(b));
+      if (by_memop)
+        CHECK(cuStreamWaitValue32(sb, flag_b, seq + p, CU_STREAM_WAIT_VALUE_GEQ));
+      else
+        CHECK(cuStreamWaitEvent(sb, ea, 0));
+      CHECK(cuMemcpyHtoDAsync(dst + p * each, slot, each, sb));
+    }
+    CHECK(cuStreamSynchronize(sb));
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    seq += pieces;
+    CHECK(cuCtxSetCurrent(a));
+    return us;
+  };
+  std::printf("two-leg chain, first call to the end, median of 50 (us):\n");
+  std::printf("  %8s %7s %12s %12s\n", "size", "pieces", "event", "memop");
+  for (std::size_t n : {std::size_t{256} << 10, std::size_t{1} << 20, std::size_t{4} << 20})
+    for (int pieces : {1, 2, 4}) {
+      std::vector<double> ev, mo;
+      for (int i = 0; i < 51; ++i) {
+        ev.push_back(chain(n, pieces, false));
+        if (memops == CUDA_SUCCESS) mo.push_back(chain(n, pieces, true));
+      }
+      std::printf("  %8s %7d %12.1f %12.1f\n", cmt::format_byte_size(n).c_str(), pieces,
+                  median(ev), mo.empty() ? 0.0 : median(mo));
+    }
+  // The legs alone: one D2H, synchronized.
+  for (std::size_t n : {std::size_t{256} << 10, std::size_t{1} << 20}) {
+    const double us = call_us(51, [&](int) {
+      CHECK(cuMemcpyDtoHAsync(pinned, src, n, sa));
+      CHECK(cuStreamSynchronize(sa));
+    });
+    std::printf("  one D2H of %s, async + synchronize: %.1f us\n", cmt::format_byte_size(n).c_str(), us);
+  }
+  // The copier itself, each shape: a synchronous copy, and an asynchronous one on a stream of A
+  // followed by cuStreamSynchronize (no start on the default streams).
+  CUstream user = nullptr;
+  CHECK(cuStreamCreate(&user, CU_STREAM_NON_BLOCKING));
+  std::printf("the copier, first call to the end, median of 50 (us):\n");
+  std::printf("  %-14s %8s %12s %14s\n", "shape", "size", "synchronous", "async + sync");
+  for (std::size_t k = 0; k < copiers.size(); ++k)
+    for (std::size_t n : {std::size_t{256} << 10, std::size_t{1} << 20, std::size_t{4} << 20}) {
+      double us[2];
+      for (int sync = 1; sync >= 0; --sync) {
+        cmt::PeerRequest r;
+        r.dst = dst;
+        r.dst_ctx = b;
+        r.src = src;
+        r.src_ctx = a;
+        r.bytes = n;
+        r.stream = sync ? CU_STREAM_LEGACY : user;
+        r.stream_ctx = a;
+        r.synchronous = sync;
+        us[sync] = call_us(51, [&](int) {
+          if (copiers[k]->copy(r).bytes_done != n) std::exit(1);
+          if (!sync) CHECK(cuStreamSynchronize(user));
+        });
+      }
+      std::printf("  %-14s %8s %12.1f %14.1f\n", shape_names[k].c_str(),
+                  cmt::format_byte_size(n).c_str(), us[1], us[0]);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -63,8 +253,19 @@ int main(int argc, char** argv) {
   std::vector<cmt::PeerShape> shapes = {
       {cmt::PeerCopier::kSlots, cmt::PeerCopier::kSlotBytes, cmt::PeerCopier::kFirstPiece}};
   std::vector<std::string> shape_names = {"built-in"};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string a = argv[i], v = argv[i + 1];
+  bool calls = false;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--calls") {
+      calls = true;
+      --i;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      std::fprintf(stderr, "cmt-lab-peer: %s needs a value\n", a.c_str());
+      return 2;
+    }
+    const std::string v = argv[i + 1];
     if (a == "--shapes") {
       for (std::size_t at = 0; at <= v.size();) {
         std::size_t end = v.find(',', at);
@@ -98,7 +299,7 @@ int main(int argc, char** argv) {
         at = end + 1;
       }
     } else {
-      std::fprintf(stderr, "usage: cmt-lab-peer [--sizes 1M,16M,1G] [--rounds 3]\n");
+      std::fprintf(stderr, "usage: cmt-lab-peer [--sizes 1M,16M,1G] [--rounds 3] [--shapes ...] [--calls]\n");
       return 2;
     }
   }
@@ -131,6 +332,10 @@ int main(int argc, char** argv) {
   }
   std::vector<std::unique_ptr<cmt::PeerCopier>> copiers;
   for (const cmt::PeerShape& sh : shapes) copiers.push_back(std::make_unique<cmt::PeerCopier>(*driver, sh));
+  if (calls) {
+    measure_calls(a, b, src, dst, pinned, copiers, shape_names);
+    return 0;
+  }
   cmt::PeerCopier* copier_now = copiers[0].get();
   auto cmt_copy = [&](std::size_t n) {
     cmt::PeerRequest r;

@@ -2,7 +2,7 @@
 // consumer cards, or none enabled): the seeds' double-buffered design (gpu-to-gpu-copy-over-pcie
 // .txt). CUDA stages such a copy itself, one D2H and then one H2D at a time; here the source GPU's
 // D2H of one piece into a pinned slot overlaps the destination GPU's H2D of the piece before, and
-// pieces grow from 256 KiB to a slot's size and shrink again at the end, so neither a short copy
+// pieces grow from 512 KiB to a slot's size and shrink again at the end, so neither a short copy
 // nor the last piece of a long one waits for a full slot. Everything is ordered on the GPUs with
 // events (no CPU thread touches the bytes), so an asynchronous copy returns once it is enqueued.
 //
@@ -53,10 +53,13 @@ struct PeerShape {
 class PeerCopier {
  public:
   // Per lane: 4 slots of 16 MiB (64 MiB pinned per pair of GPUs that copies this way). Four keep
-  // three D2H pieces ahead of the H2D; 16 MiB pieces run both links at full speed.
+  // three D2H pieces ahead of the H2D; 16 MiB pieces run both links at full speed. The first
+  // piece is 512 KiB: a 1 MiB copy goes in two halves, which on the H200 (two contexts, lab/NOTES
+  // 36) took 51 us against 57 in the four pieces a 256 KiB start cuts, the bare two-leg chain's
+  // best being 50; past 16 MiB the start no longer shows.
   static constexpr unsigned kSlots = 4;
   static constexpr std::size_t kSlotBytes = std::size_t{16} << 20;
-  static constexpr std::size_t kFirstPiece = std::size_t{256} << 10;
+  static constexpr std::size_t kFirstPiece = std::size_t{512} << 10;
   static constexpr unsigned kMaxSlots = 16;
 
   explicit PeerCopier(const DriverApi& driver,

@@ -3,7 +3,11 @@
 // cudart (nvcc's default), each with the legacy or the per-thread default stream
 // (CUDA_API_PER_THREAD_DEFAULT_STREAM, as nvcc --default-stream per-thread). Run under
 // LD_PRELOAD by preload_app.sh, which then reads cmt's statistics to prove which hooks took the
-// copies. Exit status: 0 all bytes right, 1 a wrong byte or CUDA error, 77 no GPU.
+// copies. It also copies device to device through every runtime entry (cudaMemcpyPeer(Async),
+// cudaMemcpy(Async)): between two GPUs without peer access where there are two (cmt takes them
+// through the host), else within the one GPU (cmt forwards them); it prints how many of each it
+// made, of at least 256 KiB, for the script to match against cmt's statistics.
+// Exit status: 0 all bytes right, 1 a wrong byte or CUDA error, 77 no GPU.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -16,6 +20,12 @@
 namespace {
 
 int g_failures = 0;
+// Device-to-device calls of at least 256 KiB (cmt's peer_threshold): within one GPU, and between two.
+int g_same_gpu_calls = 0, g_cross_gpu_calls = 0;
+
+void count_d2d(int from, int to) {
+  __atomic_add_fetch(from == to ? &g_same_gpu_calls : &g_cross_gpu_calls, 1, __ATOMIC_RELAXED);
+}
 
 #define CHECK(x)                                                                                 \
   do {                                                                                           \
@@ -90,6 +100,7 @@ void default_stream_order(unsigned seed, int device) {
     CHECK(cudaMemcpyAsync(dev, a.data(), bytes, cudaMemcpyHostToDevice, 0));
     CHECK(cudaMemcpyAsync(dev + quarter, b.data(), half, cudaMemcpyHostToDevice, 0));
     CHECK(cudaMemcpyAsync(dev2, dev, bytes, cudaMemcpyDeviceToDevice, 0));
+    count_d2d(device, device);
     CHECK(cudaMemcpyAsync(back.data(), dev2, bytes, cudaMemcpyDeviceToHost, 0));
     CHECK(cudaStreamSynchronize(0));
     expect_same(back.data(), expect.data(), bytes, "default-stream ordering", bytes);
@@ -97,6 +108,53 @@ void default_stream_order(unsigned seed, int device) {
   }
   CHECK(cudaFree(dev));
   CHECK(cudaFree(dev2));
+}
+
+// GPU `from` to GPU `to` (the same one where there is only one), peer access left as CUDA starts
+// it (off), at odd sizes and offsets, through each runtime entry point; every byte checked.
+void gpu_to_gpu(unsigned seed, int from, int to) {
+  const size_t sizes[] = {(1u << 20) + 5, (8u << 20) - 3, 40u << 20};
+  cudaStream_t stream;
+  CHECK(cudaSetDevice(from));
+  CHECK(cudaStreamCreate(&stream));
+  for (size_t bytes : sizes) {
+    std::vector<unsigned char> want(bytes), back(bytes);
+    char *src = nullptr, *dst = nullptr;
+    CHECK(cudaSetDevice(to));
+    CHECK(cudaMalloc(&dst, bytes + 8));
+    CHECK(cudaSetDevice(from));
+    CHECK(cudaMalloc(&src, bytes + 8));
+    // Each entry: the source filled from fresh bytes first (on the copy's stream where it has
+    // one, so the order of two taken copies on one stream is checked too), then back to the host.
+    auto one = [&](const char* what, auto&& copy, bool on_stream) {
+      fill(want, seed++);
+      if (on_stream)
+        CHECK(cudaMemcpyAsync(src + 3, want.data(), bytes, cudaMemcpyHostToDevice, stream));
+      else
+        CHECK(cudaMemcpy(src + 3, want.data(), bytes, cudaMemcpyHostToDevice));
+      CHECK(copy());
+      count_d2d(from, to);
+      CHECK(cudaStreamSynchronize(stream));
+      CHECK(cudaSetDevice(to));
+      CHECK(cudaMemcpy(back.data(), dst + 1, bytes, cudaMemcpyDeviceToHost));
+      CHECK(cudaSetDevice(from));
+      expect_same(back.data(), want.data(), bytes, what, bytes);
+    };
+    one("cudaMemcpyPeer", [&] { return cudaMemcpyPeer(dst + 1, to, src + 3, from, bytes); }, false);
+    one("cudaMemcpyPeerAsync", [&] {
+      return cudaMemcpyPeerAsync(dst + 1, to, src + 3, from, bytes, stream);
+    }, true);
+    one("cudaMemcpy(Default) device to device",
+        [&] { return cudaMemcpy(dst + 1, src + 3, bytes, cudaMemcpyDefault); }, false);
+    one("cudaMemcpyAsync(DeviceToDevice)", [&] {
+      return cudaMemcpyAsync(dst + 1, src + 3, bytes, cudaMemcpyDeviceToDevice, stream);
+    }, true);
+    CHECK(cudaFree(src));
+    CHECK(cudaSetDevice(to));
+    CHECK(cudaFree(dst));
+    CHECK(cudaSetDevice(from));
+  }
+  CHECK(cudaStreamDestroy(stream));
 }
 
 }  // namespace
@@ -117,6 +175,19 @@ int main() {
       default_stream_order(1000 * (t + 1), static_cast<int>(t) % n);
     });
   for (auto& t : threads) t.join();
+  // Device to device: 0 -> 1 and 1 -> 0 where there are two GPUs, within GPU 0 where there is one;
+  // then four threads at once.
+  const int other = n > 1 ? 1 : 0;
+  gpu_to_gpu(5000, 0, other);
+  gpu_to_gpu(6000, other, 0);
+  threads.clear();
+  for (unsigned t = 0; t < 4; ++t)
+    threads.emplace_back([t, other] {
+      gpu_to_gpu(7000 + 100 * t, t % 2 ? other : 0, t % 2 ? 0 : other);
+    });
+  for (auto& t : threads) t.join();
+  std::printf("device-to-device calls of 256 KiB or more: %d within one GPU, %d between two\n",
+              g_same_gpu_calls, g_cross_gpu_calls);
   std::printf("%d GPU(s), 8 threads: ", n);
   std::printf("%s\n", g_failures ? "FAILED" : "all bytes right");
   return g_failures ? 1 : 0;

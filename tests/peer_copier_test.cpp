@@ -57,7 +57,9 @@ TEST(PeerCopier, PiecesGrowThenShrinkAndCoverTheCopy) {
     }
     EXPECT_EQ(std::accumulate(pieces.begin(), pieces.end(), std::size_t{0}), n);
     EXPECT_EQ(pieces.front(), std::min(n, PeerCopier::kFirstPiece)) << n;
-    if (n == kMiB) EXPECT_EQ(pieces, (std::vector<std::size_t>{kMiB / 2, kMiB / 2}));  // two halves
+    if (n == kMiB) {
+      EXPECT_EQ(pieces, (std::vector<std::size_t>{kMiB / 2, kMiB / 2}));  // two halves
+    }
     if (n >= 64 * kMiB) {
       EXPECT_EQ(pieces[1], 2 * PeerCopier::kFirstPiece);  // growing from the start...
       EXPECT_LE(pieces.back(), PeerCopier::kFirstPiece);   // ...and short again at the end
@@ -105,6 +107,32 @@ TEST(PeerCopier, CopiesEveryByteBetweenTwoGpusOnAStream) {
     }
   }
   EXPECT_GT(fake.waits.load(), 0);
+}
+
+TEST(PeerCopier, LanesStayUnderThePinnedLimit) {
+  fake::FakeDriver fake;
+  fake.devices = 3;
+  const PeerShape shape{2, kMiB, 256 * kKiB};
+  PeerCopier copier(fake.api(), shape, 2 * 2 * kMiB);  // room for two lanes' slots
+  const std::size_t n = 3 * kMiB + 1;
+  CUdeviceptr on0 = fake.alloc_device(n, 0), on1 = fake.alloc_device(n, 1),
+              on2 = fake.alloc_device(n, 2);
+  CUstream stream = fake.create_stream();  // GPU 0's
+  const std::vector<char> want = pattern(n, 5);
+  std::memcpy(host_view(on1), want.data(), n);
+  std::memcpy(host_view(on2), want.data(), n);
+  auto copy = [&](CUdeviceptr dst, int to, CUdeviceptr src, int from) {
+    PeerOutcome out = copier.copy(request(dst, to, src, from, n, stream, fake::fake_context(0)));
+    EXPECT_EQ(fake.api().stream_synchronize(stream), CUDA_SUCCESS);
+    return out;
+  };
+  EXPECT_EQ(copy(on0, 0, on1, 1).bytes_done, n);  // lane 1 -> 0
+  EXPECT_EQ(copy(on0, 0, on2, 2).bytes_done, n);  // lane 2 -> 0
+  PeerOutcome third = copy(on1, 1, on0, 0);       // lane 0 -> 1: past the limit, left to CUDA
+  EXPECT_EQ(third.bytes_done, 0u);
+  EXPECT_EQ(third.status, CUDA_ERROR_OUT_OF_MEMORY);
+  EXPECT_EQ(copy(on0, 0, on1, 1).bytes_done, n);  // the lanes built still copy
+  EXPECT_EQ(0, std::memcmp(host_view(on0), want.data(), n));
 }
 
 TEST(PeerCopier, KeepsStreamOrderOnBothSides) {

@@ -1,6 +1,5 @@
 #include "engine/copy_engine.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -80,16 +79,6 @@ struct CopyEngine::Lane {
   CUresult broken_by = CUDA_SUCCESS;    // what broke the last one
   CUresult unavailable = CUDA_SUCCESS;  // set if the lane could not be built: forward for good
 };
-
-namespace {
-
-std::size_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
-                               : std::size_t{1} << 30;
-}
-
-}  // namespace
 
 CopyEngine::CopyEngine(const DriverApi& driver, const Config& config)
     : driver_(driver), config_(config), pinned_limit_(physical_memory() / kPinnedShare) {}

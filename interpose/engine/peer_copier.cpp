@@ -7,7 +7,6 @@
 
 #include "common/log.h"
 #include "engine/gpu_locality.h"
-#include "engine/staging_ring.h"
 
 namespace cmt {
 
@@ -52,8 +51,8 @@ PeerShape usable(PeerShape s, unsigned max_slots) {
 }
 }  // namespace
 
-PeerCopier::PeerCopier(const DriverApi& driver, PeerShape shape)
-    : driver_(driver), shape_(usable(shape, kMaxSlots)) {}
+PeerCopier::PeerCopier(const DriverApi& driver, PeerShape shape, std::size_t pinned_limit)
+    : driver_(driver), shape_(usable(shape, kMaxSlots)), pinned_limit_(pinned_limit) {}
 
 PeerCopier::~PeerCopier() {
   // Tests build and destroy copiers; libcmt.so's lives as long as the process. A lane is freed
@@ -74,6 +73,14 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
   if (held && !held->broken) return held.get();
   // A broken lane may still have DMAs in flight into or out of its slots: retired, not freed.
   if (held) retired_.push_back(std::move(held));
+  const std::size_t ring_bytes = std::size_t{shape_.slots} * shape_.slot_bytes;
+  if (pinned_bytes_ + ring_bytes > pinned_limit_) {
+    CMT_LOG(debug, "no peer lane {} -> {}: its {} MiB would take the lanes past {} MiB pinned",
+            static_cast<void*>(src_ctx), static_cast<void*>(dst_ctx), ring_bytes >> 20,
+            pinned_limit_ >> 20);
+    *error = CUDA_ERROR_OUT_OF_MEMORY;
+    return nullptr;
+  }
   RelaxedCaptureMode relaxed(driver_);
   auto lane = std::make_unique<Lane>(driver_);
   *error = CUDA_SUCCESS;
@@ -107,6 +114,7 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
   }
   CMT_LOG(debug, "peer lane {} -> {}: {} pinned slots of {} KiB", static_cast<void*>(src_ctx),
           static_cast<void*>(dst_ctx), shape_.slots, shape_.slot_bytes >> 10);
+  pinned_bytes_ += ring_bytes;  // held as long as the copier, retired or not
   held = std::move(lane);
   return held.get();
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cuda/driver_api.h"
+#include "engine/staging_ring.h"
 
 namespace cmt {
 
@@ -61,9 +62,14 @@ class PeerCopier {
   static constexpr std::size_t kSlotBytes = std::size_t{16} << 20;
   static constexpr std::size_t kFirstPiece = std::size_t{512} << 10;
   static constexpr unsigned kMaxSlots = 16;
+  // All lanes' slots together pin at most this share of the machine's memory (the copy engine has
+  // its own eighth): a pair of GPUs whose lane would pass it is left to CUDA. 64 MiB a lane, so a
+  // 64 GiB host holds 64 lanes, every ordered pair of 8 GPUs.
+  static constexpr unsigned kPinnedShare = 16;
 
   explicit PeerCopier(const DriverApi& driver,
-                      PeerShape shape = {kSlots, kSlotBytes, kFirstPiece});
+                      PeerShape shape = {kSlots, kSlotBytes, kFirstPiece},
+                      std::size_t pinned_limit = physical_memory() / kPinnedShare);
   ~PeerCopier();
   PeerCopier(const PeerCopier&) = delete;
   PeerCopier& operator=(const PeerCopier&) = delete;
@@ -81,13 +87,16 @@ class PeerCopier {
 
  private:
   // The lane of (src_ctx, dst_ctx), built on first use, or rebuilt if an error broke it; nullptr
-  // (and *error set) if it could not be built.
+  // (and *error set) if it could not be built, CUDA_ERROR_OUT_OF_MEMORY where its slots would
+  // pass the pinned limit.
   Lane* lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUresult* error);
   PeerOutcome run(Lane& lane, const PeerRequest& request);
 
   const DriverApi& driver_;
   const PeerShape shape_;
+  const std::size_t pinned_limit_;
   std::mutex lanes_mu_;
+  std::size_t pinned_bytes_ = 0;  // every lane's slots, retired ones too (under lanes_mu_)
   std::map<std::pair<CUcontext, CUcontext>, std::unique_ptr<Lane>> lanes_;
   // Broken lanes, replaced: a DMA may still touch their slots, so they are kept as long as the
   // copier (the process's, for good).

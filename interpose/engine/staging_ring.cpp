@@ -11,6 +11,12 @@
 #include "cuda/real_dl.h"
 
 namespace cmt {
+
+std::size_t physical_memory() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
+                               : std::size_t{1} << 30;
+}
 namespace {
 
 using MbindFn = long (*)(void*, unsigned long, int, const unsigned long*, unsigned long, unsigned);

@@ -24,6 +24,10 @@ struct StagingSlot {
   std::atomic<std::size_t> units_done{0};  // units of the current piece finished so far
 };
 
+// The machine's physical memory (1 GiB where it cannot be read). Pinned memory cannot be swapped
+// out, so cmt keeps its staging to a share of this.
+std::size_t physical_memory();
+
 class StagingRing {
  public:
   // Allocates `slots` buffers of `slot_bytes` each. Returns nullptr and sets *error on failure

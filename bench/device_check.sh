@@ -25,10 +25,11 @@
 #              and both, own streams; one H2D and one D2H thread x 1 GiB; 8 threads both ways on
 #              the legacy stream; one thread x 16 MiB async + synchronize against cudaMemcpy;
 #              about 3 minutes
-#   gpus       the multi-GPU measurements (issue 15): `cmt bench topo` (each GPU, each NUMA node's
-#              GPUs, all; each way and both) and `cmt bench p2p` (peer access, bandwidth and
-#              latency matrices, then cudaMemcpyPeer through the host, CUDA against cmt, 1 MiB
-#              to 1 GiB), about 4 minutes on 2 GPUs
+#   gpus       the multi-GPU measurements (issue 15): `cmt bench p2p` (peer access, bandwidth and
+#              latency matrices, then cudaMemcpyPeer through the host, CUDA against cmt, 256 KiB
+#              to 1 GiB, with cmt's statistics), `cmt bench topo` (each GPU, each NUMA node's
+#              GPUs, all; each way and both; 2 s windows) and the host's copy rate with up to 30
+#              threads (cmt-bench-cpu), about 5 minutes on 2 GPUs
 #   stress     tests/gpu_stress.sh's 16-thread stress for $CMT_STRESS_SECONDS (default 600), in a
 #              new session so it outlives the call: its log is OUT/stress.txt
 #   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),
@@ -130,11 +131,21 @@ for stage in "$@"; do
       c 1x16M --threads 1 --sizes 16M --patterns h2d,d2h --seconds 1 --rounds 3
       c 1x16M-null --threads 1 --sizes 16M --patterns h2d,d2h --stream null --seconds 1 --rounds 3 ;;
     gpus)
-      timeout 300 "$build/cmt" bench topo --json "$out/topo.json" --plot "$out/topo.svg" \
+      # p2p first (the peer path's first real test), with cmt's statistics: copies through the
+      # host taken, and those with peer access enabled forwarded as peer_access.
+      CMT_STATS="$out/p2p-stats.json" timeout 240 "$build/cmt" bench p2p --json "$out/p2p.json" \
+        > "$out/p2p.txt" 2>&1
+      echo "cmt bench p2p: exit $?" >> "$out/p2p.txt"
+      cat "$out/p2p.txt"
+      python3 -c "import json,sys; s=json.load(open(sys.argv[1])); \
+print('p2p stats: taken gpu_to_gpu', s['taken']['gpu_to_gpu'], 'forwarded', \
+{k: v for k, v in s['forwarded'].items() if v})" "$out/p2p-stats.json"
+      timeout 300 "$build/cmt" bench topo --seconds 2 --json "$out/topo.json" --plot "$out/topo.svg" \
         > "$out/topo.txt" 2>&1
       cat "$out/topo.txt"
-      timeout 200 "$build/cmt" bench p2p --json "$out/p2p.json" > "$out/p2p.txt" 2>&1
-      cat "$out/p2p.txt" ;;
+      # The host's own copy rate with many threads: what staging both GPUs at once needs.
+      timeout 60 "$build/cmt-bench-cpu" --bytes 1G --threads 8,16,24,30 --reps 2 > "$out/cpu.txt" 2>&1
+      cat "$out/cpu.txt" ;;
     stress)
       CMT_STATS="$out/stress-stats.json" setsid sh -c "'$build/cmt' run -- '$build/tests/cmt_gpu_stress' \
         stress ${CMT_STRESS_SECONDS:-600} 16 > '$out/stress.txt' 2>&1; echo exit \$? >> '$out/stress.txt'" \

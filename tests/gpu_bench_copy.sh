@@ -48,8 +48,9 @@ assert r["wrong_windows"] == 0 and all(s in sets for s in want), (sets, want)
 assert all(len(x["cmt"]["per_gpu_gbps"]) == len(x["gpus"]) for x in r["results"])
 print("ok: cmt bench topo, sets", sets)
 PY
-# cmt bench p2p: the matrices, square over this machine's GPUs, every pair's bytes right.
-"$cmt" bench p2p --bytes 8M --reps 2 --json "$tmp/p.json" > "$tmp/out" 2>&1 ||
+# cmt bench p2p: the matrices, square over this machine's GPUs, every pair's bytes right; where
+# there are several, cudaMemcpyPeer through the host for every ordered pair, CUDA's and cmt's.
+"$cmt" bench p2p --bytes 8M --reps 2 --sizes 1M,8M --rounds 2 --json "$tmp/p.json" > "$tmp/out" 2>&1 ||
   { cat "$tmp/out"; echo "FAIL: cmt bench p2p"; exit 1; }
 python3 - "$tmp/p.json" <<'PY' || exit 1
 import json, sys
@@ -59,7 +60,11 @@ assert r["wrong_copies"] == 0
 for mode in ("disabled", "enabled"):
     for key, m in r[mode].items():
         assert len(m) == n and all(len(row) == n and all(v > 0 for v in row) for row in m), (mode, key)
-print("ok: cmt bench p2p,", n, "GPU(s)")
+pairs = sorted({(x["from"], x["to"]) for x in r["through_host"]})
+assert pairs == [(i, j) for i in range(n) for j in range(n) if i != j], pairs
+assert all(x["bytes_ok"] and x["cuda_median"] > 0 and x["cmt_median"] > 0 for x in r["through_host"])
+assert r["cmt_loaded"] and r["taken_with_peer_access"] == 0, r
+print("ok: cmt bench p2p,", n, "GPU(s),", len(r["through_host"]), "through-host rows")
 PY
 # cmt-bench-dma (the lab's), built beside cmt: every mode runs each way and reports a rate, with
 # either staging store.

@@ -61,6 +61,21 @@ double median(std::vector<double> v) {
 }
 
 
+// A copy of n bytes from src (context a) to dst (context b), ordered on `stream` (a's).
+cmt::PeerRequest a_to_b(CUdeviceptr dst, CUcontext b, CUdeviceptr src, CUcontext a, std::size_t n,
+                        CUstream stream, bool synchronous) {
+  cmt::PeerRequest r;
+  r.dst = dst;
+  r.dst_ctx = b;
+  r.src = src;
+  r.src_ctx = a;
+  r.bytes = n;
+  r.stream = stream;
+  r.stream_ctx = a;
+  r.synchronous = synchronous;
+  return r;
+}
+
 // Microseconds, median over `reps`, of one call of `body` (timed alone).
 template <class Body>
 double call_us(int reps, Body&& body) {
@@ -226,15 +241,7 @@ void measure_calls(CUcontext a, CUcontext b, CUdeviceptr src, CUdeviceptr dst, v
     for (std::size_t n : {std::size_t{256} << 10, std::size_t{1} << 20, std::size_t{4} << 20}) {
       double us[2];
       for (int sync = 1; sync >= 0; --sync) {
-        cmt::PeerRequest r;
-        r.dst = dst;
-        r.dst_ctx = b;
-        r.src = src;
-        r.src_ctx = a;
-        r.bytes = n;
-        r.stream = sync ? CU_STREAM_LEGACY : user;
-        r.stream_ctx = a;
-        r.synchronous = sync;
+        const cmt::PeerRequest r = a_to_b(dst, b, src, a, n, sync ? CU_STREAM_LEGACY : user, sync);
         us[sync] = call_us(51, [&](int) {
           if (copiers[k]->copy(r).bytes_done != n) std::exit(1);
           if (!sync) CHECK(cuStreamSynchronize(user));
@@ -338,16 +345,7 @@ int main(int argc, char** argv) {
   }
   cmt::PeerCopier* copier_now = copiers[0].get();
   auto cmt_copy = [&](std::size_t n) {
-    cmt::PeerRequest r;
-    r.dst = dst;
-    r.dst_ctx = b;
-    r.src = src;
-    r.src_ctx = a;
-    r.bytes = n;
-    r.stream = CU_STREAM_LEGACY;
-    r.stream_ctx = a;
-    r.synchronous = true;
-    if (copier_now->copy(r).bytes_done != n) {
+    if (copier_now->copy(a_to_b(dst, b, src, a, n, CU_STREAM_LEGACY, true)).bytes_done != n) {
       std::fprintf(stderr, "cmt-lab-peer: the peer copier stopped short\n");
       std::exit(1);
     }
@@ -388,14 +386,7 @@ int main(int argc, char** argv) {
   auto enqueue_us = [&](std::size_t n) {
     std::vector<double> us;
     for (int i = 0; i < 21; ++i) {
-      cmt::PeerRequest r;
-      r.dst = dst;
-      r.dst_ctx = b;
-      r.src = src;
-      r.src_ctx = a;
-      r.bytes = n;
-      r.stream = user;
-      r.stream_ctx = a;
+      const cmt::PeerRequest r = a_to_b(dst, b, src, a, n, user, false);
       const auto t0 = Clock::now();
       if (copier_now->copy(r).bytes_done != n) std::exit(1);
       us.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());

@@ -97,8 +97,6 @@ void measure_calls(CUcontext a, CUcontext b, CUdeviceptr src, CUdeviceptr dst, v
   CUstream sa = nullptr, sb = nullptr;
   CHECK(cuCtxSetCurrent(b));
   CHECK(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
-  CUevent eb = nullptr;
-  CHECK(cuEventCreate(&eb, CU_EVENT_DISABLE_TIMING));
   CHECK(cuCtxSetCurrent(a));
   CHECK(cuStreamCreate(&sa, CU_STREAM_NON_BLOCKING));
   CUevent ea = nullptr;
@@ -114,12 +112,11 @@ void measure_calls(CUcontext a, CUcontext b, CUdeviceptr src, CUdeviceptr dst, v
   CHECK(cuMemHostGetDevicePointer(&flag_b, flag_host, 0));
   CHECK(cuCtxSetCurrent(a));
   const std::size_t piece = 256 << 10;
-  // Drains the queues every 32 calls (untimed), so that no call waits for room.
+  // Drains the queues every 32 calls (untimed), so that no call waits for room. A stream is
+  // synchronized from either context, so the current one stays.
   auto drain = [&](int i) {
     if (i % 32 != 31) return;
-    CHECK(cuCtxSetCurrent(b));
     CHECK(cuStreamSynchronize(sb));
-    CHECK(cuCtxSetCurrent(a));
     CHECK(cuStreamSynchronize(sa));
   };
   struct Row {
@@ -142,7 +139,7 @@ void measure_calls(CUcontext a, CUcontext b, CUdeviceptr src, CUdeviceptr dst, v
   CHECK(cuCtxSetCurrent(b));
   rows.push_back({"cuMemcpyHtoDAsync 256 KiB from pinned (in B)", call_us(reps, [&](int i) {
                     CHECK(cuMemcpyHtoDAsync(dst, pinned, piece, sb));
-                    if (i % 32 == 31) CHECK(cuStreamSynchronize(sb));
+                    drain(i);
                   })});
   CHECK(cuCtxSetCurrent(a));
   rows.push_back({"cuEventRecord", call_us(reps, [&](int) { CHECK(cuEventRecord(ea, sa)); })});
@@ -153,7 +150,7 @@ void measure_calls(CUcontext a, CUcontext b, CUdeviceptr src, CUdeviceptr dst, v
   CHECK(cuCtxSetCurrent(b));
   rows.push_back({"cuStreamWaitEvent, the event in the other context", call_us(reps, [&](int i) {
                     CHECK(cuStreamWaitEvent(sb, ea, 0));
-                    if (i % 32 == 31) CHECK(cuStreamSynchronize(sb));
+                    drain(i);
                   })});
   CHECK(cuCtxSetCurrent(a));
   rows.push_back({"cuEventCreate + cuEventDestroy", call_us(reps, [&](int) {
@@ -172,7 +169,7 @@ void measure_calls(CUcontext a, CUcontext b, CUdeviceptr src, CUdeviceptr dst, v
     CHECK(cuCtxSetCurrent(b));
     rows.push_back({"cuStreamWaitValue32 GEQ (already met, in B)", call_us(reps, [&](int i) {
                       CHECK(cuStreamWaitValue32(sb, flag_b, 0, CU_STREAM_WAIT_VALUE_GEQ));
-                      if (i % 32 == 31) CHECK(cuStreamSynchronize(sb));
+                      drain(i);
                     })});
     CHECK(cuCtxSetCurrent(a));
   }

@@ -1,6 +1,5 @@
 #include "engine/copy_engine.h"
 
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>

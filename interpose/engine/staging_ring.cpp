@@ -17,6 +17,7 @@ std::size_t physical_memory() {
   return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
                                : std::size_t{1} << 30;
 }
+
 namespace {
 
 using MbindFn = long (*)(void*, unsigned long, int, const unsigned long*, unsigned long, unsigned);

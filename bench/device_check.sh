@@ -30,6 +30,8 @@
 #              to 1 GiB, with cmt's statistics), `cmt bench topo` (each GPU, each NUMA node's
 #              GPUs, all; each way and both; 2 s windows) and the host's copy rate with up to 30
 #              threads (cmt-bench-cpu), about 5 minutes on 2 GPUs
+#   cores      every GPU at once with CMT_GPU_CORES=all against split, alternating processes, 2
+#              rounds each (cmt bench topo on the set of all GPUs), about 2 minutes on 2 GPUs
 #   stress     tests/gpu_stress.sh's 16-thread stress for $CMT_STRESS_SECONDS (default 600), in a
 #              new session so it outlives the call: its log is OUT/stress.txt
 #   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),
@@ -146,6 +148,28 @@ print('p2p stats: taken gpu_to_gpu', s['taken']['gpu_to_gpu'], 'forwarded', \
       # The host's own copy rate with many threads: what staging both GPUs at once needs.
       timeout 60 "$build/cmt-bench-cpu" --bytes 1G --threads 8,16,24,30 --reps 2 > "$out/cpu.txt" 2>&1
       cat "$out/cpu.txt" ;;
+    cores)
+      # Every GPU at once with gpu_cores all against split (each GPU's copy threads on all the
+      # shared cores, or on a share of their own), alternating processes, 2 rounds, built-in
+      # defaults otherwise: the shared profile's choice for a machine of several GPUs per node.
+      n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); [ "$n" -ge 1 ] || n=1
+      set=$(seq -s, 0 $((n - 1)))
+      for round in 1 2; do
+        for mode in all split; do
+          CMT_GPU_CORES=$mode CMT_CONFIGS_DIR= timeout 120 "$build/cmt" bench topo --sets "$set" \
+            --seconds 2 --rounds 1 --json "$out/cores-$mode-$round.json" > "$out/cores-$mode-$round.txt" 2>&1
+        done
+      done
+      python3 - "$out"/cores-*.json <<'PY'
+import json, os, sys
+print("gpu_cores round pattern: cmt / pinned GB/s (cmt/pinned)")
+for path in sorted(sys.argv[1:]):
+    name = os.path.basename(path)[len("cores-"):-len(".json")]
+    for r in json.load(open(path))["results"]:
+        c, p = r["cmt"]["total_gbps"], r["pinned"]["total_gbps"]
+        print(f"{name:8} {r['pattern']:5} {c:6.1f} / {p:6.1f} ({c / p:.3f})")
+PY
+      ;;
     stress)
       CMT_STATS="$out/stress-stats.json" setsid sh -c "'$build/cmt' run -- '$build/tests/cmt_gpu_stress' \
         stress ${CMT_STRESS_SECONDS:-600} 16 > '$out/stress.txt' 2>&1; echo exit \$? >> '$out/stress.txt'" \
@@ -159,7 +183,7 @@ print('p2p stats: taken gpu_to_gpu', s['taken']['gpu_to_gpu'], 'forwarded', \
         after:CMT_CONFIGS_DIR= --json "$out/versus.json" > "$out/versus.txt" 2>&1
       cat "$out/versus.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, dma, retune, io, torch, hostleg, concurrent, gpus, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, dma, retune, io, torch, hostleg, concurrent, gpus, cores, stress or versus)" >&2
       exit 2 ;;
   esac
 done

@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"own", "null"}));
 
   // `cmt bench topo`: host <-> GPU bandwidth by GPU set (cmt-bench-concurrent --sets auto).
-  std::string topo_sizes = "256M", topo_json_out, topo_plot;
+  std::string topo_sizes = "256M", topo_sets = "auto", topo_json_out, topo_plot;
   int topo_threads = 2, topo_rounds = 3;
   double topo_seconds = 3;
   CLI::App* bench_topo = bench->add_subcommand(
@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
       "Host <-> GPU bandwidth of each GPU alone, of each NUMA node's GPUs together and of all at "
       "once, each way and both: default vs cmt vs pinned, barrier start, per-thread windows");
   bench_topo->add_option("--sizes", topo_sizes, "Copy sizes (default 256M)");
+  bench_topo->add_option("--sets", topo_sets,
+                         "The GPU sets, by CUDA ordinal: \"0;1;0,1\" measures GPU 0, GPU 1, then "
+                         "both at once (default auto: each GPU, each NUMA node's GPUs, all)");
   bench_topo->add_option("--threads", topo_threads, "Threads per GPU (both ways: half each way)")
       ->check(CLI::Range(2, 64));
   bench_topo->add_option("--seconds", topo_seconds, "Each timed window")
@@ -213,7 +216,7 @@ int main(int argc, char** argv) {
     return cmt::cli::run_tool("cmt-bench-p2p", args);
   }
   if (bench_topo->parsed()) {
-    std::vector<std::string> args = {"--sets",     "auto",
+    std::vector<std::string> args = {"--sets",     topo_sets,
                                      "--threads",  std::to_string(topo_threads),
                                      "--sizes",    topo_sizes,
                                      "--patterns", "h2d,d2h,both",

@@ -2,12 +2,14 @@
 // and what was expected while the default stays in force.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
 
 #include "config/options.h"
 #include "engine/gpu_locality.h"
+#include "temp_files.h"
 
 namespace cmt {
 namespace {
@@ -173,6 +175,113 @@ TEST(GpuLocality, ParsesCpuLists) {
   EXPECT_FALSE(parse_cpu_list("1x", &cpus));
   EXPECT_FALSE(gpu_locality("").cpus.empty());
   EXPECT_FALSE(gpu_locality("0000:ff:1f.7").cpus.empty());  // no such device: all allowed cores
+}
+
+// Two hyperthreads per core, siblings n and n + 8 (as Linux numbers them on many machines):
+// shares are whole cores, contiguous, as even as the cores allow.
+TEST(GpuLocality, SplitsWholeCoresIntoEvenShares) {
+  std::vector<int> cpus, core_of;
+  for (int c = 0; c < 16; ++c) {
+    cpus.push_back(c);
+    core_of.push_back(c % 8);
+  }
+  EXPECT_EQ(split_cores(cpus, core_of, 2, 0), (std::vector<int>{0, 1, 2, 3, 8, 9, 10, 11}));
+  EXPECT_EQ(split_cores(cpus, core_of, 2, 1), (std::vector<int>{4, 5, 6, 7, 12, 13, 14, 15}));
+  // Three shares of 8 cores: 2, 3 and 3 cores, every CPU in exactly one.
+  std::vector<int> all;
+  for (std::size_t k = 0; k < 3; ++k) {
+    const std::vector<int> share = split_cores(cpus, core_of, 3, k);
+    EXPECT_GE(share.size(), 4u);
+    all.insert(all.end(), share.begin(), share.end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, cpus);
+  // Shares under four CPUs: nobody splits, so the GPUs' choices agree.
+  EXPECT_EQ(split_cores(cpus, core_of, 5, 0), cpus);
+  EXPECT_EQ(split_cores(cpus, core_of, 1, 0), cpus);
+  EXPECT_EQ(split_cores(cpus, core_of, 2, 2), cpus);         // no such share
+  EXPECT_EQ(split_cores(cpus, {0, 1}, 2, 0), cpus);          // core_of does not match
+}
+
+// A fake /sys: three NVIDIA GPUs, two on node 0's CPUs 0-15 (two threads per core, siblings
+// adjacent) and one on node 1's, a bridge from NVIDIA that is no GPU on node 0.
+class FakeSys {
+ public:
+  FakeSys() {
+    root_ = temp_dir();
+    gpu("0000:1b:00.0", "0x030200", "0-15", "0");
+    gpu("0000:43:00.0", "0x030000", "0-15", "0");
+    gpu("0000:9a:00.0", "0x030200", "16-31", "1");
+    gpu("0000:00:01.0", "0x060400", "0-15", "0");
+    for (int c = 0; c < 32; ++c)
+      write_file(root_ + "/devices/system/cpu/cpu" + std::to_string(c) +
+                     "/topology/thread_siblings_list",
+                 std::to_string(c & ~1) + "-" + std::to_string(c | 1) + "\n");
+  }
+  ~FakeSys() { remove_tree(root_); }
+  const std::string& root() const { return root_; }
+
+ private:
+  void gpu(const std::string& bus, const std::string& pci_class, const std::string& cpus,
+           const std::string& node) {
+    const std::string dir = root_ + "/bus/pci/devices/" + bus + "/";
+    write_file(dir + "vendor", "0x10de\n");
+    write_file(dir + "class", pci_class + "\n");
+    write_file(dir + "local_cpulist", cpus + "\n");
+    write_file(dir + "numa_node", node + "\n");
+  }
+  std::string root_;
+};
+
+std::vector<int> range(int lo, int hi) {
+  std::vector<int> out;
+  for (int c = lo; c <= hi; ++c) out.push_back(c);
+  return out;
+}
+
+TEST(GpuLocality, FindsTheGpusOnTheSameCores) {
+  FakeSys sys;
+  EXPECT_EQ(gpus_on_cores(sys.root(), range(0, 15)),
+            (std::vector<std::string>{"0000:1b:00.0", "0000:43:00.0"}));
+  EXPECT_EQ(gpus_on_cores(sys.root(), range(16, 31)), (std::vector<std::string>{"0000:9a:00.0"}));
+  EXPECT_TRUE(gpus_on_cores(sys.root(), range(0, 7)).empty());
+}
+
+TEST(GpuLocality, SplitGivesEachGpuOfANodeItsOwnCores) {
+  FakeSys sys;
+  const std::vector<int> allowed = range(0, 31);
+  const GpuLocality first = gpu_locality("0000:1B:00.0", GpuCores::Split, sys.root(), allowed);
+  const GpuLocality second = gpu_locality("0000:43:00.0", GpuCores::Split, sys.root(), allowed);
+  EXPECT_EQ(first.numa_node, 0);
+  EXPECT_EQ(first.cpus, range(0, 7));
+  EXPECT_EQ(second.cpus, range(8, 15));
+  // Alone on its node: all of its cores. Shared, by default: all of them too.
+  EXPECT_EQ(gpu_locality("0000:9a:00.0", GpuCores::Split, sys.root(), allowed).cpus, range(16, 31));
+  EXPECT_EQ(gpu_locality("0000:43:00.0", GpuCores::All, sys.root(), allowed).cpus, range(0, 15));
+  // Only the cores this process may use are split: CPUs 4-11, four each.
+  const std::vector<int> some = range(4, 11);
+  EXPECT_EQ(gpu_locality("0000:1b:00.0", GpuCores::Split, sys.root(), some).cpus, range(4, 7));
+  EXPECT_EQ(gpu_locality("0000:43:00.0", GpuCores::Split, sys.root(), some).cpus, range(8, 11));
+  // Shares of two and four CPUs: too few for one, so neither splits and both keep all six.
+  EXPECT_EQ(gpu_locality("0000:43:00.0", GpuCores::Split, sys.root(), range(4, 9)).cpus,
+            range(4, 9));
+}
+
+TEST(Options, GpuCoresTakesAllOrSplit) {
+  Config c;
+  std::vector<std::string> errors;
+  apply_environment(c, errors, [](const char* name) -> const char* {
+    return std::string(name) == "CMT_GPU_CORES" ? "split" : nullptr;
+  });
+  EXPECT_TRUE(errors.empty());
+  EXPECT_EQ(c.gpu_cores, GpuCores::Split);
+  Config d;
+  apply_environment(d, errors, [](const char* name) -> const char* {
+    return std::string(name) == "CMT_GPU_CORES" ? "half" : nullptr;
+  });
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("CMT_GPU_CORES='half'"), std::string::npos) << errors[0];
+  EXPECT_EQ(d.gpu_cores, GpuCores::All);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "config/profile.h"
+#include "temp_files.h"
 
 namespace cmt {
 namespace {
@@ -141,16 +142,6 @@ TEST(Profile, EnvironmentWinsOverTheProfile) {
   EXPECT_TRUE(mentions(loaded.env_errors, "CMT_THREADS='x'"));
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::string dir = path.substr(0, path.find_last_of('/'));
-  std::string cmd = "mkdir -p '" + dir + "'";
-  ASSERT_EQ(std::system(cmd.c_str()), 0);
-  FILE* f = std::fopen(path.c_str(), "w");
-  ASSERT_NE(f, nullptr);
-  std::fputs(text.c_str(), f);
-  std::fclose(f);
-}
-
 // Points XDG_CONFIG_HOME (where this user's profiles live) at `dir` for the test's duration.
 class ScopedConfigHome {
  public:
@@ -171,11 +162,6 @@ class ScopedConfigHome {
   bool had_ = false;
   std::string saved_;
 };
-
-std::string temp_dir() {
-  char dir[] = "/tmp/cmt_fp_testXXXXXX";
-  return mkdtemp(dir);
-}
 
 TEST(Fingerprint, ReadsCpuGpusLinkAndDriverFromProcAndSys) {
   std::string root = temp_dir();
@@ -206,7 +192,7 @@ TEST(Fingerprint, ReadsCpuGpusLinkAndDriverFromProcAndSys) {
   other = m;
   other.driver = "999";  // not part of the identity
   EXPECT_EQ(other.key(), key);
-  std::system(("rm -rf '" + root + "'").c_str());
+  remove_tree(root);
 }
 
 TEST(Profile, AProfileFromAnotherMachineIsRefusedAndNamesTheDifference) {
@@ -258,7 +244,7 @@ TEST(Profile, TheUsersProfileForThisMachineSitsUnderExplicitOnesAndTheEnvironmen
   EXPECT_EQ(loaded.config.origin["slots"], "profile " + mine);
   EXPECT_EQ(loaded.config.threads, 5u);          // the explicit profile wins over it
   EXPECT_EQ(loaded.config.threshold, 1u << 20);  // the environment wins over both
-  std::system(("rm -rf '" + home + "'").c_str());
+  remove_tree(home);
 }
 
 // Where output goes and which files are read never come from a profile: profiles arrive by pull
@@ -297,7 +283,7 @@ TEST(Profile, CmtProfileIsReadThroughTheOptionTable) {
   EXPECT_EQ(loaded.config.slots, 6u);
   EXPECT_EQ(loaded.config.profile, named);
   EXPECT_EQ(loaded.config.origin["slots"], "profile " + named);
-  std::system(("rm -rf '" + home + "'").c_str());
+  remove_tree(home);
 }
 
 // Only regular files of at most 1 MiB are read: anything else is refused without blocking or
@@ -328,7 +314,7 @@ TEST(Profile, OnlyRegularFilesOfBoundedSizeAreRead) {
   Config c;
   EXPECT_TRUE(load_profile_file(dir + "/ok.toml", c).ok());
   EXPECT_EQ(c.slots, 5u);
-  std::system(("rm -rf '" + dir + "'").c_str());
+  remove_tree(dir);
 }
 
 // [gpu."BUS"] tables: lane knobs per GPU, checked like the rest, with file:line:column.

@@ -104,4 +104,13 @@ inline const char* host_fill_name(HostFill mode) {
   }
 }
 
+// Which cores a GPU's copy threads run on where several GPUs hang off the same ones
+// (engine/gpu_locality.h): all of them, shared with the other GPUs' threads, or a share of
+// their own.
+enum class GpuCores { All, Split };
+
+inline const char* gpu_cores_name(GpuCores mode) {
+  return mode == GpuCores::Split ? "split" : "all";
+}
+
 }  // namespace cmt

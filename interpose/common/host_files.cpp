@@ -1,5 +1,8 @@
 #include "common/host_files.h"
 
+#include <dirent.h>
+
+#include <algorithm>
 #include <cctype>
 #include <fstream>
 
@@ -11,6 +14,23 @@ std::string read_first_line(const std::string& path) {
   std::getline(in, line);
   while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
   return line;
+}
+
+std::vector<std::string> nvidia_gpu_devices(const std::string& pci_devices) {
+  std::vector<std::string> gpus;
+  if (DIR* dir = opendir(pci_devices.c_str())) {
+    while (dirent* e = readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string base = pci_devices + "/" + e->d_name + "/";
+      // PCI class 0x03xxxx: display controllers (VGA 0x0300, 3D 0x0302).
+      if (read_first_line(base + "vendor") == "0x10de" &&
+          read_first_line(base + "class").rfind("0x03", 0) == 0)
+        gpus.push_back(e->d_name);
+    }
+    closedir(dir);
+  }
+  std::sort(gpus.begin(), gpus.end());
+  return gpus;
 }
 
 }  // namespace cmt

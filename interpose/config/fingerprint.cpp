@@ -1,9 +1,7 @@
 #include "config/fingerprint.h"
 
-#include <dirent.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <cstdio>
@@ -81,18 +79,8 @@ MachineFingerprint read_fingerprint(const std::string& root) {
   m.cpus = count_cpus(root + "/proc/cpuinfo");
   if (m.cpus == 0 && root.empty()) m.cpus = static_cast<int>(sysconf(_SC_NPROCESSORS_CONF));
   const std::string pci = root + "/sys/bus/pci/devices";
-  std::vector<std::string> devices;
-  if (DIR* dir = opendir(pci.c_str())) {
-    while (dirent* e = readdir(dir))
-      if (e->d_name[0] != '.') devices.push_back(e->d_name);
-    closedir(dir);
-  }
-  std::sort(devices.begin(), devices.end());
-  for (const std::string& d : devices) {
+  for (const std::string& d : nvidia_gpu_devices(pci)) {
     const std::string base = pci + "/" + d + "/";
-    if (read_first_line(base + "vendor") != "0x10de") continue;
-    if (read_first_line(base + "class").rfind("0x03", 0) != 0)
-      continue;  // display controllers only
     std::string device = read_first_line(base + "device");
     if (device.rfind("0x", 0) == 0) device = device.substr(2);
     m.gpus.push_back("10de:" + device);

@@ -151,7 +151,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
                               " times (" + cuda_error_text(driver_, why) + ")");
     }
   }
-  GpuLocality where = gpu_locality(pci);
+  GpuLocality where = gpu_locality(pci, config_.gpu_cores);
   lane.config = config_for_gpu(config_, pci);
   const Config& c = lane.config;
   CUresult r = CUDA_SUCCESS;
@@ -202,9 +202,10 @@ CUresult CopyEngine::prepare(Lane& lane) {
     }
     CMT_LOG(info,
             "lane ready: device {} ({}), NUMA node {}, {} threads per copy of the GPU's {} "
-            "(up to {} once its copies overlap), {} x {} KiB staging",
+            "(up to {} once its copies overlap) on {} cores from {}, {} x {} KiB staging",
             static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, per_copy,
-            lane.pool->threads->size(), lane.pool->most, c.slots, slot_bytes >> 10);
+            lane.pool->threads->size(), lane.pool->most, where.cpus.size(), where.cpus.front(),
+            c.slots, slot_bytes >> 10);
   }
   return CUDA_SUCCESS;
 }

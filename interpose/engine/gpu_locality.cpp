@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <sstream>
+#include <utility>
 
 #include "common/host_files.h"
 
@@ -61,14 +62,67 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-GpuLocality gpu_locality(const std::string& pci_bus_id) {
+std::vector<std::string> gpus_on_cores(const std::string& sys_root,
+                                       const std::vector<int>& local_cpulist) {
+  const std::string pci = sys_root + "/bus/pci/devices";
+  std::vector<std::string> out;
+  for (const std::string& gpu : nvidia_gpu_devices(pci)) {
+    std::vector<int> local;
+    if (parse_cpu_list(read_first_line(pci + "/" + gpu + "/local_cpulist"), &local) &&
+        local == local_cpulist)
+      out.push_back(gpu);
+  }
+  return out;
+}
+
+std::vector<int> split_cores(const std::vector<int>& cpus, const std::vector<int>& core_of,
+                             std::size_t parts, std::size_t index) {
+  if (parts <= 1 || index >= parts || core_of.size() != cpus.size()) return cpus;
+  std::vector<std::pair<int, int>> by_core;  // (core, cpu)
+  for (std::size_t i = 0; i < cpus.size(); ++i) by_core.emplace_back(core_of[i], cpus[i]);
+  std::sort(by_core.begin(), by_core.end());
+  std::vector<std::vector<int>> cores;
+  for (std::size_t i = 0; i < by_core.size(); ++i) {
+    if (i == 0 || by_core[i].first != by_core[i - 1].first) cores.emplace_back();
+    cores.back().push_back(by_core[i].second);
+  }
+  // Share k takes cores [k * n / parts, (k + 1) * n / parts): contiguous, sizes differing by at
+  // most one core. Every GPU decides alone, so the fallback must be the same for all: any share
+  // too small, and none splits.
+  const std::size_t n = cores.size();
+  std::vector<int> mine;
+  for (std::size_t k = 0; k < parts; ++k) {
+    std::vector<int> share;
+    for (std::size_t c = k * n / parts; c < (k + 1) * n / parts; ++c)
+      share.insert(share.end(), cores[c].begin(), cores[c].end());
+    if (share.size() < kMinShare) return cpus;
+    if (k == index) mine = std::move(share);
+  }
+  std::sort(mine.begin(), mine.end());
+  return mine;
+}
+
+namespace {
+
+// The core a CPU belongs to: the first of its hyperthread siblings (itself if sysfs cannot say).
+int core_of_cpu(const std::string& sys_root, int cpu) {
+  std::vector<int> siblings;
+  const std::string path = sys_root + "/devices/system/cpu/cpu" + std::to_string(cpu) +
+                           "/topology/thread_siblings_list";
+  if (!parse_cpu_list(read_first_line(path), &siblings) || siblings.empty()) return cpu;
+  return *std::min_element(siblings.begin(), siblings.end());
+}
+
+}  // namespace
+
+GpuLocality gpu_locality(const std::string& pci_bus_id, GpuCores cores,
+                         const std::string& sys_root, const std::vector<int>& allowed) {
   GpuLocality loc;
-  std::vector<int> allowed = allowed_cpus();
-  loc.cpus = allowed;
+  loc.cpus = allowed.empty() ? std::vector<int>{0} : allowed;
   if (pci_bus_id.empty()) return loc;
   std::string id = pci_bus_id;
   for (char& c : id) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  const std::string dir = "/sys/bus/pci/devices/" + id;
+  const std::string dir = sys_root + "/bus/pci/devices/" + id;
   try {
     std::string node = read_first_line(dir + "/numa_node");
     if (!node.empty()) loc.numa_node = std::stoi(node);
@@ -76,11 +130,21 @@ GpuLocality gpu_locality(const std::string& pci_bus_id) {
     loc.numa_node = -1;
   }
   std::vector<int> local;
-  if (parse_cpu_list(read_first_line(dir + "/local_cpulist"), &local)) {
-    std::vector<int> both;
-    for (int c : local)
-      if (std::find(allowed.begin(), allowed.end(), c) != allowed.end()) both.push_back(c);
-    if (!both.empty()) loc.cpus = both;
+  if (!parse_cpu_list(read_first_line(dir + "/local_cpulist"), &local)) return loc;
+  std::vector<int> both;
+  for (int c : local)
+    if (std::find(allowed.begin(), allowed.end(), c) != allowed.end()) both.push_back(c);
+  if (both.empty()) return loc;
+  loc.cpus = both;
+  if (cores == GpuCores::Split) {
+    const std::vector<std::string> gpus = gpus_on_cores(sys_root, local);
+    const auto me = std::find(gpus.begin(), gpus.end(), id);
+    if (gpus.size() > 1 && me != gpus.end()) {
+      std::vector<int> core_of;
+      for (int c : both) core_of.push_back(core_of_cpu(sys_root, c));
+      loc.cpus = split_cores(both, core_of, gpus.size(),
+                             static_cast<std::size_t>(me - gpus.begin()));
+    }
   }
   return loc;
 }

@@ -153,7 +153,8 @@ void Interposer::arm_host_copies() {
   static const bool hooks_loaded = real_dlsym(RTLD_DEFAULT, "cmt_host_hooks_loaded") != nullptr;
   if (!hooks_loaded) return;
   const DriverApi* driver = real_driver();
-  const GpuLocality where = gpu_locality(driver ? current_gpu_bus_id(*driver) : "");
+  const GpuLocality where =
+      gpu_locality(driver ? current_gpu_bus_id(*driver) : "", config_.gpu_cores);
   const unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
   HostCopier::arm(config_, threads, where.cpus);
 }

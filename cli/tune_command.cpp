@@ -56,6 +56,42 @@ void draw_progress(const TuneProgress& p) {
   std::fflush(stderr);
 }
 
+// The other GPUs whose local cores (by hwloc) are the same as `session`'s, opened with room for
+// measure_gpu_cores' buffers (a GPU that cannot be opened is left out, with a note). The calling
+// thread's current context is `session`'s again afterwards.
+std::vector<std::unique_ptr<CudaSession>> open_gpus_on_same_cores(const CudaSession& session,
+                                                                  const HostTopology& topology,
+                                                                  std::vector<std::string>* notes) {
+  const GpuPlacement* mine = nullptr;
+  for (const GpuPlacement& g : topology.gpus)
+    if (strcasecmp(g.pci_bus_id.c_str(), session.pci_bus_id().c_str()) == 0) mine = &g;
+  std::vector<std::unique_ptr<CudaSession>> out;
+  if (!mine || mine->local_cpus.empty()) return out;
+  const DriverApi& api = session.driver();
+  int count = 0;
+  if (api.device_get_count(&count) != CUDA_SUCCESS) return out;
+  for (int d = 0; d < count; ++d) {
+    CUdevice dev = 0;
+    char bus[64] = {};
+    if (api.device_get(&dev, d) != CUDA_SUCCESS ||
+        api.device_get_pci_bus_id(bus, sizeof(bus), dev) != CUDA_SUCCESS ||
+        strcasecmp(bus, session.pci_bus_id().c_str()) == 0)
+      continue;
+    const bool same_cores =
+        std::any_of(topology.gpus.begin(), topology.gpus.end(), [&](const auto& g) {
+          return strcasecmp(g.pci_bus_id.c_str(), bus) == 0 && g.local_cpus == mine->local_cpus;
+        });
+    if (!same_cores) continue;
+    std::string error;
+    if (auto other = CudaSession::open(d, 128u << 20, &error))
+      out.push_back(std::move(other));
+    else
+      notes->push_back("gpu_cores: GPU " + std::to_string(d) + " left out: " + error);
+  }
+  (void)api.ctx_set_current(session.context());
+  return out;
+}
+
 std::string utc_now() {
   char buf[32];
   std::time_t t = std::time(nullptr);
@@ -263,8 +299,15 @@ int tune_command(const TuneOptions& o) {
   result.config.d2h_warm_threshold = thresholds.warm.d2h;
   // Lanes matter only when copies overlap: a full search measures concurrent callers; the
   // instant one leaves the engine's rule.
-  if (o.search != "instant" && !result.interrupted)
+  // So do the GPUs that share this one's cores: their copy threads share the cores or split them.
+  if (o.search != "instant" && !result.interrupted) {
     result.config.lanes = measure_lanes(bench, result.config, &notes);
+    const auto others = open_gpus_on_same_cores(*session, topology, &notes);
+    std::vector<CudaSession*> others_raw;
+    for (const auto& g : others) others_raw.push_back(g.get());
+    if (!others_raw.empty())
+      result.config.gpu_cores = measure_gpu_cores(bench, result.config, others_raw, &notes);
+  }
   result.config.host_copy_threshold = pick_host_copy_threshold(result.config, local_cpus, &notes);
   result.config.host_fill_threshold = pick_host_fill_threshold(result.config, local_cpus, &notes);
   const double search_seconds =
@@ -284,7 +327,7 @@ int tune_command(const TuneOptions& o) {
       "%s search: %.1f s, %d configurations measured; the mix at %.1f GB/s with:\n"
       "  threads %u, chunk_bytes %s, d2h_chunk_bytes %s, slots %u, h2d_method %s, d2h_method %s, "
       "threshold %s, d2h_threshold %s, warm_threshold %s, d2h_warm_threshold %s, "
-      "lanes %u, host_copy_threshold %s, host_fill_threshold %s\n",
+      "lanes %u, gpu_cores %s, host_copy_threshold %s, host_fill_threshold %s\n",
       o.search.c_str(), search_seconds, std::max(1, result.evaluated), result.score_gbps,
       result.config.threads, format_byte_size(result.config.chunk_bytes).c_str(),
       format_byte_size(result.config.d2h_chunk_bytes).c_str(), result.config.slots,
@@ -293,6 +336,7 @@ int tune_command(const TuneOptions& o) {
       format_byte_size(result.config.d2h_threshold).c_str(),
       format_byte_size(result.config.warm_threshold).c_str(),
       format_byte_size(result.config.d2h_warm_threshold).c_str(), result.config.lanes,
+      gpu_cores_name(result.config.gpu_cores),
       format_byte_size(result.config.host_copy_threshold).c_str(),
       format_byte_size(result.config.host_fill_threshold).c_str());
   for (const std::string& n : notes) std::printf("  %s\n", n.c_str());

@@ -15,6 +15,7 @@
 #include "engine/copy_engine.h"
 #include "engine/peer_copier.h"
 #include "interposer/classify.h"
+#include "tune.h"
 
 namespace cmt {
 namespace {
@@ -362,6 +363,34 @@ TEST_F(GpuEngine, DeviceToDeviceOnOneGpuIsForwarded) {
   EXPECT_EQ(classify_peer_copy(*driver_, call, 1).reason, ForwardReason::SameGpu);
   cudaFree(a);
   cudaFree(b);
+}
+
+// cmt tune's gpu_cores measurement: every GPU on the tuned one's cores copying at once through
+// one engine. With one GPU, the "other" is a second session on the same GPU (its own device
+// buffer, the same context), which runs the same code: both settings measured, every byte
+// checked.
+TEST(GpuTuner, MeasuresGpusAtOnceByteExact) {
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA GPU";
+  int gpus = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&gpus), cudaSuccess);
+  std::string error;
+  auto other = CudaSession::open(gpus > 1 ? 1 : 0, 128u << 20, &error);
+  ASSERT_TRUE(other) << error;
+  auto session = CudaSession::open(0, 256u << 20, &error);  // opened last: its context is current
+  ASSERT_TRUE(session) << error;
+  CopyBench bench(*session, 256u << 20);
+  std::vector<std::string> notes;
+  const GpuCores picked = measure_gpu_cores(bench, Config{}, {other.get()}, &notes);
+  EXPECT_TRUE(bench.bytes_ok());
+  ASSERT_EQ(notes.size(), 1u);
+  std::printf("%s\n", notes[0].c_str());
+  double all = 0, split = 0;
+  const std::size_t at = notes[0].find("GB/s: all ");
+  ASSERT_NE(at, std::string::npos) << notes[0];
+  ASSERT_EQ(std::sscanf(notes[0].c_str() + at, "GB/s: all %lf; split %lf", &all, &split), 2);
+  EXPECT_GT(all, 1.0);
+  EXPECT_GT(split, 1.0);
+  EXPECT_EQ(picked, pick_gpu_cores(all, split));
 }
 
 }  // namespace

@@ -117,8 +117,8 @@ TEST(OptionTable, ScopesMakeTheKnobLists) {
             (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
                                       "spin_us", "ramp", "h2d_method", "d2h_method"}));
   EXPECT_EQ(tuned_knobs(),
-            (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
-                                      "lanes", "threshold", "d2h_threshold", "warm_threshold",
+            (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots", "lanes",
+                                      "gpu_cores", "threshold", "d2h_threshold", "warm_threshold",
                                       "d2h_warm_threshold", "h2d_method", "d2h_method",
                                       "host_copy_threshold", "host_fill_threshold"}));
   Config a, b;
@@ -199,8 +199,8 @@ TEST(GpuLocality, SplitsWholeCoresIntoEvenShares) {
   // Shares under four CPUs: nobody splits, so the GPUs' choices agree.
   EXPECT_EQ(split_cores(cpus, core_of, 5, 0), cpus);
   EXPECT_EQ(split_cores(cpus, core_of, 1, 0), cpus);
-  EXPECT_EQ(split_cores(cpus, core_of, 2, 2), cpus);         // no such share
-  EXPECT_EQ(split_cores(cpus, {0, 1}, 2, 0), cpus);          // core_of does not match
+  EXPECT_EQ(split_cores(cpus, core_of, 2, 2), cpus);  // no such share
+  EXPECT_EQ(split_cores(cpus, {0, 1}, 2, 0), cpus);   // core_of does not match
 }
 
 // A fake /sys: three NVIDIA GPUs, two on node 0's CPUs 0-15 (two threads per core, siblings
@@ -214,9 +214,9 @@ class FakeSys {
     gpu("0000:9a:00.0", "0x030200", "16-31", "1");
     gpu("0000:00:01.0", "0x060400", "0-15", "0");
     for (int c = 0; c < 32; ++c)
-      write_file(root_ + "/devices/system/cpu/cpu" + std::to_string(c) +
-                     "/topology/thread_siblings_list",
-                 std::to_string(c & ~1) + "-" + std::to_string(c | 1) + "\n");
+      write_file(
+          root_ + "/devices/system/cpu/cpu" + std::to_string(c) + "/topology/thread_siblings_list",
+          std::to_string(c & ~1) + "-" + std::to_string(c | 1) + "\n");
   }
   ~FakeSys() { remove_tree(root_); }
   const std::string& root() const { return root_; }

@@ -248,6 +248,15 @@ TEST(PickLanes, TheRuleStandsUnlessAnotherCountWinsBy2Percent) {
   EXPECT_EQ(pick_lanes({}), 0u);
 }
 
+// gpu_cores: each GPU's threads on all the shared cores stands unless split clearly wins.
+TEST(PickGpuCores, AllStandsUnlessSplitWinsBy2Percent) {
+  EXPECT_EQ(pick_gpu_cores(90.0, 91.0), GpuCores::All) << "1% is noise";
+  EXPECT_EQ(pick_gpu_cores(90.0, 95.0), GpuCores::Split);
+  EXPECT_EQ(pick_gpu_cores(95.0, 90.0), GpuCores::All);
+  EXPECT_EQ(pick_gpu_cores(0.0, 90.0), GpuCores::All) << "all failed: no comparison";
+  EXPECT_EQ(pick_gpu_cores(90.0, 0.0), GpuCores::All);
+}
+
 TEST(HostCopyThreshold, IsMeasuredOnTheCpuAlone) {
   Config config;
   config.threads = 2;

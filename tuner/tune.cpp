@@ -179,7 +179,7 @@ Rate CopyBench::cuda_pinned(const CopyCase& c, int reps) {
 
 CopyEngine& CopyBench::engine_for(const Config& config) {
   if (!engine_ || !same_lane_knobs(engine_config_, config) ||
-      engine_config_.lanes != config.lanes) {
+      engine_config_.lanes != config.lanes || engine_config_.gpu_cores != config.gpu_cores) {
     engine_.reset();  // its staging memory and threads go before the next one's arrive
     engine_config_ = config;
     engine_ = std::make_unique<CopyEngine>(session_.driver(), config);
@@ -224,13 +224,70 @@ Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps,
   return r;
 }
 
+namespace {
+
+// One thread's copy in a concurrent measurement: the context it makes current, and its request.
+struct Caller {
+  CUcontext ctx = nullptr;
+  CopyRequest request;
+};
+
+// Each caller on its own thread, `reps` copies back to back (each synchronized on its stream)
+// after a common start: all bytes over the span from the start to the last end, in GB/s; 0 if
+// any copy was not wholly the engine's.
+double time_callers(CopyEngine& engine, const DriverApi& api, const std::vector<Caller>& callers,
+                    int reps) {
+  std::atomic<unsigned> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<int> failed{0};
+  std::vector<std::chrono::steady_clock::time_point> ends(callers.size());
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < callers.size(); ++i)
+    threads.emplace_back([&, i] {
+      const CopyRequest& req = callers[i].request;
+      const bool current = api.ctx_set_current(callers[i].ctx) == CUDA_SUCCESS;
+      ++ready;
+      while (!go.load()) std::this_thread::yield();
+      for (int r = 0; r < reps && current; ++r)
+        if (engine.copy(req).bytes_done != req.bytes ||
+            api.stream_synchronize(req.stream) != CUDA_SUCCESS) {
+          ++failed;
+          break;
+        }
+      if (!current) ++failed;
+      ends[i] = std::chrono::steady_clock::now();
+    });
+  while (ready.load() < callers.size()) std::this_thread::yield();
+  const auto start = std::chrono::steady_clock::now();
+  go = true;
+  for (auto& t : threads) t.join();
+  const auto last = *std::max_element(ends.begin(), ends.end());
+  const double seconds = std::chrono::duration<double>(last - start).count();
+  if (failed.load() || seconds <= 0) return 0;
+  double bytes = 0;
+  for (const Caller& c : callers) bytes += static_cast<double>(c.request.bytes) * reps;
+  return bytes / seconds / 1e9;
+}
+
+CopyRequest caller_request(Direction direction, char* host, CUdeviceptr device, std::size_t bytes) {
+  CopyRequest req;
+  req.direction = direction;
+  req.host = host;
+  req.device = device;
+  req.bytes = bytes;
+  req.stream = CU_STREAM_PER_THREAD;
+  req.synchronous = true;
+  return req;
+}
+
+}  // namespace
+
 double CopyBench::cmt_concurrent(const Config& config, unsigned callers, std::size_t bytes,
                                  int reps) {
   if (!pageable_ || !pageable_out_ || !pinned_ || !check_ || callers < 2 ||
       bytes * callers > largest_ || bytes * callers > session_.device_bytes())
     return 0;
   CopyEngine& engine = engine_for(config);
-  const DriverApi& api = session_.driver();
   const CUdeviceptr dev = session_.device_buffer();
   // Slice i of every buffer is caller i's; the device-to-host callers' slices start with known
   // bytes.
@@ -239,39 +296,17 @@ double CopyBench::cmt_concurrent(const Config& config, unsigned callers, std::si
         CUDA_SUCCESS)
       return 0;
   std::memset(pageable_out_, 0, bytes * callers);
-  std::atomic<unsigned> ready{0};
-  std::atomic<bool> go{false};
-  std::atomic<int> failed{0};
-  std::vector<std::chrono::steady_clock::time_point> ends(callers);
-  std::vector<std::thread> threads;
+  std::vector<Caller> list;
   for (unsigned i = 0; i < callers; ++i)
-    threads.emplace_back([&, i] {
-      CopyRequest req;
-      req.direction = i % 2 == 0 ? Direction::HostToDevice : Direction::DeviceToHost;
-      req.host = (i % 2 == 0 ? pageable_ : pageable_out_) + i * bytes;
-      req.device = dev + i * bytes;
-      req.bytes = bytes;
-      req.stream = CU_STREAM_PER_THREAD;
-      req.synchronous = true;
-      const bool current = api.ctx_set_current(session_.context()) == CUDA_SUCCESS;
-      ++ready;
-      while (!go.load()) std::this_thread::yield();
-      for (int r = 0; r < reps && current; ++r)
-        if (engine.copy(req).bytes_done != bytes ||
-            api.stream_synchronize(CU_STREAM_PER_THREAD) != CUDA_SUCCESS) {
-          ++failed;
-          break;
-        }
-      if (!current) ++failed;
-      ends[i] = std::chrono::steady_clock::now();
-    });
-  while (ready.load() < callers) std::this_thread::yield();
-  const auto start = std::chrono::steady_clock::now();
-  go = true;
-  for (auto& t : threads) t.join();
-  const auto last = *std::max_element(ends.begin(), ends.end());
-  // Every caller's bytes are checked (host to device: read back through pinned memory).
-  for (unsigned i = 0; i < callers; ++i) {
+    list.push_back({session_.context(),
+                    i % 2 == 0 ? caller_request(Direction::HostToDevice, pageable_ + i * bytes,
+                                                dev + i * bytes, bytes)
+                               : caller_request(Direction::DeviceToHost, pageable_out_ + i * bytes,
+                                                dev + i * bytes, bytes)});
+  const double gbps = time_callers(engine, session_.driver(), list, reps);
+  // Every caller's bytes are checked (host to device: read back through pinned memory), unless a
+  // copy was left unfinished (the engine declined it; the hooks would have forwarded the rest).
+  for (unsigned i = 0; i < callers && gbps > 0; ++i) {
     const char* want = pageable_ + i * bytes;
     if (i % 2 == 0) {
       if (session_.cuda_dtoh(check_, dev + i * bytes, bytes) != CUDA_SUCCESS ||
@@ -281,9 +316,51 @@ double CopyBench::cmt_concurrent(const Config& config, unsigned callers, std::si
       ++wrong_;
     }
   }
-  const double seconds = std::chrono::duration<double>(last - start).count();
-  if (failed.load() || seconds <= 0) return 0;
-  return static_cast<double>(bytes) * callers * reps / seconds / 1e9;
+  return gbps;
+}
+
+double CopyBench::cmt_gpus(const Config& config, const std::vector<CudaSession*>& others,
+                           std::size_t bytes, int reps) {
+  std::vector<CudaSession*> gpus{&session_};
+  gpus.insert(gpus.end(), others.begin(), others.end());
+  const std::size_t callers = 2 * gpus.size();
+  if (!pageable_ || !pageable_out_ || others.empty() || bytes == 0 || bytes * callers > largest_)
+    return 0;
+  for (const CudaSession* g : gpus)
+    if (!g || 2 * bytes > g->device_bytes()) return 0;
+  CopyEngine& engine = engine_for(config);
+  const DriverApi& api = session_.driver();
+  // GPU g: caller 2g copies host slice 2g to its device buffer's first half, caller 2g + 1 its
+  // second half, filled with host slice 2g + 1's bytes first, back into pageable_out_'s slice.
+  std::vector<Caller> list;
+  bool filled = true;
+  for (std::size_t g = 0; g < gpus.size(); ++g) {
+    const CUdeviceptr dev = gpus[g]->device_buffer();
+    char* up = pageable_ + 2 * g * bytes;
+    char* down = pageable_out_ + (2 * g + 1) * bytes;
+    filled =
+        filled && api.ctx_set_current(gpus[g]->context()) == CUDA_SUCCESS &&
+        gpus[g]->cuda_htod(dev + bytes, pageable_ + (2 * g + 1) * bytes, bytes) == CUDA_SUCCESS;
+    list.push_back({gpus[g]->context(), caller_request(Direction::HostToDevice, up, dev, bytes)});
+    list.push_back(
+        {gpus[g]->context(), caller_request(Direction::DeviceToHost, down, dev + bytes, bytes)});
+  }
+  std::memset(pageable_out_, 0, bytes * callers);
+  const double gbps = filled ? time_callers(engine, api, list, reps) : 0;
+  // Every byte checked, as in cmt_concurrent: each GPU's first half read back, each copy to the
+  // host compared.
+  std::vector<char> back(gbps > 0 ? bytes : 0);
+  for (std::size_t g = 0; g < gpus.size() && gbps > 0; ++g) {
+    if (api.ctx_set_current(gpus[g]->context()) != CUDA_SUCCESS ||
+        gpus[g]->cuda_dtoh(back.data(), gpus[g]->device_buffer(), bytes) != CUDA_SUCCESS ||
+        std::memcmp(back.data(), pageable_ + 2 * g * bytes, bytes) != 0)
+      ++wrong_;
+    if (std::memcmp(pageable_out_ + (2 * g + 1) * bytes, pageable_ + (2 * g + 1) * bytes, bytes) !=
+        0)
+      ++wrong_;
+  }
+  (void)api.ctx_set_current(session_.context());
+  return gbps;
 }
 
 double CopyBench::cmt_score(const Config& config, const CopyMix& mix, int reps) {
@@ -710,6 +787,45 @@ unsigned measure_lanes(CopyBench& bench, const Config& config, std::vector<std::
     notes->push_back(line + (picked ? " -> " + std::to_string(picked)
                                     : std::string(" -> the engine's rule (0: 2, 4 on the legacy "
                                                   "stream)")));
+  return picked;
+}
+
+GpuCores pick_gpu_cores(double all_gbps, double split_gbps) {
+  return all_gbps > 0 && split_gbps > 1.02 * all_gbps ? GpuCores::Split : GpuCores::All;
+}
+
+GpuCores measure_gpu_cores(CopyBench& bench, const Config& config,
+                           const std::vector<CudaSession*>& others,
+                           std::vector<std::string>* notes) {
+  const std::size_t callers = 2 * (others.size() + 1);
+  std::size_t bytes = std::min<std::size_t>(64 * kMiB, bench.largest() / callers / 4096 * 4096);
+  for (const CudaSession* g : others)
+    bytes = std::min<std::size_t>(bytes, g->device_bytes() / 2 / 4096 * 4096);
+  const GpuCores candidates[] = {GpuCores::All, GpuCores::Split};
+  std::vector<double> rates[2];
+  for (int round = 0; round < 3; ++round)
+    for (int k = 0; k < 2; ++k) {
+      const int which = (k + round) % 2;  // rotate which goes first
+      Config c = config;
+      c.gpu_cores = candidates[which];
+      rates[which].push_back(bench.cmt_gpus(c, others, bytes, 4));
+    }
+  bench.release_engine();
+  double median[2];
+  for (int k = 0; k < 2; ++k) {
+    std::sort(rates[k].begin(), rates[k].end());
+    median[k] = rates[k][rates[k].size() / 2];
+  }
+  const GpuCores picked = pick_gpu_cores(median[0], median[1]);
+  if (notes) {
+    char buf[256];
+    std::snprintf(buf, sizeof(buf),
+                  "gpu_cores: the %zu GPUs on these cores at once, one caller each way per GPU x "
+                  "%s x 4, GB/s: all %.1f; split %.1f -> %s",
+                  others.size() + 1, format_byte_size(bytes).c_str(), median[0], median[1],
+                  gpu_cores_name(picked));
+    notes->push_back(buf);
+  }
   return picked;
 }
 

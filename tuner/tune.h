@@ -78,6 +78,14 @@ class CopyBench {
   // to back after a common start: all bytes over the span from the start to the last end, in
   // GB/s (0 if a copy was not the engine's). The shape where lanes matter.
   double cmt_concurrent(const Config& config, unsigned callers, std::size_t bytes, int reps);
+  // This bench's GPU and `others` at once, two callers per GPU (one each way, own streams,
+  // `bytes` each), `reps` copies back to back after a common start, through one engine: all
+  // bytes over the span to the last end, GB/s (0 if a copy was not the engine's). Each of
+  // `others` needs 2 x `bytes` of device memory. The shape where gpu_cores matters.
+  double cmt_gpus(const Config& config, const std::vector<CudaSession*>& others, std::size_t bytes,
+                  int reps);
+  // Frees the engine (its lanes, rings and threads): before sessions that cmt_gpus used close.
+  void release_engine() { engine_.reset(); }
   // The mix's effective rate: total bytes over total time, weights as byte shares.
   double cmt_score(const Config& config, const CopyMix& mix, int reps);
   // The size of each of its buffers: the largest copy it can time.
@@ -157,6 +165,17 @@ unsigned pick_lanes(const std::vector<std::pair<unsigned, double>>& measured);
 // Measures lanes 1, 2 and 4 with 8 callers x 64 MiB (less if the bench's buffers are smaller),
 // three alternating rounds, and picks by pick_lanes; a line for `notes`.
 unsigned measure_lanes(CopyBench& bench, const Config& config, std::vector<std::string>* notes);
+
+// gpu_cores for GPUs sharing cores: split only where its rate beats all's by 2% (all, each GPU's
+// threads on every shared core, is the engine's default).
+GpuCores pick_gpu_cores(double all_gbps, double split_gbps);
+// Measures both with this bench's GPU and `others` (the GPUs on the same cores) copying at once
+// (CopyBench::cmt_gpus, up to 64 MiB per caller), three alternating rounds, and picks by
+// pick_gpu_cores; a line for `notes`. Leaves the bench without an engine, so that `others` may
+// close.
+GpuCores measure_gpu_cores(CopyBench& bench, const Config& config,
+                           const std::vector<CudaSession*>& others,
+                           std::vector<std::string>* notes);
 
 // The host leg's threshold: from the largest size down, the smallest at which memcpy on a host
 // copier of `config` (threads on `cpus`) beats one thread's libc memcpy by 20%, measured between

@@ -191,11 +191,12 @@ std::vector<OptionSpec> build_table() {
                            "the rest wait up to 200 ms for one, then go to CUDA.",
                            &Config::lanes, 0, 16));
   t.push_back(choice_option(
-      "gpu_cores", "CMT_GPU_CORES", Scope::Process, false,
+      "gpu_cores", "CMT_GPU_CORES", Scope::Process, true,
       "Where several GPUs hang off the same cores (one NUMA node): all lets each GPU's copy "
       "threads run on all of them; split gives each GPU a contiguous share of whole cores of its "
       "own (the GPUs in PCI order, this process's or not, so one process per GPU splits too), "
-      "unless a share would have fewer than 4.",
+      "unless a share would have fewer than 4. `cmt tune --search full` measures both with all "
+      "such GPUs copying at once.",
       &Config::gpu_cores, {GpuCores::All, GpuCores::Split}, gpu_cores_name));
   t.push_back(size_option("threshold", "CMT_THRESHOLD", Scope::Process, true,
                           "Host-to-device copies smaller than this are forwarded to CUDA.",

@@ -107,16 +107,16 @@ namespace {
 // The core a CPU belongs to: the first of its hyperthread siblings (itself if sysfs cannot say).
 int core_of_cpu(const std::string& sys_root, int cpu) {
   std::vector<int> siblings;
-  const std::string path = sys_root + "/devices/system/cpu/cpu" + std::to_string(cpu) +
-                           "/topology/thread_siblings_list";
+  const std::string path =
+      sys_root + "/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/thread_siblings_list";
   if (!parse_cpu_list(read_first_line(path), &siblings) || siblings.empty()) return cpu;
   return *std::min_element(siblings.begin(), siblings.end());
 }
 
 }  // namespace
 
-GpuLocality gpu_locality(const std::string& pci_bus_id, GpuCores cores,
-                         const std::string& sys_root, const std::vector<int>& allowed) {
+GpuLocality gpu_locality(const std::string& pci_bus_id, GpuCores cores, const std::string& sys_root,
+                         const std::vector<int>& allowed) {
   GpuLocality loc;
   loc.cpus = allowed.empty() ? std::vector<int>{0} : allowed;
   if (pci_bus_id.empty()) return loc;
@@ -142,8 +142,8 @@ GpuLocality gpu_locality(const std::string& pci_bus_id, GpuCores cores,
     if (gpus.size() > 1 && me != gpus.end()) {
       std::vector<int> core_of;
       for (int c : both) core_of.push_back(core_of_cpu(sys_root, c));
-      loc.cpus = split_cores(both, core_of, gpus.size(),
-                             static_cast<std::size_t>(me - gpus.begin()));
+      loc.cpus =
+          split_cores(both, core_of, gpus.size(), static_cast<std::size_t>(me - gpus.begin()));
     }
   }
   return loc;

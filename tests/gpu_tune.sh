@@ -31,7 +31,7 @@ grep -Eq "lanes: 8 callers .* 1 lanes [1-9][0-9.]*; 2 lanes [1-9][0-9.]*; 4 lane
   { cat "$tmp/out"; echo "FAIL: the lanes were not measured"; exit 1; }
 # gpu_cores: written always; where other GPUs share the tuned one's cores (the 2-GPU machine),
 # measured with all of them copying at once.
-grep -Eq '^gpu_cores = "(all|split)"' "$tmp/full.toml" || { cat "$tmp/full.toml"; echo "FAIL: no gpu_cores"; exit 1; }
+grep -Eq "^gpu_cores = [\"'](all|split)[\"']" "$tmp/full.toml" || { cat "$tmp/full.toml"; echo "FAIL: no gpu_cores"; exit 1; }
 if [ "$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')" -ge 2 ]; then
   grep -Eq "gpu_cores: the [2-9][0-9]* GPUs on these cores at once.* all [1-9][0-9.]*; split [1-9]" "$tmp/out" ||
     { cat "$tmp/out"; echo "FAIL: gpu_cores was not measured with the GPUs together"; exit 1; }

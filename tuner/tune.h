@@ -75,13 +75,15 @@ class CopyBench {
   }
   // `callers` threads at once, half copying host to device and half device to host, each its own
   // `bytes` of the buffers and its own stream (the per-thread default stream), `reps` copies back
-  // to back after a common start: all bytes over the span from the start to the last end, in
-  // GB/s (0 if a copy was not the engine's). The shape where lanes matter.
+  // to back after a common start (and after one untimed round: the engine's start), all bytes
+  // over the span from the start to the last end, in GB/s (0 if a copy was not the engine's).
+  // The shape where lanes matter.
   double cmt_concurrent(const Config& config, unsigned callers, std::size_t bytes, int reps);
   // This bench's GPU and `others` at once, two callers per GPU (one each way, own streams,
-  // `bytes` each), `reps` copies back to back after a common start, through one engine: all
-  // bytes over the span to the last end, GB/s (0 if a copy was not the engine's). Each of
-  // `others` needs 2 x `bytes` of device memory. The shape where gpu_cores matters.
+  // `bytes` each), `reps` copies back to back after a common start and an untimed round,
+  // through one engine: all bytes over the span to the last end, GB/s (0 if a copy was not the
+  // engine's). Each of `others` needs 2 x `bytes` of device memory. The shape where gpu_cores
+  // matters.
   double cmt_gpus(const Config& config, const std::vector<CudaSession*>& others, std::size_t bytes,
                   int reps);
   // Frees the engine (its lanes, rings and threads): before sessions that cmt_gpus used close.

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "common/log.h"
 #include "config/options.h"
 #include "engine/gpu_locality.h"
 #include "temp_files.h"
@@ -282,6 +283,28 @@ TEST(Options, GpuCoresTakesAllOrSplit) {
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("CMT_GPU_CORES='half'"), std::string::npos) << errors[0];
   EXPECT_EQ(d.gpu_cores, GpuCores::All);
+}
+
+// Log lines are formatted in log.cpp from their arguments' values; a format that does not fit its
+// arguments is written as it stands, and lines under the level are not written at all.
+TEST(Log, FormatsEachKindOfArgument) {
+  set_log_level("info");
+  int x = 0;
+  testing::internal::CaptureStderr();
+  CMT_LOG(info, "a {} b {} c {} d {} e {} f {}", -1, std::size_t{2}, std::string("text"), true, 1.5,
+          "chars");
+  CMT_LOG(debug, "not written {}", 3);
+  CMT_LOG(warn, "one {} two {}", 1);
+  CMT_LOG(info, "{}", static_cast<const void*>(&x));
+  const std::string out = testing::internal::GetCapturedStderr();
+  set_log_level("warn");
+  EXPECT_NE(out.find("[cmt] [info] a -1 b 2 c text d true e 1.5 f chars\n"), std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("not written"), std::string::npos) << out;
+  EXPECT_NE(out.find("[cmt] [warning] one {} two {}\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("[cmt] [info] 0x"), std::string::npos) << out;
+  EXPECT_FALSE(log_enabled(LogLevel::info));
+  EXPECT_TRUE(log_enabled(LogLevel::warn));
 }
 
 }  // namespace

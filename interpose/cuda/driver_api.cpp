@@ -68,7 +68,7 @@ bool cuda_call_failed(const DriverApi& driver, CUresult r, const char* call, con
                       int line, CUresult* status) {
   if (r == CUDA_SUCCESS) return false;
   *status = r;
-  if (log().should_log(spdlog::level::debug)) {
+  if (log_enabled(LogLevel::debug)) {
     const char* base = std::strrchr(file, '/');
     CMT_LOG(debug, "{}:{}: {} failed: {}", base ? base + 1 : file, line, call,
             cuda_error_text(driver, r));

@@ -16,7 +16,7 @@ std::string join(const std::vector<std::int64_t>& times) {
 }
 }  // namespace
 
-CopyTrace::CopyTrace() : on_(log().should_log(spdlog::level::debug)), t0_(Clock::now()) {}
+CopyTrace::CopyTrace() : on_(log_enabled(LogLevel::debug)), t0_(Clock::now()) {}
 
 void CopyTrace::unit_started() {
   if (!on_) return;

@@ -24,7 +24,8 @@
 // Several GPUs: --devices 0,1 runs the threads on each of them at once (--threads per GPU, each
 // thread pinned to its GPU's local cores with its pageable buffer first touched there), and
 // --sets "0;1;0,1" or --sets auto (`cmt bench topo`) measures set after set: each GPU alone, the
-// GPUs of each NUMA node together, all of them. Each GPU's share is reported beside the total.
+// GPUs behind each PCIe root port (a switch's uplink) together, those of each NUMA node, all of
+// them. Each GPU's share is reported beside the total.
 //
 // usage: cmt-bench-concurrent [--threads N] [--sizes 256M,1G] [--patterns h2d,d2h,both]
 //          [--seconds S] [--rounds R] [--stream own|null] [--device N | --devices 0,1 |
@@ -32,6 +33,7 @@
 //          [--plot FILE.svg]   (the plot is drawn from the JSON by bench/plot_concurrent.py)
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,8 +50,9 @@
 
 #include "bench_process.h"
 #include "common/byte_size.h"
-#include "engine/gpu_locality.h"
 #include "cuda_check.h"
+#include "engine/gpu_locality.h"
+#include "topology.h"
 
 namespace {
 
@@ -396,32 +399,22 @@ struct Cell {
 
 }  // namespace
 
-// `cmt bench topo`'s sets: each GPU alone, the GPUs of each NUMA node together (where a node has
-// several but not all), then all of them.
+// `cmt bench topo`'s sets (topology.h bandwidth_sets): each GPU alone, the GPUs behind each PCIe
+// root port, those of each NUMA node, all of them; where each GPU sits, as hwloc reads it.
 std::vector<std::vector<int>> auto_sets(int devices) {
-  std::vector<std::vector<int>> sets;
-  std::vector<std::pair<int, int>> node_of;  // (NUMA node, device)
+  const cmt::HostTopology topology = cmt::read_topology();
+  std::vector<cmt::GpuSetMember> members;
   for (int d = 0; d < devices; ++d) {
-    sets.push_back({d});
     char pci[64] = {};
     CMT_CHECK_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), d));
-    node_of.emplace_back(cmt::gpu_locality(pci).numa_node, d);
+    cmt::GpuSetMember m;
+    m.ordinal = d;
+    m.numa_node = cmt::gpu_locality(pci).numa_node;
+    for (const cmt::GpuPlacement& g : topology.gpus)
+      if (strcasecmp(g.pci_bus_id.c_str(), pci) == 0) m.root_port = g.root_port;
+    members.push_back(m);
   }
-  std::sort(node_of.begin(), node_of.end());
-  for (std::size_t i = 0; i < node_of.size();) {
-    std::vector<int> group;
-    std::size_t j = i;
-    for (; j < node_of.size() && node_of[j].first == node_of[i].first; ++j)
-      group.push_back(node_of[j].second);
-    if (group.size() > 1 && static_cast<int>(group.size()) < devices) sets.push_back(group);
-    i = j;
-  }
-  if (devices > 1) {
-    std::vector<int> all;
-    for (int d = 0; d < devices; ++d) all.push_back(d);
-    sets.push_back(all);
-  }
-  return sets;
+  return cmt::bandwidth_sets(members);
 }
 
 std::string set_text(const std::vector<int>& set) {

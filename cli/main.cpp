@@ -146,12 +146,14 @@ int main(int argc, char** argv) {
   double topo_seconds = 3;
   CLI::App* bench_topo = bench->add_subcommand(
       "topo",
-      "Host <-> GPU bandwidth of each GPU alone, of each NUMA node's GPUs together and of all at "
-      "once, each way and both: default vs cmt vs pinned, barrier start, per-thread windows");
+      "Host <-> GPU bandwidth of each GPU alone, of the GPUs behind each PCIe root port, of each "
+      "NUMA node's GPUs together and of all at once, each way and both: default vs cmt vs "
+      "pinned, barrier start, per-thread windows");
   bench_topo->add_option("--sizes", topo_sizes, "Copy sizes (default 256M)");
-  bench_topo->add_option("--sets", topo_sets,
-                         "The GPU sets, by CUDA ordinal: \"0;1;0,1\" measures GPU 0, GPU 1, then "
-                         "both at once (default auto: each GPU, each NUMA node's GPUs, all)");
+  bench_topo->add_option(
+      "--sets", topo_sets,
+      "The GPU sets, by CUDA ordinal: \"0;1;0,1\" measures GPU 0, GPU 1, then both at once "
+      "(default auto: each GPU, each root port's GPUs, each NUMA node's, all)");
   bench_topo->add_option("--threads", topo_threads, "Threads per GPU (both ways: half each way)")
       ->check(CLI::Range(2, 64));
   bench_topo->add_option("--seconds", topo_seconds, "Each timed window")

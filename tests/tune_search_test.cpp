@@ -248,6 +248,37 @@ TEST(PickLanes, TheRuleStandsUnlessAnotherCountWinsBy2Percent) {
   EXPECT_EQ(pick_lanes({}), 0u);
 }
 
+// cmt bench topo's sets, on the seeds' eight-GPU machine: two sockets, four GPUs behind one PCIe
+// switch each (one root port per switch); then one socket whose GPUs each have a root port.
+TEST(BandwidthSets, EachGpuEachSwitchEachSocketAll) {
+  std::vector<GpuSetMember> eight;
+  for (int d = 0; d < 8; ++d) eight.push_back({d, d / 4, d < 4 ? "0000:16:00.0" : "0000:b0:00.0"});
+  // Behind each switch and on each socket are the same four GPUs: listed once.
+  EXPECT_EQ(bandwidth_sets(eight), (std::vector<std::vector<int>>{{0},
+                                                                  {1},
+                                                                  {2},
+                                                                  {3},
+                                                                  {4},
+                                                                  {5},
+                                                                  {6},
+                                                                  {7},
+                                                                  {0, 1, 2, 3},
+                                                                  {4, 5, 6, 7},
+                                                                  {0, 1, 2, 3, 4, 5, 6, 7}}));
+  // Two switches on one socket, a GPU whose root port is unknown, NUMA unknown.
+  const std::vector<GpuSetMember> mixed = {{0, -1, "0000:00:01.0"},
+                                           {1, -1, "0000:00:01.0"},
+                                           {2, -1, "0000:00:03.0"},
+                                           {3, -1, "0000:00:03.0"},
+                                           {4, -1, ""}};
+  EXPECT_EQ(bandwidth_sets(mixed), (std::vector<std::vector<int>>{
+                                       {0}, {1}, {2}, {3}, {4}, {0, 1}, {2, 3}, {0, 1, 2, 3, 4}}));
+  // The 2-GPU H200 machine: one node, a root port each: each GPU, then both.
+  EXPECT_EQ(bandwidth_sets({{0, 0, "0000:00:01.0"}, {1, 0, "0000:00:02.0"}}),
+            (std::vector<std::vector<int>>{{0}, {1}, {0, 1}}));
+  EXPECT_EQ(bandwidth_sets({{0, -1, ""}}), (std::vector<std::vector<int>>{{0}}));
+}
+
 // gpu_cores: each GPU's threads on all the shared cores stands unless split clearly wins.
 TEST(PickGpuCores, AllStandsUnlessSplitWinsBy2Percent) {
   EXPECT_EQ(pick_gpu_cores(90.0, 91.0), GpuCores::All) << "1% is noise";

@@ -2,7 +2,9 @@
 
 #include <hwloc.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "config/tomlpp.h"
@@ -31,6 +33,22 @@ std::string cpu_list(const std::vector<int>& cpus) {
 }
 
 constexpr unsigned kNvidiaVendor = 0x10de;
+
+std::string bus_id(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& a) {
+  char bus[32];
+  std::snprintf(bus, sizeof(bus), "%04x:%02x:%02x.%01x", a.domain, a.bus, a.dev, a.func);
+  return bus;
+}
+
+// The topmost PCI-to-PCI bridge above a device, the one whose parent is the host bridge.
+std::string root_port_of(hwloc_obj_t device) {
+  std::string port;
+  for (hwloc_obj_t up = device->parent; up && up->type == HWLOC_OBJ_BRIDGE; up = up->parent) {
+    if (up->attr->bridge.upstream_type != HWLOC_OBJ_BRIDGE_PCI) break;  // the host bridge
+    port = bus_id(up->attr->bridge.upstream.pci);
+  }
+  return port;
+}
 
 }  // namespace
 
@@ -79,9 +97,8 @@ HostTopology read_topology() {
     unsigned cls = a.class_id >> 8;  // 0x03: display controller (VGA 0x0300, 3D 0x0302)
     if (a.vendor_id != kNvidiaVendor || cls != 0x03) continue;
     GpuPlacement g;
-    char bus[32];
-    std::snprintf(bus, sizeof(bus), "%04x:%02x:%02x.%01x", a.domain, a.bus, a.dev, a.func);
-    g.pci_bus_id = bus;
+    g.pci_bus_id = bus_id(a);
+    g.root_port = root_port_of(pci);
     g.device_id = a.device_id;
     g.link_gbps = a.linkspeed;
     if (hwloc_obj_t parent = hwloc_get_non_io_ancestor_obj(topo, pci)) {
@@ -93,6 +110,29 @@ HostTopology read_topology() {
   }
   hwloc_topology_destroy(topo);
   return t;
+}
+
+std::vector<std::vector<int>> bandwidth_sets(const std::vector<GpuSetMember>& gpus) {
+  std::vector<std::vector<int>> sets;
+  auto add = [&](std::vector<int> set) {
+    std::sort(set.begin(), set.end());
+    if (std::find(sets.begin(), sets.end(), set) == sets.end()) sets.push_back(set);
+  };
+  for (const GpuSetMember& g : gpus) add({g.ordinal});
+  std::map<std::string, std::vector<int>> by_port;
+  std::map<int, std::vector<int>> by_node;
+  for (const GpuSetMember& g : gpus) {
+    if (!g.root_port.empty()) by_port[g.root_port].push_back(g.ordinal);
+    by_node[g.numa_node].push_back(g.ordinal);
+  }
+  for (auto& [port, set] : by_port)
+    if (set.size() > 1) add(set);
+  for (auto& [node, set] : by_node)
+    if (set.size() > 1) add(set);
+  std::vector<int> all;
+  for (const GpuSetMember& g : gpus) all.push_back(g.ordinal);
+  if (all.size() > 1) add(all);
+  return sets;
 }
 
 std::string format_topology(const HostTopology& t) {
@@ -108,12 +148,13 @@ std::string format_topology(const HostTopology& t) {
   if (t.gpus.empty()) {
     out << "GPUs       no NVIDIA GPU found on the PCI bus\n";
   } else {
-    out << "GPU  PCI bus        device  NUMA  link GB/s  local cpus\n";
+    out << "GPU  PCI bus        device  NUMA  link GB/s  root port      local cpus\n";
     for (std::size_t i = 0; i < t.gpus.size(); ++i) {
       const GpuPlacement& g = t.gpus[i];
       char line[160];
-      std::snprintf(line, sizeof(line), "%-4zu %-14s 0x%04x  %4d  %9.1f  %s\n", i,
+      std::snprintf(line, sizeof(line), "%-4zu %-14s 0x%04x  %4d  %9.1f  %-14s %s\n", i,
                     g.pci_bus_id.c_str(), g.device_id, g.numa_node, g.link_gbps,
+                    g.root_port.empty() ? "-" : g.root_port.c_str(),
                     cpu_list(g.local_cpus).c_str());
       out << line;
     }
@@ -136,6 +177,7 @@ std::string topology_json(const HostTopology& t) {
                                {"device_id", static_cast<int64_t>(g.device_id)},
                                {"numa_node", g.numa_node},
                                {"link_gbps", static_cast<double>(g.link_gbps)},
+                               {"root_port", g.root_port},
                                {"local_cpus", int_array(g.local_cpus)}});
   toml::table root{{"cpu_model", t.cpu_model},
                    {"packages", t.packages},

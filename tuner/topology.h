@@ -20,6 +20,9 @@ struct GpuPlacement {
   int numa_node = -1;
   std::vector<int> local_cpus;
   float link_gbps = 0;  // PCIe link bandwidth per direction as hwloc reports it, 0 if unknown
+  // The PCIe root port above it (its bus id; "" if unknown): GPUs behind one root port, as the
+  // four of a PCIe switch whose uplink it is, share that one link to the CPU.
+  std::string root_port;
 };
 
 struct HostTopology {
@@ -32,6 +35,16 @@ struct HostTopology {
 };
 
 HostTopology read_topology();
+
+// `cmt bench topo`'s sets of GPUs (CUDA ordinals): each GPU alone, then the GPUs behind each root
+// port together (a switch's shared uplink), those of each NUMA node (a socket), and all; groups of
+// one and sets already listed are left out.
+struct GpuSetMember {
+  int ordinal = 0;
+  int numa_node = -1;
+  std::string root_port;  // "" if unknown: in no root port's set
+};
+std::vector<std::vector<int>> bandwidth_sets(const std::vector<GpuSetMember>& gpus);
 
 // A readable table, and JSON (for scripts and profiles).
 std::string format_topology(const HostTopology& t);

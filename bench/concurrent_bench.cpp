@@ -70,7 +70,7 @@ struct Options {
   int rounds = 3;
   bool null_stream = false;
   std::vector<std::vector<int>> sets = {{0}};  // GPU sets measured one after another
-  bool auto_sets = false;                      // each GPU, each NUMA node's GPUs, all
+  bool auto_sets = false;  // each GPU, each root port's GPUs, each NUMA node's, all
   std::string json, plot;
 };
 
@@ -400,8 +400,9 @@ struct Cell {
 }  // namespace
 
 // `cmt bench topo`'s sets (topology.h bandwidth_sets): each GPU alone, the GPUs behind each PCIe
-// root port, those of each NUMA node, all of them; where each GPU sits, as hwloc reads it.
-std::vector<std::vector<int>> auto_sets(int devices) {
+// root port, those of each NUMA node, all of them; where each GPU sits, as hwloc reads it, is
+// added to `placement` ("GPU 0: node 0, root port 0000:00:01.0; ...").
+std::vector<std::vector<int>> auto_sets(int devices, std::string* placement) {
   const cmt::HostTopology topology = cmt::read_topology();
   std::vector<cmt::GpuSetMember> members;
   for (int d = 0; d < devices; ++d) {
@@ -413,6 +414,9 @@ std::vector<std::vector<int>> auto_sets(int devices) {
     for (const cmt::GpuPlacement& g : topology.gpus)
       if (strcasecmp(g.pci_bus_id.c_str(), pci) == 0) m.root_port = g.root_port;
     members.push_back(m);
+    *placement += (placement->empty() ? "" : "; ") + std::string("GPU ") + std::to_string(d) +
+                  " (" + pci + "): NUMA node " + std::to_string(m.numa_node) + ", root port " +
+                  (m.root_port.empty() ? "none" : m.root_port);
   }
   return cmt::bandwidth_sets(members);
 }
@@ -433,7 +437,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cmt-bench-concurrent: no CUDA GPU found\n");
     return 1;
   }
-  if (o.auto_sets) o.sets = auto_sets(devices);
+  std::string placement;
+  if (o.auto_sets) o.sets = auto_sets(devices, &placement);
   for (const auto& set : o.sets)
     for (int d : set)
       if (d >= devices)
@@ -452,6 +457,7 @@ int main(int argc, char** argv) {
               "stream%s, %.1f s windows, %d rounds\n",
               date, devices, prop.name, cpus, sets_text.c_str(), o.threads,
               o.null_stream ? "the legacy" : "own", o.null_stream ? "" : "s", o.seconds, o.rounds);
+  if (!placement.empty()) std::printf("%s\n", placement.c_str());
 
   // The host's yardstick first, with no GPU traffic.
   const double memcpy_one = host_memcpy_gbps(1u << 30, 1, 1u << 30);
@@ -527,17 +533,19 @@ int main(int argc, char** argv) {
     if (!f) usage("cannot write " + o.json);
     std::string cmdline;
     for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
-    std::fprintf(f,
-                 "{\n  \"benchmark\": \"cmt-bench-concurrent\",\n  \"cmt_version\": \"%s\",\n  "
-                 "\"date\": \"%s\",\n  \"command\": \"%s\",\n  \"gpu\": \"%s\",\n  \"gpus\": %d,\n  \"cpus\": %u,\n  "
-                 "\"threads\": %u,\n  \"stream\": \"%s\",\n  \"seconds\": %.2f,\n  \"rounds\": %d,\n  "
-                 "\"host_memcpy_one_thread_gbps\": %.2f,\n  \"host_memcpy_all_cpus_256k_gbps\": %.2f,\n  "
-                 "\"host_memcpy_all_cpus_4m_gbps\": %.2f,\n  \"staging_bound_gbps\": %.2f,\n  "
-                 "\"aggregate\": \"all threads' bytes over the span from the first start to the "
-                 "last end\",\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
-                 CMT_VERSION, date, cmdline.c_str(), prop.name, devices, cpus, o.threads,
-                 o.null_stream ? "null" : "own", o.seconds, o.rounds, memcpy_one, memcpy_small,
-                 memcpy_large, staging_bound, wrong);
+    std::fprintf(
+        f,
+        "{\n  \"benchmark\": \"cmt-bench-concurrent\",\n  \"cmt_version\": \"%s\",\n  "
+        "\"date\": \"%s\",\n  \"command\": \"%s\",\n  \"gpu\": \"%s\",\n  \"gpus\": %d,\n  "
+        "\"placement\": \"%s\",\n  \"cpus\": %u,\n  "
+        "\"threads\": %u,\n  \"stream\": \"%s\",\n  \"seconds\": %.2f,\n  \"rounds\": %d,\n  "
+        "\"host_memcpy_one_thread_gbps\": %.2f,\n  \"host_memcpy_all_cpus_256k_gbps\": %.2f,\n  "
+        "\"host_memcpy_all_cpus_4m_gbps\": %.2f,\n  \"staging_bound_gbps\": %.2f,\n  "
+        "\"aggregate\": \"all threads' bytes over the span from the first start to the "
+        "last end\",\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
+        CMT_VERSION, date, cmdline.c_str(), prop.name, devices, placement.c_str(), cpus, o.threads,
+        o.null_stream ? "null" : "own", o.seconds, o.rounds, memcpy_one, memcpy_small, memcpy_large,
+        staging_bound, wrong);
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const Cell& c = cells[i];
       std::fprintf(f, "    {\"gpus\": [%s], \"bytes\": %zu, \"pattern\": \"%s\"",

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -277,6 +278,35 @@ TEST(BandwidthSets, EachGpuEachSwitchEachSocketAll) {
   EXPECT_EQ(bandwidth_sets({{0, 0, "0000:00:01.0"}, {1, 0, "0000:00:02.0"}}),
             (std::vector<std::vector<int>>{{0}, {1}, {0, 1}}));
   EXPECT_EQ(bandwidth_sets({{0, -1, ""}}), (std::vector<std::vector<int>>{{0}}));
+}
+
+// Each GPU's root port, read with hwloc from a made-up machine (tests/data/hwloc-switch.xml, loaded
+// through hwloc's HWLOC_XMLFILE; no comments there, hwloc's own XML reader takes none): one
+// package of two cores, a host bridge with two root ports; behind 00:01.0 a PCIe switch (upstream
+// port 01:00.0, downstream ports 02:08.0 and 02:10.0) with a GPU on each downstream port, behind
+// 00:03.0 a third GPU alone. The two behind the switch share its root port; the sets follow.
+TEST(Topology, FindsEachGpusRootPort) {
+  const char* old = std::getenv("HWLOC_XMLFILE");
+  const std::string saved = old ? old : "";
+  setenv("HWLOC_XMLFILE", CMT_TEST_DATA_DIR "/hwloc-switch.xml", 1);
+  const HostTopology t = read_topology();
+  if (old)
+    setenv("HWLOC_XMLFILE", saved.c_str(), 1);
+  else
+    unsetenv("HWLOC_XMLFILE");
+  ASSERT_TRUE(t.error.empty()) << t.error;
+  EXPECT_EQ(t.cpu_model, "Test CPU");
+  ASSERT_EQ(t.gpus.size(), 3u);
+  EXPECT_EQ(t.gpus[0].pci_bus_id, "0000:03:00.0");
+  EXPECT_EQ(t.gpus[0].root_port, "0000:00:01.0");
+  EXPECT_EQ(t.gpus[1].root_port, "0000:00:01.0");
+  EXPECT_EQ(t.gpus[2].pci_bus_id, "0000:05:00.0");
+  EXPECT_EQ(t.gpus[2].root_port, "0000:00:03.0");
+  std::vector<GpuSetMember> members;
+  for (std::size_t i = 0; i < t.gpus.size(); ++i)
+    members.push_back({static_cast<int>(i), t.gpus[i].numa_node, t.gpus[i].root_port});
+  EXPECT_EQ(bandwidth_sets(members),
+            (std::vector<std::vector<int>>{{0}, {1}, {2}, {0, 1}, {0, 1, 2}}));
 }
 
 // gpu_cores: each GPU's threads on all the shared cores stands unless split clearly wins.

@@ -9,7 +9,9 @@
 // Cases (--cases): "plain" reuses buffers whose pages are mapped; "fresh" copies device to host
 // into memory mapped just before (every page faults, as tensor.cpu() does); "mmap" copies host to
 // device from a file mapped just before, with the file in the page cache (as safetensors loads).
-// In the last two, "pinned" is the plain pinned copy: the ceiling. --gap-us idles before each
+// In the last two, "pinned" is the plain pinned copy: the ceiling. --api batch makes each timed
+// copy a cudaMemcpyBatchAsync of --batch-copies equal parts on a stream of its own, then a
+// synchronize (how libcudf, KV-cache offloaders and kvikio copy). --gap-us idles before each
 // timed copy, every mode alike: a program that computes between copies, whose threads (CUDA's
 // and cmt's) have gone cold; without it, copies follow each other within a millisecond or so.
 #include <cuda_runtime.h>
@@ -51,14 +53,16 @@ struct Options {
   std::string json, csv, plot;
   std::vector<std::string> cases = {"plain"};
   std::string file_dir = "/tmp";  // where the "mmap" case writes its file
+  bool batch = false;             // --api batch: cudaMemcpyBatchAsync instead of cudaMemcpy
+  int batch_copies = 1;
 };
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(
       stderr,
       "cmt-bench-copy: %s\nusage: cmt-bench-copy [--sizes 1M,64M,1G] [--reps N] [--gap-us N] "
-      "[--device N] [--cases plain,fresh,mmap] [--file-dir DIR] [--json FILE] "
-      "[--csv FILE] [--plot FILE.svg]\n",
+      "[--device N] [--cases plain,fresh,mmap] [--file-dir DIR] [--api memcpy|batch] "
+      "[--batch-copies N] [--json FILE] [--csv FILE] [--plot FILE.svg]\n",
       why);
   std::exit(2);
 }
@@ -106,6 +110,14 @@ Options parse(int argc, char** argv) {
       o.plot = value();
     } else if (a == "--file-dir") {
       o.file_dir = value();
+    } else if (a == "--api") {
+      std::string api = value();
+      if (api != "memcpy" && api != "batch")
+        usage(("unknown --api '" + api + "' (expected memcpy or batch)").c_str());
+      o.batch = api == "batch";
+    } else if (a == "--batch-copies") {
+      o.batch_copies = std::atoi(value().c_str());
+      if (o.batch_copies < 1 || o.batch_copies > 4096) usage("--batch-copies must be 1 to 4096");
     } else if (a == "--cases") {
       o.cases.clear();
       std::string list = value() + ",", item;
@@ -129,6 +141,29 @@ Options parse(int argc, char** argv) {
 // libcmt.so's switch for this thread: CUDA's own cudaMemcpy reaches the driver through
 // cuMemcpy* entry points that cmt also hooks, so the default path is timed with it on.
 int (*g_forward_this_thread)(int) = nullptr;
+
+// --api batch: the copy as one cudaMemcpyBatchAsync of `g_batch_copies` equal parts (the last
+// takes the remainder) on g_batch_stream, source read in stream order, then a synchronize.
+int g_batch_copies = 1;
+cudaStream_t g_batch_stream = nullptr;
+
+cudaError_t batch_copy(void* d, const void* s, size_t n, cudaMemcpyKind) {
+  const size_t count = std::min<size_t>(g_batch_copies, n);
+  std::vector<void*> dsts(count);
+  std::vector<const void*> srcs(count);
+  std::vector<size_t> sizes(count, n / count);
+  sizes.back() += n % count;
+  for (size_t i = 0, at = 0; i < count; at += sizes[i], ++i) {
+    dsts[i] = static_cast<char*>(d) + at;
+    srcs[i] = static_cast<const char*>(s) + at;
+  }
+  cudaMemcpyAttributes attrs{};
+  attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+  size_t first = 0;
+  cudaError_t e = cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), count, &attrs,
+                                       &first, 1, g_batch_stream);
+  return e != cudaSuccess ? e : cudaStreamSynchronize(g_batch_stream);
+}
 
 // CUDA's own cudaMemcpy, looked up in the libcudart that this program loaded, past any preload.
 MemcpyFn cuda_own_memcpy() {
@@ -213,6 +248,20 @@ int main(int argc, char** argv) {
     return e;
   };
   MemcpyFn cmt_memcpy = &cudaMemcpy;
+  // The timed default and pinned copies: the same API as cmt's, with cmt stepping aside. (The
+  // batch API has no runtime hook: cudart's reaches cmt's hook of cuMemcpyBatchAsync.)
+  MemcpyFn timed_cuda = cuda_memcpy;
+  if (opt.batch) {
+    g_batch_copies = opt.batch_copies;
+    CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&g_batch_stream, cudaStreamNonBlocking));
+    cmt_memcpy = &batch_copy;
+    timed_cuda = [](void* d, const void* s, size_t n, cudaMemcpyKind k) {
+      int was = g_forward_this_thread(1);
+      cudaError_t e = batch_copy(d, s, n, k);
+      g_forward_this_thread(was);
+      return e;
+    };
+  }
 
   cudaDeviceProp prop{};
   CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, opt.device));
@@ -228,8 +277,15 @@ int main(int argc, char** argv) {
   std::printf("cmt-bench-copy  %s  GPU %d: %s  CPU: %s (%ld cores)  driver %d\n", date, opt.device,
               prop.name, cpu.c_str(), cores, driver);
   std::printf("cudaMemcpy symbol from %s; default path from %s\n",
-              object_of(reinterpret_cast<const void*>(cmt_memcpy)).c_str(),
+              object_of(reinterpret_cast<const void*>(&cudaMemcpy)).c_str(),
               object_of(reinterpret_cast<const void*>(&cudaGetDeviceCount)).c_str());
+  int hmm = 0;  // the GPU reads pageable memory itself (HMM): CUDA may copy it without staging
+  cudaDeviceGetAttribute(&hmm, cudaDevAttrPageableMemoryAccess, opt.device);
+  std::printf("pageable memory access by the GPU: %s\n", hmm ? "yes" : "no");
+  if (opt.batch)
+    std::printf(
+        "timed copies: cudaMemcpyBatchAsync of %d part(s) on a stream, then a synchronize\n",
+        opt.batch_copies);
 
   const size_t max_bytes = *std::max_element(opt.sizes.begin(), opt.sizes.end());
   // The user's pageable buffers, touched once so page faults stay out of the figures (the
@@ -276,7 +332,7 @@ int main(int argc, char** argv) {
           for (int k = 0; k < 3; ++k) {
             const int mode = (k + rep + 3) % 3;  // rotate which mode goes first
             unsigned char* hostbuf = mode == 2 ? pinned : (h2d ? pageable : pageable_out);
-            MemcpyFn fn = mode == 1 ? cmt_memcpy : cuda_memcpy;
+            MemcpyFn fn = mode == 1 ? cmt_memcpy : timed_cuda;
             void* mapped = nullptr;  // this round's fresh mapping, if any (counted in the time)
             if (!h2d) {
               CMT_CHECK_CUDA(
@@ -353,10 +409,12 @@ int main(int argc, char** argv) {
                  "  \"date\": \"%s\",\n  \"command\": "
                  "\"%s\",\n  \"machine\": {\"host\": \"%s\", \"cpu\": \"%s\", \"cores\": %ld, "
                  "\"gpu\": \"%s\", \"pci_bus\": \"%04x:%02x:%02x\", \"driver\": %d},\n  "
+                 "\"api\": \"%s\",\n  \"batch_copies\": %d,\n  "
                  "\"reps\": %d,\n  \"gap_us\": %d,\n  \"wrong_copies\": %ld,\n  \"env\": {",
                  date, json_escape(cmdline).c_str(), json_escape(host).c_str(),
                  json_escape(cpu).c_str(), cores, json_escape(prop.name).c_str(), prop.pciDomainID,
-                 prop.pciBusID, prop.pciDeviceID, driver, opt.reps, opt.gap_us, wrong);
+                 prop.pciBusID, prop.pciDeviceID, driver, opt.batch ? "batch" : "memcpy",
+                 opt.batch ? opt.batch_copies : 0, opt.reps, opt.gap_us, wrong);
     bool first = true;
     for (char** e = environ; *e; ++e)
       if (std::strncmp(*e, "CMT_", 4) == 0 && std::strncmp(*e, "CMT_BENCH", 9) != 0) {

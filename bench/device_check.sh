@@ -44,6 +44,7 @@ shift 2
 mkdir -p "$out"
 here=$(dirname "$0")
 for stage in "$@"; do
+  started=$(date +%s)
   case $stage in
     tests)
       ctest --test-dir "$build" -R "gpu_|GpuEngine|GpuTuner|getproc|taken_once|dlsym" --output-on-failure \
@@ -186,4 +187,6 @@ PY
       echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, dma, retune, io, torch, hostleg, concurrent, gpus, cores, stress or versus)" >&2
       exit 2 ;;
   esac
+  # What each stage costs, so the next plan of device calls fits their 10-minute limit.
+  echo "device_check.sh: $stage took $(($(date +%s) - started)) s" | tee -a "$out/stages.txt"
 done

@@ -116,6 +116,16 @@ int main(int argc, char** argv) {
                    "Idle this many microseconds before each timed copy, every mode alike, as a "
                    "program that computes between its copies (cmt's threads sleep after 1000)")
       ->check(CLI::Range(0, 10000000));
+  std::string bench_api = "memcpy";
+  int bench_batch_copies = 1;
+  bench_copy
+      ->add_option("--api", bench_api,
+                   "memcpy (cudaMemcpy), or batch: each copy one cudaMemcpyBatchAsync on a stream")
+      ->check(CLI::IsMember({"memcpy", "batch"}));
+  bench_copy
+      ->add_option("--batch-copies", bench_batch_copies,
+                   "With --api batch: the parts of each copy, one batch entry each")
+      ->check(CLI::Range(1, 4096));
   bench_copy->add_option("--json", bench_json, "Write the results as JSON");
   bench_copy->add_option("--csv", bench_csv, "Write the results as CSV");
   bench_copy->add_option("--plot", bench_plot, "Draw GB/s against size as SVG (needs --json)");
@@ -246,7 +256,10 @@ int main(int argc, char** argv) {
                                      "--reps",   std::to_string(bench_reps),
                                      "--device", std::to_string(bench_device),
                                      "--cases",  bench_cases,
-                                     "--gap-us", std::to_string(bench_gap_us)};
+                                     "--gap-us", std::to_string(bench_gap_us),
+                                     "--api",    bench_api};
+    if (bench_api == "batch")
+      args.insert(args.end(), {"--batch-copies", std::to_string(bench_batch_copies)});
     for (auto [flag, value] : {std::pair<const char*, std::string*>{"--json", &bench_json},
                                {"--csv", &bench_csv},
                                {"--plot", &bench_plot},

@@ -114,7 +114,9 @@ TEST(Interposer, TakesForwardsAndCounts) {
   EXPECT_EQ(interposer.stats().taken_calls(), 2u);
   std::string json = interposer.stats().to_json();
   EXPECT_NE(json.find("\"below_threshold\": 1"), std::string::npos) << json;
-  EXPECT_NE(json.find("\"taken_via\": {\"runtime\": 1, \"driver\": 1}"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"taken_via\": {\"runtime\": 1, \"driver\": 1, \"batch\": 0}"),
+            std::string::npos)
+      << json;
   // 3 MiB + 5 bytes falls in the [2 MiB, 4 MiB) bucket, once per direction.
   EXPECT_NE(
       json.find("\"sizes\": {\"h2d\": [[2097152, 1, 3145733]], \"d2h\": [[2097152, 1, 3145733]]}"),

@@ -108,6 +108,12 @@ grep -q -e "--reps" "$tmp/err" && grep -q "1000" "$tmp/err"; check "and names th
 check "bench copy --stream sideways is an error (rc=$rc)" $(( rc == 0 ))
 grep -q -e "--stream" "$tmp/err" && grep -q "null" "$tmp/err"; check "and names the option and its values" $?
 bench_dir=$(dirname "$cmt")
+"$cmt" bench copy --api sideways 2>"$tmp/err"; rc=$?
+check "bench copy --api sideways is an error (rc=$rc)" $(( rc == 0 ))
+grep -q -e "--api" "$tmp/err" && grep -q "batch" "$tmp/err"; check "and names the option and its values" $?
+"$cmt" bench copy --api batch --batch-copies 0 2>"$tmp/err"; rc=$?
+check "bench copy --batch-copies 0 is an error (rc=$rc)" $(( rc == 0 ))
+grep -q -e "--batch-copies" "$tmp/err" && grep -q "4096" "$tmp/err"; check "and names the option and its range" $?
 if [ -x "$bench_dir/cmt-bench-concurrent" ]; then
   "$bench_dir/cmt-bench-concurrent" --threads 1 --patterns both 2>"$tmp/err"; rc=$?
   check "concurrent both with one thread is an error (rc=$rc)" $(( rc != 2 ))

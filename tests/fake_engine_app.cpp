@@ -14,6 +14,7 @@
 #include <cuda.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -21,6 +22,10 @@
 #include <random>
 #include <thread>
 #include <vector>
+
+// CUDA 12.8's batch entry (cuda.h names CUDA 13's _v2 form cuMemcpyBatchAsync).
+extern "C" CUresult batch_v1(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*,
+                             size_t*, size_t, size_t*, CUstream) __asm__("cuMemcpyBatchAsync");
 
 extern "C" void fake_cuda_counts(long* dmas, long* enqueues, long* queries, long* records,
                                  long* registers);
@@ -31,6 +36,37 @@ constexpr std::size_t kMaxBytes = 24u << 20;
 constexpr std::size_t kSlack = 4096;
 
 std::atomic<long> g_ok{0}, g_failed{0}, g_wrong{0};
+
+// The copy [dst, dst + n) <- [src, src + n) as one batch of `parts` pieces on `stream`: the first
+// piece's source read in stream order, the others' by `rest` (any time only where no work on the
+// stream touches the source); by CUDA 12.8's entry if `v1`.
+CUresult batch_copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, unsigned parts, bool v1,
+                    CUmemcpySrcAccessOrder rest, CUstream stream) {
+  parts = static_cast<unsigned>(std::min<std::size_t>(parts, n));
+  std::vector<CUdeviceptr> dsts, srcs;
+  std::vector<size_t> sizes;
+  for (unsigned p = 0, at = 0; p < parts; ++p) {
+    const std::size_t piece = p + 1 < parts ? n / parts : n - at;
+    dsts.push_back(dst + at);
+    srcs.push_back(src + at);
+    sizes.push_back(piece);
+    at += static_cast<unsigned>(piece);
+  }
+  CUmemcpyAttributes attrs[2] = {};
+  attrs[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  attrs[1].srcAccessOrder = rest;
+  size_t idxs[2] = {0, 1};
+  const size_t num_attrs = parts > 1 ? 2 : 1;
+  size_t failed_at = 0;
+  return v1 ? batch_v1(dsts.data(), srcs.data(), sizes.data(), parts, attrs, idxs, num_attrs,
+                       &failed_at, stream)
+            : cuMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), parts, attrs, idxs,
+                                 num_attrs, stream);
+}
+
+CUdeviceptr addr(const void* p) {
+  return reinterpret_cast<CUdeviceptr>(p);
+}
 
 std::size_t random_size(std::mt19937_64& rng) {
   // Half below cmt's default threshold, half above it, where the engine takes them.
@@ -54,13 +90,21 @@ void worker(int id, int rounds, unsigned seed) {
     std::size_t n = random_size(rng);
     std::size_t so = rng() % 64, bo = rng() % 64, d_off = rng() % 64;
     bool use_pinned = rng() % 8 == 0;
-    bool async = rng() % 2;
+    const int way = static_cast<int>(rng() % 3);  // 0 synchronous, 1 asynchronous, 2 batches
+    const bool async = way != 0;
     unsigned char* s = use_pinned ? static_cast<unsigned char*>(pinned) + so : src.data() + so;
     unsigned char fill = static_cast<unsigned char>(rng());
     for (std::size_t i = 0; i < n; ++i) s[i] = static_cast<unsigned char>(fill + i * 131 + (i >> 12));
     std::memset(back.data() + bo, 0xEE, n);
     CUresult a, b;
-    if (async) {
+    if (way == 2) {
+      const unsigned parts = 1 + static_cast<unsigned>(rng() % 3);
+      a = batch_copy(dev + d_off, addr(s), n, parts, false, CU_MEMCPY_SRC_ACCESS_ORDER_ANY, stream);
+      b = batch_copy(addr(back.data() + bo), dev + d_off, n, parts, true,
+                     CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, stream);
+      CUresult c = cuStreamSynchronize(stream);
+      if (b == CUDA_SUCCESS) b = c;
+    } else if (async) {
       a = cuMemcpyHtoDAsync(dev + d_off, s, n, stream);
       b = cuMemcpyDtoHAsync(back.data() + bo, dev + d_off, n, stream);
       CUresult c = cuStreamSynchronize(stream);
@@ -76,7 +120,10 @@ void worker(int id, int rounds, unsigned seed) {
     if (std::memcmp(back.data() + bo, s, n) != 0) {
       g_wrong.fetch_add(1);
       std::fprintf(stderr, "thread %d round %d: %zu bytes (%s, %s) came back wrong\n", id, r, n,
-                   async ? "async" : "sync", use_pinned ? "pinned" : "pageable");
+                   way == 2 ? "batch"
+                   : async  ? "async"
+                            : "sync",
+                   use_pinned ? "pinned" : "pageable");
     } else {
       g_ok.fetch_add(1);
     }

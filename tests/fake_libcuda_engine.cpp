@@ -10,6 +10,7 @@
 //   no_context (0/1), devices (GPUs, each with one context; none reaches another's memory).
 #include <cuda.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -166,6 +167,35 @@ CMT_FAKE_EXPORT CUresult cuMemcpyPeer(CUdeviceptr dst, CUcontext, CUdeviceptr sr
 CMT_FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext, CUdeviceptr src, CUcontext,
                                            size_t n, CUstream s) {
   return copy_on(s, ptr(dst), ptr(src), n, false);
+}
+
+// Batches, CUDA 13's form and CUDA 12.8's (failIdx): refused as CUDA refuses them (no copies, a
+// missing array, attributes out of order, the legacy stream), else each copy queued on the stream.
+namespace {
+CUresult batch_on(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                  CUmemcpyAttributes* attrs, size_t* idxs, size_t num_attrs, CUstream s) {
+  if (count == 0 || !dsts || !srcs || !sizes || !attrs || !idxs || num_attrs == 0 ||
+      num_attrs > count || idxs[0] != 0 || !s || s == CU_STREAM_LEGACY)
+    return CUDA_ERROR_INVALID_VALUE;
+  for (size_t k = 1; k < num_attrs; ++k)
+    if (idxs[k] <= idxs[k - 1] || idxs[k] >= count) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i) copy_on(s, ptr(dsts[i]), ptr(srcs[i]), sizes[i], false);
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+CMT_FAKE_EXPORT CUresult cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                               size_t count, CUmemcpyAttributes* attrs,
+                                               size_t* idxs, size_t num_attrs, CUstream s) {
+  return batch_on(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s);
+}
+#undef cuMemcpyBatchAsync
+CMT_FAKE_EXPORT CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
+                                            size_t count, CUmemcpyAttributes* attrs, size_t* idxs,
+                                            size_t num_attrs, size_t* fail_idx, CUstream s) {
+  const CUresult r = batch_on(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s);
+  if (r != CUDA_SUCCESS && fail_idx) *fail_idx = SIZE_MAX;
+  return r;
 }
 
 // ---- cuGetProcAddress: how cmt (and a static cudart) find the driver's functions -----------------

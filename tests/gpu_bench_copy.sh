@@ -1,6 +1,6 @@
 #!/bin/sh
 # `cmt bench copy` end to end on a GPU, small: every case, bytes checked (exit 0), and its JSON,
-# CSV and SVG plot written and consistent; then cmt-bench-dma, every mode. Exit 77 without a GPU.
+# CSV and SVG plot written and consistent; the batch API; then cmt-bench-dma, every mode. Exit 77 without a GPU.
 set -u
 cmt=$1
 tmp=$(mktemp -d)
@@ -23,6 +23,18 @@ assert all(float(x["cmt_median_gbps"]) > 0 for x in rows)
 svg = open(d + "/r.svg").read()
 assert svg.count('class="curve"') == 6, svg.count('class="curve"')
 print("ok: JSON, CSV and plot agree;", len(rows), "rows")
+PY
+# The batch API (cudaMemcpyBatchAsync in 3 parts): bytes checked, cmt's copies taken in batches.
+CMT_STATS="$tmp/b-stats.json" "$cmt" bench copy --api batch --batch-copies 3 --sizes 8M,32M \
+  --reps 2 --json "$tmp/b.json" > "$tmp/out" 2>&1 || { cat "$tmp/out"; echo "FAIL: cmt bench copy --api batch"; exit 1; }
+python3 - "$tmp" <<'PY' || exit 1
+import json, sys
+d = sys.argv[1]
+r = json.load(open(d + "/b.json"))
+s = json.load(open(d + "/b-stats.json"))
+assert r["api"] == "batch" and r["batch_copies"] == 3 and r["wrong_copies"] == 0, r
+assert s["taken_via"]["batch"] > 0, s["taken_via"]
+print("ok: --api batch,", s["taken_via"]["batch"], "copies taken in batches")
 PY
 # Concurrent mode: two threads each way and both, bytes checked, JSON and plot written.
 "$cmt" bench copy --threads 2 --sizes 8M --seconds 0.3 --rounds 1 --json "$tmp/c.json" \

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs a build of preload_app under LD_PRELOAD=libcmt.so and proves from cmt's statistics that
 # its copies were taken, through the expected kind of hook (runtime: a dynamic cudart's
-# cudaMemcpy*; driver: a static cudart reaching cuMemcpy* through dlsym/cuGetProcAddress); that
+# cudaMemcpy*; driver: a static cudart reaching cuMemcpy* through dlsym/cuGetProcAddress) or the
+# batch hook (cudaMemcpyBatchAsync's copies, either way); that
 # each device-to-device call reached cmt exactly once, taken if between two GPUs, forwarded as
 # same_gpu if within one; then with CMT_DISABLE=1, that none were taken. Exit 77 where there is
 # no GPU.
@@ -31,9 +32,12 @@ assert s["forwarded"]["below_threshold"] > 0, "small copies should be forwarded"
 assert s["forwarded"]["same_gpu"] == same, "expected %d same_gpu forwards: %s" % (same, s)
 assert t["gpu_to_gpu"]["calls"] == cross, "expected %d GPU-to-GPU copies taken: %s" % (cross, s)
 calls = t["h2d"]["calls"] + t["d2h"]["calls"] + t["gpu_to_gpu"]["calls"]
-assert s["taken_via"][via] == calls, "expected every copy taken through %s hooks: %s" % (via, s)
-print("taken through %s hooks: h2d %d calls, d2h %d calls, GPU to GPU %d; %d within one GPU "
-      "forwarded" % (via, t["h2d"]["calls"], t["d2h"]["calls"], t["gpu_to_gpu"]["calls"], same))
+batch = s["taken_via"]["batch"]
+assert batch > 0, "no copy of a cudaMemcpyBatchAsync was taken: %s" % s
+assert s["taken_via"][via] + batch == calls, "expected every copy taken through %s hooks or batches: %s" % (via, s)
+print("taken through %s hooks: h2d %d calls, d2h %d calls, GPU to GPU %d, %d of them in batches; "
+      "%d within one GPU forwarded" % (via, t["h2d"]["calls"], t["d2h"]["calls"],
+                                        t["gpu_to_gpu"]["calls"], batch, same))
 PY
 LD_PRELOAD=$lib CMT_DISABLE=1 CMT_STATS=$stats "$app" > "$out" || { cat "$out"; echo "FAIL: with CMT_DISABLE=1"; exit 1; }
 python3 -c "

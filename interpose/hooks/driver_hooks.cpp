@@ -14,7 +14,8 @@
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
 
-#undef cuGetProcAddress  // cuda.h maps it to _v2; both variants are hooked, by real name
+#undef cuGetProcAddress  // cuda.h maps these to _v2; every variant is hooked, by real name
+#undef cuMemcpyBatchAsync
 
 namespace cmt::hooks {
 namespace {
@@ -212,6 +213,81 @@ CUresult PeerAsync(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontex
   return real(dst + done, dst_ctx, src + done, src_ctx, n - done, stream);
 }
 
+// cuMemcpyBatchAsync: each copy offered to cmt, the rest forwarded as one batch (batch_copy.h).
+// CUDA 12.8's form also reports which copy failed (failIdx), an index into the program's batch.
+using BatchFn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*,
+                             size_t*, size_t, CUstream);
+using BatchV1Fn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*,
+                               size_t*, size_t, size_t*, CUstream);
+
+// Runs the batch: `forward(call)` sends CUDA a batch in the program's form, the rest or the
+// program's own, and returns CUDA's answer; a failed copy's index (`fail_index`, where the form
+// has one) is mapped back from the rest to the program's batch. A runtime hook on this thread has
+// offered its copy already (cudart's own driver call).
+template <Driver H, typename Forward>
+CUresult batch(const BatchCall& call, size_t* fail_index, Forward&& forward) {
+  BatchRest rest;
+  if (RuntimeHookScope::active() || !batch_is_well_formed(call)) return forward(call);
+  Interposer::offer_batch(call, &rest);
+  if (rest.untouched) return forward(call);
+  if (rest.count() == 0) return CUDA_SUCCESS;
+  BatchCall left = call;
+  left.dsts = rest.dsts.data();
+  left.srcs = rest.srcs.data();
+  left.sizes = rest.sizes.data();
+  left.count = rest.count();
+  left.attrs = rest.attrs.data();
+  left.attrs_idxs = rest.attrs_idxs.data();
+  left.num_attrs = rest.attrs.size();
+  const CUresult r = forward(left);
+  if (fail_index && r != CUDA_SUCCESS && *fail_index < rest.count())
+    *fail_index = rest.index[*fail_index];
+  return r;
+}
+
+BatchCall batch_call(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                     CUmemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs,
+                     CUstream stream, bool per_thread) {
+  BatchCall call;
+  call.dsts = dsts;
+  call.srcs = srcs;
+  call.sizes = sizes;
+  call.count = count;
+  call.attrs = attrs;
+  call.attrs_idxs = attrs_idxs;
+  call.num_attrs = num_attrs;
+  call.stream = stream;
+  call.null_is_per_thread = per_thread;
+  return call;
+}
+
+template <Driver H>
+CUresult Batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+               CUmemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs, CUstream stream) {
+  auto real = reinterpret_cast<BatchFn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return batch<H>(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+                             hook<H>().per_thread_default),
+                  nullptr, [&](const BatchCall& c) {
+                    return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs,
+                                c.num_attrs, stream);
+                  });
+}
+
+template <Driver H>
+CUresult BatchV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
+                 CUmemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs,
+                 size_t* fail_index, CUstream stream) {
+  auto real = reinterpret_cast<BatchV1Fn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  return batch<H>(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+                             hook<H>().per_thread_default),
+                  fail_index, [&](const BatchCall& c) {
+                    return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs,
+                                c.num_attrs, fail_index, stream);
+                  });
+}
+
 // ---- CUDA host memory: the real call, then what it handed out or took back is reported -------
 // A runtime hook on this thread has reported it already (cudart's own driver call).
 
@@ -390,6 +466,17 @@ void* driver_hook_for_symbol(const char* name, void* found) {
       (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n, \
        CUstream s),                                                                  \
       (dst, dst_ctx, src, src_ctx, n, s)
+#define CMT_SHAPE_Batch                                                                \
+  CUresult,                                                                            \
+      (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,           \
+       CUmemcpyAttributes * attrs, size_t * attrs_idxs, size_t num_attrs, CUstream s), \
+      (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, s)
+#define CMT_SHAPE_BatchV1                                                                      \
+  CUresult,                                                                                    \
+      (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,                   \
+       CUmemcpyAttributes * attrs, size_t * attrs_idxs, size_t num_attrs, size_t * fail_index, \
+       CUstream s),                                                                            \
+      (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_index, s)
 #define CMT_SHAPE_GetProcAddress                                             \
   CUresult, (const char* symbol, void** pfn, int version, cuuint64_t flags), \
       (symbol, pfn, version, flags)

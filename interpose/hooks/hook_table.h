@@ -33,29 +33,35 @@
 /* The CUDA driver's copies and its symbol lookup (hooks/driver_hooks.cpp), by exact variant: the
    64-bit _v2 entries, never the legacy 32-bit ones such as cuMemcpyHtoD. Reached directly by
    programs that link libcuda, and through dlsym and cuGetProcAddress by those that open it (a
-   static cudart, XLA): those answer these names with cmt's hook of the same variant. */
-#define CMT_DRIVER_HOOKS(X)                  \
-  X(cuMemcpyHtoD_v2, HtoD, 0)                \
-  X(cuMemcpyHtoD_v2_ptds, HtoD, 1)           \
-  X(cuMemcpyDtoH_v2, DtoH, 0)                \
-  X(cuMemcpyDtoH_v2_ptds, DtoH, 1)           \
-  X(cuMemcpyHtoDAsync_v2, HtoDAsync, 0)      \
-  X(cuMemcpyHtoDAsync_v2_ptsz, HtoDAsync, 1) \
-  X(cuMemcpyDtoHAsync_v2, DtoHAsync, 0)      \
-  X(cuMemcpyDtoHAsync_v2_ptsz, DtoHAsync, 1) \
-  X(cuMemcpy, Unified, 0)                    \
-  X(cuMemcpy_ptds, Unified, 1)               \
-  X(cuMemcpyAsync, UnifiedAsync, 0)          \
-  X(cuMemcpyAsync_ptsz, UnifiedAsync, 1)     \
-  X(cuMemcpyDtoD_v2, DtoD, 0)                \
-  X(cuMemcpyDtoD_v2_ptds, DtoD, 1)           \
-  X(cuMemcpyDtoDAsync_v2, DtoDAsync, 0)      \
-  X(cuMemcpyDtoDAsync_v2_ptsz, DtoDAsync, 1) \
-  X(cuMemcpyPeer, Peer, 0)                   \
-  X(cuMemcpyPeer_ptds, Peer, 1)              \
-  X(cuMemcpyPeerAsync, PeerAsync, 0)         \
-  X(cuMemcpyPeerAsync_ptsz, PeerAsync, 1)    \
-  X(cuGetProcAddress, GetProcAddress, 0)     \
+   static cudart, XLA): those answer these names with cmt's hook of the same variant. The batch
+   copies: cuMemcpyBatchAsync is CUDA 12.8's form (with failIdx), _v2 CUDA 13's;
+   cudaMemcpyBatchAsync reaches them through cudart's driver table. */
+#define CMT_DRIVER_HOOKS(X)                   \
+  X(cuMemcpyHtoD_v2, HtoD, 0)                 \
+  X(cuMemcpyHtoD_v2_ptds, HtoD, 1)            \
+  X(cuMemcpyDtoH_v2, DtoH, 0)                 \
+  X(cuMemcpyDtoH_v2_ptds, DtoH, 1)            \
+  X(cuMemcpyHtoDAsync_v2, HtoDAsync, 0)       \
+  X(cuMemcpyHtoDAsync_v2_ptsz, HtoDAsync, 1)  \
+  X(cuMemcpyDtoHAsync_v2, DtoHAsync, 0)       \
+  X(cuMemcpyDtoHAsync_v2_ptsz, DtoHAsync, 1)  \
+  X(cuMemcpy, Unified, 0)                     \
+  X(cuMemcpy_ptds, Unified, 1)                \
+  X(cuMemcpyAsync, UnifiedAsync, 0)           \
+  X(cuMemcpyAsync_ptsz, UnifiedAsync, 1)      \
+  X(cuMemcpyDtoD_v2, DtoD, 0)                 \
+  X(cuMemcpyDtoD_v2_ptds, DtoD, 1)            \
+  X(cuMemcpyDtoDAsync_v2, DtoDAsync, 0)       \
+  X(cuMemcpyDtoDAsync_v2_ptsz, DtoDAsync, 1)  \
+  X(cuMemcpyPeer, Peer, 0)                    \
+  X(cuMemcpyPeer_ptds, Peer, 1)               \
+  X(cuMemcpyPeerAsync, PeerAsync, 0)          \
+  X(cuMemcpyPeerAsync_ptsz, PeerAsync, 1)     \
+  X(cuMemcpyBatchAsync, BatchV1, 0)           \
+  X(cuMemcpyBatchAsync_ptsz, BatchV1, 1)      \
+  X(cuMemcpyBatchAsync_v2, Batch, 0)          \
+  X(cuMemcpyBatchAsync_v2_ptsz, Batch, 1)     \
+  X(cuGetProcAddress, GetProcAddress, 0)      \
   X(cuGetProcAddress_v2, GetProcAddressV2, 0) \
   CMT_DRIVER_HOST_MEMORY_HOOKS(X)
 

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -114,6 +115,32 @@ std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexc
   } catch (...) {
     return 0;
   }
+}
+
+void Interposer::offer_batch(const BatchCall& batch, BatchRest* rest) noexcept {
+  HostCopier::InsideCmt inside;
+  try {
+    instance().take_batch(batch, rest);
+  } catch (...) {
+    rest->untouched = true;  // the instance could not be built: CUDA gets the whole batch
+  }
+}
+
+void Interposer::take_batch(const BatchCall& batch, BatchRest* rest) noexcept {
+  try {
+    rest->reserve(batch.count);  // nothing allocates once a copy is made
+  } catch (...) {
+    rest->untouched = true;
+    return;
+  }
+  const CUstream stream = batch_stream(batch);
+  cmt::offer_batch(
+      batch, rest,
+      [&](CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, bool source_in_stream_order) {
+        return try_copy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+                        reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), bytes,
+                        kDefault, stream, source_in_stream_order, Entry::Batch);
+      });
 }
 
 void Interposer::configure() noexcept {
@@ -271,8 +298,11 @@ std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcep
 std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                  CUstream stream, bool synchronous, Entry entry) noexcept {
   try {
-    if (kind == kDeviceToDevice) return try_peer_copy(
-          PeerCall::of(as_device(dst), as_device(src), bytes, stream, synchronous), entry);
+    // A batch's device-to-device copy is ordered on the batch's stream (batch_copy.h).
+    const bool peer_synchronous = synchronous && entry != Entry::Batch;
+    if (kind == kDeviceToDevice)
+      return try_peer_copy(
+          PeerCall::of(as_device(dst), as_device(src), bytes, stream, peer_synchronous), entry);
     if (config_.disable || ThreadOptOut::active()) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
@@ -309,7 +339,7 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
     if (d.reason == ForwardReason::DeviceToDevice) {  // cuMemcpy, cudaMemcpyDefault
       if (gate_asked) warm_gate_.not_taken();
       return try_peer_copy(
-          PeerCall::of(as_device(dst), as_device(src), bytes, stream, synchronous), entry);
+          PeerCall::of(as_device(dst), as_device(src), bytes, stream, peer_synchronous), entry);
     }
     if (!d.taken()) {
       if (gate_asked) warm_gate_.not_taken();

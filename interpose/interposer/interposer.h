@@ -9,6 +9,7 @@
 
 #include "config/options.h"
 #include "cuda/driver_api.h"
+#include "interposer/batch_copy.h"
 #include "interposer/classify.h"
 #include "interposer/stats.h"
 #include "interposer/warm_gate.h"
@@ -43,6 +44,10 @@ class Interposer {
   // The same for a copy between two GPUs that names its contexts or devices (cuMemcpyPeer*,
   // cudaMemcpyPeer*, whose synchronous forms pass CU_STREAM_LEGACY or _PER_THREAD).
   static std::size_t offer_peer_copy(const PeerCall& call, Entry entry) noexcept;
+  // A batch of copies (batch_copy.h): each copy offered as try_copy would take it, on the batch's
+  // stream, and `rest` filled with what CUDA must still copy (left untouched if anything fails
+  // before cmt makes a copy). Never throws.
+  static void offer_batch(const BatchCall& batch, BatchRest* rest) noexcept;
   // Reads the configuration now, if no copy has yet (it sets the log level); never throws.
   static void configure() noexcept;
   // CUDA host memory handed out or registered ([p, p + bytes)), and freed or unregistered: what
@@ -54,8 +59,14 @@ class Interposer {
   // Tries to run the copy through the engine. Returns the number of leading bytes handled (0:
   // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle
   // for the default stream).
+  // `synchronous`: a host-to-device copy waits for the stream before it reads its source (as
+  // cudaMemcpy; for a batch's copy, a source read in stream order). A device-to-device one of a
+  // batch is asynchronous on the batch's stream whatever its source order.
   std::size_t try_copy(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
                        bool synchronous, Entry entry) noexcept;
+
+  // offer_batch's work, on this instance.
+  void take_batch(const BatchCall& batch, BatchRest* rest) noexcept;
 
   // A device-to-device copy: through the host if its GPUs have no peer access (peer_copier.h).
   // Returns the number of leading bytes handled, as try_copy.

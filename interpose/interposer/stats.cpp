@@ -7,8 +7,12 @@
 
 namespace cmt {
 
+std::atomic<std::uint64_t>& Stats::via(Entry entry) {
+  return entry == Entry::Runtime ? via_runtime_ : entry == Entry::Driver ? via_driver_ : via_batch_;
+}
+
 void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
-  (entry == Entry::Runtime ? via_runtime_ : via_driver_).fetch_add(1, std::memory_order_relaxed);
+  via(entry).fetch_add(1, std::memory_order_relaxed);
   const int dir = d == Direction::HostToDevice ? 0 : 1;
   const int bucket = bytes ? std::min(kBuckets - 1, 63 - __builtin_clzll(bytes)) : 0;
   size_calls_[dir][bucket].fetch_add(1, std::memory_order_relaxed);
@@ -20,7 +24,7 @@ void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t n
 }
 
 void Stats::taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
-  (entry == Entry::Runtime ? via_runtime_ : via_driver_).fetch_add(1, std::memory_order_relaxed);
+  via(entry).fetch_add(1, std::memory_order_relaxed);
   peer_.calls.fetch_add(1, std::memory_order_relaxed);
   peer_.bytes.fetch_add(bytes, std::memory_order_relaxed);
   peer_.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
@@ -90,12 +94,14 @@ std::string Stats::to_json() const {
   };
   std::string out =
       "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) + ", " +
-      direction("gpu_to_gpu", peer_) + "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
-      ", \"driver\": " + std::to_string(via_driver_.load()) + "},\n  \"sizes\": {" + sizes_json() +
+      direction("gpu_to_gpu", peer_) +
+      "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
+      ", \"driver\": " + std::to_string(via_driver_.load()) +
+      ", \"batch\": " + std::to_string(via_batch_.load()) + "},\n  \"sizes\": {" + sizes_json() +
       "},\n  \"partial\": " + std::to_string(partial_.load()) +
       ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
-      ", \"bytes\": " + std::to_string(fresh_bytes_.load()) + "},\n  \"host_copies\": " +
-      host_copies_json() + ",\n  \"forwarded\": {";
+      ", \"bytes\": " + std::to_string(fresh_bytes_.load()) +
+      "},\n  \"host_copies\": " + host_copies_json() + ",\n  \"forwarded\": {";
   bool first = true;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
     if (!first) out += ", ";
@@ -121,6 +127,7 @@ std::string Stats::summary() const {
   if (peer_.calls.load()) out += ", " + direction("GPU-to-GPU through the host", peer_);
   if (std::uint64_t n = via_driver_.load())
     out += " (" + std::to_string(n) + " through driver entry points)";
+  if (std::uint64_t n = via_batch_.load()) out += " (" + std::to_string(n) + " in batches)";
   if (std::uint64_t n = fresh_calls_.load()) {
     char buf[96];
     std::snprintf(buf, sizeof(buf), "; D2H into fresh memory: %llu (%.2f GiB prepared)",

@@ -12,7 +12,9 @@ namespace cmt {
 
 // Which of cmt's hooks took a copy: a CUDA runtime entry point (cudaMemcpy*) or a driver one
 // (cuMemcpy*, reached directly, through dlsym or through cuGetProcAddress).
-enum class Entry { Runtime, Driver };
+// Which kind of entry point a taken copy came through: a runtime hook, a driver hook, or one copy
+// of a batch (cuMemcpyBatchAsync, batch_copy.h).
+enum class Entry { Runtime, Driver, Batch };
 
 class Stats {
  public:
@@ -40,7 +42,8 @@ class Stats {
     std::atomic<std::uint64_t> calls{0}, bytes{0}, nanoseconds{0};
   };
   PerDirection h2d_, d2h_, peer_;
-  std::atomic<std::uint64_t> via_runtime_{0}, via_driver_{0};
+  std::atomic<std::uint64_t> via_runtime_{0}, via_driver_{0}, via_batch_{0};
+  std::atomic<std::uint64_t>& via(Entry entry);
   // Taken copies by size (bucket b holds sizes in [2^b, 2^(b+1))) and direction: the mix that
   // `cmt tune -- CMD` tunes for.
   static constexpr int kBuckets = 48;

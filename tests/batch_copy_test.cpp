@@ -147,6 +147,64 @@ TEST(BatchCopy, NothingTakenLeavesTheBatchUntouched) {
   EXPECT_EQ(most.attrs[0].srcAccessOrder, CU_MEMCPY_SRC_ACCESS_ORDER_ANY);
 }
 
+// One buffer cut into parts (each copy continuing the one before on both sides) is offered as one
+// copy, in stream order if any part is; what cmt's prefix leaves goes to CUDA copy by copy.
+TEST(BatchCopy, OffersOneBufferCutInPartsAsOneCopy) {
+  Arrays a;
+  const CUdeviceptr d = 0x100000, h = 0x7000000;
+  a.sizes = {100, 200, 300, 400, 500};
+  for (std::size_t i = 0, at = 0; i < 4; at += a.sizes[i], ++i) {
+    a.dsts.push_back(d + at);
+    a.srcs.push_back(h + at);
+  }
+  a.dsts.push_back(d + 5000);  // the fifth copy continues nothing
+  a.srcs.push_back(h + 1000);
+  a.attrs = {order(CU_MEMCPY_SRC_ACCESS_ORDER_ANY), order(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM),
+             order(CU_MEMCPY_SRC_ACCESS_ORDER_ANY)};
+  a.idxs = {0, 2, 4};
+  struct Offered {
+    CUdeviceptr dst, src;
+    std::size_t bytes;
+    bool ordered;
+    bool operator==(const Offered& o) const {
+      return dst == o.dst && src == o.src && bytes == o.bytes && ordered == o.ordered;
+    }
+  };
+  std::vector<Offered> offered;
+  BatchRest rest;
+  rest.reserve(5);
+  offer_batch(a.call(), &rest, [&](CUdeviceptr dst, CUdeviceptr src, std::size_t n, bool ordered) {
+    offered.push_back({dst, src, n, ordered});
+    return n == 1000 ? std::size_t{350} : n;  // the run: 350 bytes of it; the fifth: all
+  });
+  EXPECT_EQ(offered, (std::vector<Offered>{{d, h, 1000, true}, {d + 5000, h + 1000, 500, false}}));
+  // 350 bytes cover copies 0 and 1 and 50 bytes of copy 2.
+  EXPECT_EQ(rest.index, (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(rest.dsts[0], d + 350);
+  EXPECT_EQ(rest.sizes, (std::vector<std::size_t>{250, 400}));
+  EXPECT_EQ(rest.attrs_idxs, (std::vector<std::size_t>{0}));
+  EXPECT_EQ(rest.attrs[0].srcAccessOrder, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
+
+  // Declined whole (it might cross two allocations): its copies are offered one by one.
+  offered.clear();
+  BatchRest one_by_one;
+  one_by_one.reserve(5);
+  offer_batch(a.call(), &one_by_one,
+              [&](CUdeviceptr dst, CUdeviceptr src, std::size_t n, bool ordered) {
+                offered.push_back({dst, src, n, ordered});
+                return n == 1000 || n == 300 ? std::size_t{0} : n;
+              });
+  EXPECT_EQ(offered, (std::vector<Offered>{{d, h, 1000, true},
+                                           {d, h, 100, false},
+                                           {d + 100, h + 100, 200, false},
+                                           {d + 300, h + 300, 300, true},
+                                           {d + 600, h + 600, 400, true},
+                                           {d + 5000, h + 1000, 500, false}}));
+  EXPECT_FALSE(one_by_one.untouched);
+  EXPECT_EQ(one_by_one.index, (std::vector<std::size_t>{2}));
+  EXPECT_EQ(one_by_one.attrs[0].srcAccessOrder, CU_MEMCPY_SRC_ACCESS_ORDER_STREAM);
+}
+
 // Through the interposer, on the fake driver: large pageable copies both ways are taken, a small
 // one and a pinned one are left for CUDA, and the taken bytes arrive.
 TEST(BatchCopy, InterposerTakesPageableCopiesOfABatch) {

@@ -39,9 +39,10 @@ std::atomic<long> g_ok{0}, g_failed{0}, g_wrong{0};
 
 // The copy [dst, dst + n) <- [src, src + n) as one batch of `parts` pieces on `stream`: the first
 // piece's source read in stream order, the others' by `rest` (any time only where no work on the
-// stream touches the source); by CUDA 12.8's entry if `v1`.
+// stream touches the source); by CUDA 12.8's entry if `v1`. In order, cmt takes the pieces as one
+// copy; `reversed`, one by one.
 CUresult batch_copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, unsigned parts, bool v1,
-                    CUmemcpySrcAccessOrder rest, CUstream stream) {
+                    CUmemcpySrcAccessOrder rest, bool reversed, CUstream stream) {
   parts = static_cast<unsigned>(std::min<std::size_t>(parts, n));
   std::vector<CUdeviceptr> dsts, srcs;
   std::vector<size_t> sizes;
@@ -51,6 +52,11 @@ CUresult batch_copy(CUdeviceptr dst, CUdeviceptr src, std::size_t n, unsigned pa
     srcs.push_back(src + at);
     sizes.push_back(piece);
     at += static_cast<unsigned>(piece);
+  }
+  if (reversed) {
+    std::reverse(dsts.begin(), dsts.end());
+    std::reverse(srcs.begin(), srcs.end());
+    std::reverse(sizes.begin(), sizes.end());
   }
   CUmemcpyAttributes attrs[2] = {};
   attrs[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
@@ -99,9 +105,11 @@ void worker(int id, int rounds, unsigned seed) {
     CUresult a, b;
     if (way == 2) {
       const unsigned parts = 1 + static_cast<unsigned>(rng() % 3);
-      a = batch_copy(dev + d_off, addr(s), n, parts, false, CU_MEMCPY_SRC_ACCESS_ORDER_ANY, stream);
+      const bool reversed = rng() % 2;
+      a = batch_copy(dev + d_off, addr(s), n, parts, false, CU_MEMCPY_SRC_ACCESS_ORDER_ANY,
+                     reversed, stream);
       b = batch_copy(addr(back.data() + bo), dev + d_off, n, parts, true,
-                     CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, stream);
+                     CU_MEMCPY_SRC_ACCESS_ORDER_STREAM, reversed, stream);
       CUresult c = cuStreamSynchronize(stream);
       if (b == CUDA_SUCCESS) b = c;
     } else if (async) {

@@ -14,6 +14,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <vector>
 
@@ -59,19 +60,57 @@ struct BatchRest {
   void add(const BatchCall& batch, std::size_t index, std::size_t done, std::size_t attr_entry);
 };
 
-// Offers each copy of a well-formed batch in order: `offer(dst, src, bytes,
-// source_in_stream_order)` returns how many leading bytes cmt handled. Fills `rest` (reserved for
-// the batch) with what CUDA must still copy.
+// Offers the copies of a well-formed batch in order: `offer(dst, src, bytes,
+// source_in_stream_order)` returns how many leading bytes cmt handled. Copies that each continue
+// the one before on both sides (one buffer cut into parts) are offered as one copy, read in stream
+// order if any of them is: a batch's copies have no order among them, so one pipeline may carry
+// them all instead of one each. If cmt declines such a run whole, its copies are offered one by
+// one (the run may cross two allocations). Fills `rest` (reserved for the batch) with what CUDA
+// must still copy.
 template <typename Offer>
 void offer_batch(const BatchCall& batch, BatchRest* rest, Offer&& offer) {
-  std::size_t entry = 0;  // the attribute entry of copy i
-  for (std::size_t i = 0; i < batch.count; ++i) {
-    while (entry + 1 < batch.num_attrs && batch.attrs_idxs[entry + 1] <= i) ++entry;
-    const bool in_stream_order =
-        batch.attrs[entry].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
-    const std::size_t done = offer(batch.dsts[i], batch.srcs[i], batch.sizes[i], in_stream_order);
-    if (done > 0) rest->untouched = false;
-    if (done < batch.sizes[i] || batch.sizes[i] == 0) rest->add(batch, i, done, entry);
+  // The attribute entry of copy i: the last one starting at or before it.
+  auto entry_of = [&](std::size_t i) {
+    return static_cast<std::size_t>(
+        std::upper_bound(batch.attrs_idxs, batch.attrs_idxs + batch.num_attrs, i) -
+        batch.attrs_idxs - 1);
+  };
+  auto in_stream_order = [&](std::size_t i) {
+    return batch.attrs[entry_of(i)].srcAccessOrder == CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  };
+  // Hands CUDA what cmt's `done` leading bytes of the run [first, end) left of each copy.
+  auto leave_rest = [&](std::size_t first, std::size_t end, std::size_t done) {
+    for (std::size_t k = first; k < end; ++k) {
+      const std::size_t covered = done < batch.sizes[k] ? done : batch.sizes[k];
+      done -= covered;
+      if (covered < batch.sizes[k] || batch.sizes[k] == 0)
+        rest->add(batch, k, covered, entry_of(k));
+    }
+  };
+  for (std::size_t i = 0; i < batch.count;) {
+    std::size_t end = i + 1, bytes = batch.sizes[i];
+    bool ordered = in_stream_order(i);
+    while (end < batch.count && batch.sizes[end - 1] != 0 && batch.sizes[end] != 0 &&
+           batch.dsts[end] == batch.dsts[end - 1] + batch.sizes[end - 1] &&
+           batch.srcs[end] == batch.srcs[end - 1] + batch.sizes[end - 1] &&
+           bytes + batch.sizes[end] > bytes) {
+      bytes += batch.sizes[end];
+      ordered = ordered || in_stream_order(end);
+      ++end;
+    }
+    std::size_t done = offer(batch.dsts[i], batch.srcs[i], bytes, ordered);
+    if (done == 0 && end - i > 1) {
+      for (std::size_t k = i; k < end; ++k) {
+        const std::size_t one =
+            offer(batch.dsts[k], batch.srcs[k], batch.sizes[k], in_stream_order(k));
+        if (one > 0) rest->untouched = false;
+        leave_rest(k, k + 1, one);
+      }
+    } else {
+      if (done > 0) rest->untouched = false;
+      leave_rest(i, end, done);
+    }
+    i = end;
   }
 }
 

@@ -260,6 +260,24 @@ TEST(BatchCopy, InterposerTakesPageableCopiesOfABatch) {
   EXPECT_NE(json.find("\"below_threshold\": 1"), std::string::npos) << json;
   EXPECT_NE(json.find("\"pinned_or_managed\": 1"), std::string::npos) << json;
 
+  // A batch of small copies, together under the smallest copy cmt takes: CUDA's after a look at
+  // their sizes, nothing asked of the driver.
+  Arrays tiny;
+  for (int i = 0; i < 8; ++i) {
+    tiny.dsts.push_back(dev + 4096 * i);
+    tiny.srcs.push_back(addr(host.data() + 8192 * i));  // not continuing each other
+    tiny.sizes.push_back(1000);
+  }
+  tiny.attrs = {order(CU_MEMCPY_SRC_ACCESS_ORDER_ANY)};
+  tiny.idxs = {0};
+  const long queries = fake.pointer_queries.load();
+  BatchRest small_rest;
+  interposer.take_batch(tiny.call(stream), &small_rest);
+  EXPECT_TRUE(small_rest.untouched);
+  EXPECT_EQ(fake.pointer_queries.load(), queries);
+  EXPECT_NE(interposer.stats().to_json().find("\"below_threshold\": 9"), std::string::npos)
+      << interposer.stats().to_json();
+
   // A thread that opted out: the whole batch is CUDA's, untouched.
   const bool was = ThreadOptOut::set(true);
   BatchRest forwarded;

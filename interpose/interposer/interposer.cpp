@@ -127,6 +127,20 @@ void Interposer::offer_batch(const BatchCall& batch, BatchRest* rest) noexcept {
 }
 
 void Interposer::take_batch(const BatchCall& batch, BatchRest* rest) noexcept {
+  // Most batches are of small copies (the batch API saves per-call costs): when all of them
+  // together stay under the smallest copy cmt takes any way, they are CUDA's after one pass over
+  // their sizes, with nothing allocated and no copy classified.
+  const std::size_t smallest =
+      std::min({config_.warm_threshold, config_.threshold, config_.d2h_warm_threshold,
+                config_.d2h_threshold, config_.peer_threshold});
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < batch.count && total < smallest; ++i)
+    total = batch.sizes[i] >= smallest - total ? smallest : total + batch.sizes[i];
+  if (total < smallest) {
+    stats_->forwarded(ForwardReason::BelowThreshold, batch.count);
+    rest->untouched = true;
+    return;
+  }
   try {
     rest->reserve(batch.count);  // nothing allocates once a copy is made
   } catch (...) {

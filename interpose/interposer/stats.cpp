@@ -30,8 +30,8 @@ void Stats::taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanosecon
   peer_.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
 }
 
-void Stats::forwarded(ForwardReason reason) {
-  forwarded_[static_cast<int>(reason)].fetch_add(1, std::memory_order_relaxed);
+void Stats::forwarded(ForwardReason reason, std::uint64_t calls) {
+  forwarded_[static_cast<int>(reason)].fetch_add(calls, std::memory_order_relaxed);
 }
 
 std::uint64_t Stats::taken_calls() const {

@@ -22,7 +22,7 @@ class Stats {
   // A GPU-to-GPU copy through the host (peer_copier.h); `nanoseconds` is the time in the call
   // (an asynchronous one's is only its enqueueing).
   void taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
-  void forwarded(ForwardReason reason);
+  void forwarded(ForwardReason reason, std::uint64_t calls = 1);
   void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
   // A D2H copy into memory never written before, `bytes` of it prepared (fresh_pages.h).
   void fresh(std::uint64_t bytes) {

@@ -260,6 +260,27 @@ TEST(BatchCopy, InterposerTakesPageableCopiesOfABatch) {
   EXPECT_NE(json.find("\"below_threshold\": 1"), std::string::npos) << json;
   EXPECT_NE(json.find("\"pinned_or_managed\": 1"), std::string::npos) << json;
 
+  // Three copies up, none continuing another, sources read in stream order: cmt waits for the
+  // stream once, before the first; the batch's own copies have no order among them.
+  Arrays three;
+  for (std::size_t i = 0; i < 3; ++i) {
+    three.dsts.push_back(dev + (2 - i) * 2 * kMiB);
+    three.srcs.push_back(addr(host.data() + i * kMiB));
+    three.sizes.push_back(kMiB + i);
+  }
+  three.attrs = {order(CU_MEMCPY_SRC_ACCESS_ORDER_STREAM)};
+  three.idxs = {0};
+  const long syncs = fake.syncs.load();
+  BatchRest three_rest;
+  interposer.take_batch(three.call(stream), &three_rest);
+  EXPECT_EQ(three_rest.count(), 0u);
+  EXPECT_EQ(fake.syncs.load() - syncs, 1);
+  ASSERT_EQ(fake.api().stream_synchronize(stream), CUDA_SUCCESS);
+  for (std::size_t i = 0; i < 3; ++i)  // the fake's device memory is host memory
+    EXPECT_EQ(0, std::memcmp(reinterpret_cast<const void*>(three.dsts[i]), host.data() + i * kMiB,
+                             three.sizes[i]))
+        << i;
+
   // A batch of small copies, together under the smallest copy cmt takes: CUDA's after a look at
   // their sizes, nothing asked of the driver.
   Arrays tiny;

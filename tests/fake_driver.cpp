@@ -155,6 +155,7 @@ CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
 void unsafe_call();
 CUresult stream_synchronize(CUstream s) {
   unsafe_call();
+  g_fake->syncs.fetch_add(1);
   g_fake->stream_for(s)->synchronize();
   return CUDA_SUCCESS;
 }

@@ -69,6 +69,7 @@ class FakeDriver {
   // A driver whose access flags do not show peer access (the device-address query still does).
   bool access_flags_blind = false;
   std::atomic<long> waits{0};   // cuStreamWaitEvent calls
+  std::atomic<long> syncs{0};   // cuStreamSynchronize calls
   std::string pci_bus_id;  // what cuDeviceGetPCIBusId answers; empty: not supported
   std::atomic<long> dma_count{0}, query_count{0}, record_count{0}, register_count{0};
   std::atomic<long> pointer_queries{0};  // cuPointerGetAttributes calls

@@ -148,12 +148,22 @@ void Interposer::take_batch(const BatchCall& batch, BatchRest* rest) noexcept {
     return;
   }
   const CUstream stream = batch_stream(batch);
+  // A source read in stream order waits for the work queued before the batch, once: after a
+  // host-to-device copy that waited for the stream, or any device-to-host copy (whose DMAs ran
+  // after that work and have landed), the stream holds only this batch's own copies, which have no
+  // order among them. A GPU-to-GPU copy returns once enqueued: it waited for nothing.
+  bool waited = false;
   cmt::offer_batch(
       batch, rest,
       [&](CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, bool source_in_stream_order) {
-        return try_copy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
-                        reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), bytes,
-                        kDefault, stream, source_in_stream_order, Entry::Batch);
+        std::optional<Direction> taken;
+        const std::size_t done =
+            try_copy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+                     reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), bytes,
+                     kDefault, stream, source_in_stream_order && !waited, Entry::Batch, &taken);
+        if (done > 0 && taken && (*taken == Direction::DeviceToHost || source_in_stream_order))
+          waited = true;
+        return done;
       });
 }
 
@@ -310,7 +320,8 @@ std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcep
 }
 
 std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
-                                 CUstream stream, bool synchronous, Entry entry) noexcept {
+                                 CUstream stream, bool synchronous, Entry entry,
+                                 std::optional<Direction>* taken) noexcept {
   try {
     // A batch's device-to-device copy is ordered on the batch's stream (batch_copy.h).
     const bool peer_synchronous = synchronous && entry != Entry::Batch;
@@ -385,6 +396,7 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       return 0;
     }
     stats_->taken(d.request.direction, entry, out.bytes_done, static_cast<std::uint64_t>(ns));
+    if (taken) *taken = d.request.direction;
     if (out.fresh_bytes) stats_->fresh(out.fresh_bytes);
     if (out.bytes_done < bytes) {
       stats_->partial();

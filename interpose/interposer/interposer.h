@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <optional>
 
 #include "config/options.h"
 #include "cuda/driver_api.h"
@@ -62,8 +63,10 @@ class Interposer {
   // `synchronous`: a host-to-device copy waits for the stream before it reads its source (as
   // cudaMemcpy; for a batch's copy, a source read in stream order). A device-to-device one of a
   // batch is asynchronous on the batch's stream whatever its source order.
+  // `taken`, if given, is set to the direction of a host <-> device copy cmt took part of.
   std::size_t try_copy(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
-                       bool synchronous, Entry entry) noexcept;
+                       bool synchronous, Entry entry,
+                       std::optional<Direction>* taken = nullptr) noexcept;
 
   // offer_batch's work, on this instance.
   void take_batch(const BatchCall& batch, BatchRest* rest) noexcept;

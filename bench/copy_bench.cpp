@@ -55,6 +55,7 @@ struct Options {
   std::string file_dir = "/tmp";  // where the "mmap" case writes its file
   bool batch = false;             // --api batch: cudaMemcpyBatchAsync instead of cudaMemcpy
   int batch_copies = 1;
+  bool batch_reverse = false;  // --batch-order reverse: the parts listed last to first
 };
 
 [[noreturn]] void usage(const char* why) {
@@ -62,7 +63,8 @@ struct Options {
       stderr,
       "cmt-bench-copy: %s\nusage: cmt-bench-copy [--sizes 1M,64M,1G] [--reps N] [--gap-us N] "
       "[--device N] [--cases plain,fresh,mmap] [--file-dir DIR] [--api memcpy|batch] "
-      "[--batch-copies N] [--json FILE] [--csv FILE] [--plot FILE.svg]\n",
+      "[--batch-copies N] [--batch-order forward|reverse] [--json FILE] [--csv FILE] [--plot "
+      "FILE.svg]\n",
       why);
   std::exit(2);
 }
@@ -118,6 +120,11 @@ Options parse(int argc, char** argv) {
     } else if (a == "--batch-copies") {
       o.batch_copies = std::atoi(value().c_str());
       if (o.batch_copies < 1 || o.batch_copies > 4096) usage("--batch-copies must be 1 to 4096");
+    } else if (a == "--batch-order") {
+      std::string order = value();
+      if (order != "forward" && order != "reverse")
+        usage(("unknown --batch-order '" + order + "' (expected forward or reverse)").c_str());
+      o.batch_reverse = order == "reverse";
     } else if (a == "--cases") {
       o.cases.clear();
       std::string list = value() + ",", item;
@@ -145,6 +152,7 @@ int (*g_forward_this_thread)(int) = nullptr;
 // --api batch: the copy as one cudaMemcpyBatchAsync of `g_batch_copies` equal parts (the last
 // takes the remainder) on g_batch_stream, source read in stream order, then a synchronize.
 int g_batch_copies = 1;
+bool g_batch_reverse = false;  // parts last to first: none continues the one before it
 cudaStream_t g_batch_stream = nullptr;
 
 cudaError_t batch_copy(void* d, const void* s, size_t n, cudaMemcpyKind) {
@@ -156,6 +164,11 @@ cudaError_t batch_copy(void* d, const void* s, size_t n, cudaMemcpyKind) {
   for (size_t i = 0, at = 0; i < count; at += sizes[i], ++i) {
     dsts[i] = static_cast<char*>(d) + at;
     srcs[i] = static_cast<const char*>(s) + at;
+  }
+  if (g_batch_reverse) {
+    std::reverse(dsts.begin(), dsts.end());
+    std::reverse(srcs.begin(), srcs.end());
+    std::reverse(sizes.begin(), sizes.end());
   }
   cudaMemcpyAttributes attrs{};
   attrs.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
@@ -253,6 +266,7 @@ int main(int argc, char** argv) {
   MemcpyFn timed_cuda = cuda_memcpy;
   if (opt.batch) {
     g_batch_copies = opt.batch_copies;
+    g_batch_reverse = opt.batch_reverse;
     CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&g_batch_stream, cudaStreamNonBlocking));
     cmt_memcpy = &batch_copy;
     timed_cuda = [](void* d, const void* s, size_t n, cudaMemcpyKind k) {
@@ -409,12 +423,13 @@ int main(int argc, char** argv) {
                  "  \"date\": \"%s\",\n  \"command\": "
                  "\"%s\",\n  \"machine\": {\"host\": \"%s\", \"cpu\": \"%s\", \"cores\": %ld, "
                  "\"gpu\": \"%s\", \"pci_bus\": \"%04x:%02x:%02x\", \"driver\": %d},\n  "
-                 "\"api\": \"%s\",\n  \"batch_copies\": %d,\n  "
+                 "\"api\": \"%s\",\n  \"batch_copies\": %d,\n  \"batch_order\": \"%s\",\n  "
                  "\"reps\": %d,\n  \"gap_us\": %d,\n  \"wrong_copies\": %ld,\n  \"env\": {",
                  date, json_escape(cmdline).c_str(), json_escape(host).c_str(),
                  json_escape(cpu).c_str(), cores, json_escape(prop.name).c_str(), prop.pciDomainID,
                  prop.pciBusID, prop.pciDeviceID, driver, opt.batch ? "batch" : "memcpy",
-                 opt.batch ? opt.batch_copies : 0, opt.reps, opt.gap_us, wrong);
+                 opt.batch ? opt.batch_copies : 0, opt.batch_reverse ? "reverse" : "forward",
+                 opt.reps, opt.gap_us, wrong);
     bool first = true;
     for (char** e = environ; *e; ++e)
       if (std::strncmp(*e, "CMT_", 4) == 0 && std::strncmp(*e, "CMT_BENCH", 9) != 0) {

@@ -126,6 +126,12 @@ int main(int argc, char** argv) {
       ->add_option("--batch-copies", bench_batch_copies,
                    "With --api batch: the parts of each copy, one batch entry each")
       ->check(CLI::Range(1, 4096));
+  std::string bench_batch_order = "forward";
+  bench_copy
+      ->add_option("--batch-order", bench_batch_order,
+                   "With --api batch: the parts in order (forward), or last to first (reverse), "
+                   "so that none continues the one before it")
+      ->check(CLI::IsMember({"forward", "reverse"}));
   bench_copy->add_option("--json", bench_json, "Write the results as JSON");
   bench_copy->add_option("--csv", bench_csv, "Write the results as CSV");
   bench_copy->add_option("--plot", bench_plot, "Draw GB/s against size as SVG (needs --json)");
@@ -259,7 +265,8 @@ int main(int argc, char** argv) {
                                      "--gap-us", std::to_string(bench_gap_us),
                                      "--api",    bench_api};
     if (bench_api == "batch")
-      args.insert(args.end(), {"--batch-copies", std::to_string(bench_batch_copies)});
+      args.insert(args.end(), {"--batch-copies", std::to_string(bench_batch_copies),
+                               "--batch-order", bench_batch_order});
     for (auto [flag, value] : {std::pair<const char*, std::string*>{"--json", &bench_json},
                                {"--csv", &bench_csv},
                                {"--plot", &bench_plot},

@@ -27,14 +27,22 @@ PY
 # The batch API (cudaMemcpyBatchAsync in 3 parts): bytes checked, cmt's copies taken in batches.
 CMT_STATS="$tmp/b-stats.json" "$cmt" bench copy --api batch --batch-copies 3 --sizes 8M,32M \
   --reps 2 --json "$tmp/b.json" > "$tmp/out" 2>&1 || { cat "$tmp/out"; echo "FAIL: cmt bench copy --api batch"; exit 1; }
+# The same parts listed last to first: none continues the one before, so cmt takes each.
+CMT_STATS="$tmp/r-stats.json" "$cmt" bench copy --api batch --batch-copies 3 --batch-order reverse \
+  --sizes 8M,32M --reps 2 --json "$tmp/r.json" > "$tmp/out" 2>&1 || { cat "$tmp/out"; echo "FAIL: --batch-order reverse"; exit 1; }
 python3 - "$tmp" <<'PY' || exit 1
 import json, sys
 d = sys.argv[1]
 r = json.load(open(d + "/b.json"))
 s = json.load(open(d + "/b-stats.json"))
 assert r["api"] == "batch" and r["batch_copies"] == 3 and r["wrong_copies"] == 0, r
-assert s["taken_via"]["batch"] > 0, s["taken_via"]
-print("ok: --api batch,", s["taken_via"]["batch"], "copies taken in batches")
+rr = json.load(open(d + "/r.json"))
+sr = json.load(open(d + "/r-stats.json"))
+assert rr["batch_order"] == "reverse" and rr["wrong_copies"] == 0, rr
+one, each = s["taken_via"]["batch"], sr["taken_via"]["batch"]
+# In order the three parts are one copy; reversed, three.
+assert one > 0 and each == 3 * one, (one, each)
+print("ok: --api batch,", one, "copies taken in batches; parts reversed,", each)
 PY
 # Concurrent mode: two threads each way and both, bytes checked, JSON and plot written.
 "$cmt" bench copy --threads 2 --sizes 8M --seconds 0.3 --rounds 1 --json "$tmp/c.json" \

@@ -120,15 +120,7 @@ TEST(BatchCopy, LeavesCudaTheRestWithItsAttributes) {
   EXPECT_EQ(rest.attrs[1].srcAccessOrder, CU_MEMCPY_SRC_ACCESS_ORDER_ANY);
   EXPECT_EQ(rest.attrs[2].srcAccessOrder, CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL);
   // The rest is itself a well-formed batch.
-  BatchCall left = call;
-  left.dsts = rest.dsts.data();
-  left.srcs = rest.srcs.data();
-  left.sizes = rest.sizes.data();
-  left.count = rest.count();
-  left.attrs = rest.attrs.data();
-  left.attrs_idxs = rest.attrs_idxs.data();
-  left.num_attrs = rest.attrs.size();
-  EXPECT_TRUE(batch_is_well_formed(left));
+  EXPECT_TRUE(batch_is_well_formed(rest.as_call(call)));
 }
 
 TEST(BatchCopy, NothingTakenLeavesTheBatchUntouched) {

@@ -224,22 +224,14 @@ using BatchV1Fn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUme
 // program's own, and returns CUDA's answer; a failed copy's index (`fail_index`, where the form
 // has one) is mapped back from the rest to the program's batch. A runtime hook on this thread has
 // offered its copy already (cudart's own driver call).
-template <Driver H, typename Forward>
+template <typename Forward>
 CUresult batch(const BatchCall& call, size_t* fail_index, Forward&& forward) {
   BatchRest rest;
   if (RuntimeHookScope::active() || !batch_is_well_formed(call)) return forward(call);
   Interposer::offer_batch(call, &rest);
   if (rest.untouched) return forward(call);
   if (rest.count() == 0) return CUDA_SUCCESS;
-  BatchCall left = call;
-  left.dsts = rest.dsts.data();
-  left.srcs = rest.srcs.data();
-  left.sizes = rest.sizes.data();
-  left.count = rest.count();
-  left.attrs = rest.attrs.data();
-  left.attrs_idxs = rest.attrs_idxs.data();
-  left.num_attrs = rest.attrs.size();
-  const CUresult r = forward(left);
+  const CUresult r = forward(rest.as_call(call));
   if (fail_index && r != CUDA_SUCCESS && *fail_index < rest.count())
     *fail_index = rest.index[*fail_index];
   return r;
@@ -266,12 +258,12 @@ CUresult Batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count
                CUmemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs, CUstream stream) {
   auto real = reinterpret_cast<BatchFn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return batch<H>(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
-                             hook<H>().per_thread_default),
-                  nullptr, [&](const BatchCall& c) {
-                    return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs,
-                                c.num_attrs, stream);
-                  });
+  return batch(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+                          hook<H>().per_thread_default),
+               nullptr, [&](const BatchCall& c) {
+                 return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs, c.num_attrs,
+                             stream);
+               });
 }
 
 template <Driver H>
@@ -280,12 +272,12 @@ CUresult BatchV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t cou
                  size_t* fail_index, CUstream stream) {
   auto real = reinterpret_cast<BatchV1Fn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return batch<H>(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
-                             hook<H>().per_thread_default),
-                  fail_index, [&](const BatchCall& c) {
-                    return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs,
-                                c.num_attrs, fail_index, stream);
-                  });
+  return batch(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+                          hook<H>().per_thread_default),
+               fail_index, [&](const BatchCall& c) {
+                 return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs, c.num_attrs,
+                             fail_index, stream);
+               });
 }
 
 // ---- CUDA host memory: the real call, then what it handed out or took back is reported -------

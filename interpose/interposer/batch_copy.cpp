@@ -31,6 +31,18 @@ void BatchRest::reserve(std::size_t count) {
   index.reserve(count);
 }
 
+BatchCall BatchRest::as_call(const BatchCall& batch) {
+  BatchCall call = batch;
+  call.dsts = dsts.data();
+  call.srcs = srcs.data();
+  call.sizes = sizes.data();
+  call.count = count();
+  call.attrs = attrs.data();
+  call.attrs_idxs = attrs_idxs.data();
+  call.num_attrs = attrs.size();
+  return call;
+}
+
 void BatchRest::add(const BatchCall& b, std::size_t i, std::size_t done, std::size_t attr_entry) {
   // A new attribute entry where this copy's differs from the previous rest copy's: the rest's
   // indices rise from 0 as CUDA requires, and never outnumber its copies.

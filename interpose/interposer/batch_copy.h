@@ -56,6 +56,8 @@ struct BatchRest {
   // Room for a whole batch, claimed before any copy is offered, so that nothing can fail to
   // allocate once cmt has made a copy. Throws std::bad_alloc.
   void reserve(std::size_t count);
+  // The rest as a batch of its own, on `batch`'s stream (valid while this rest lives).
+  BatchCall as_call(const BatchCall& batch);
   // Adds copy `index` from `done` bytes on, under `attr` (attribute entry `attr_entry`).
   void add(const BatchCall& batch, std::size_t index, std::size_t done, std::size_t attr_entry);
 };

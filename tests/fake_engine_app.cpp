@@ -8,9 +8,12 @@
 // -> GPU 1 -> host instead, the middle leg by cuMemcpyPeer, cuMemcpyPeerAsync, cuMemcpyDtoD,
 // cuMemcpyDtoDAsync or cuMemcpyAsync in turn: the GPU-to-GPU hooks and the path through the host.
 //
+// Before the round trips, one batch with a failing copy: failIdx must name it in the program's
+// batch, also where cmt took the copies before it.
+//
 // usage: fake_engine_app THREADS ROUNDS SEED [peer]
-// Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if any
-// copy that reported success left a wrong byte.
+// Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if
+// any copy that reported success left a wrong byte.
 #include <cuda.h>
 #include <sys/resource.h>
 
@@ -192,6 +195,31 @@ void peer_worker(int id, int rounds, unsigned seed) {
   }
 }
 
+// A batch by CUDA 12.8's entry whose third copy fails (the fake fails a copy of no bytes): the
+// call fails and failIdx names that copy in the program's batch, 2, whether cmt took the large
+// copies before it (CUDA then saw only the rest, where the failed copy stood first) or not.
+bool failed_copy_is_named() {
+  CUdeviceptr dev = 0;
+  CUstream stream = nullptr;
+  if (cuMemAlloc(&dev, 8u << 20) != CUDA_SUCCESS || cuStreamCreate(&stream, 0) != CUDA_SUCCESS)
+    return false;
+  std::vector<unsigned char> host(8u << 20, 7);
+  CUdeviceptr dsts[3] = {dev + (4u << 20), dev, dev + 100};
+  CUdeviceptr srcs[3] = {addr(host.data() + (4u << 20)), addr(host.data()), addr(host.data())};
+  size_t sizes[3] = {4u << 20, 3u << 20, 0};
+  CUmemcpyAttributes attrs{};
+  attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  size_t first = 0, failed_at = 12345;
+  const CUresult r = batch_v1(dsts, srcs, sizes, 3, &attrs, &first, 1, &failed_at, stream);
+  cuStreamSynchronize(stream);
+  if (r == CUDA_SUCCESS || failed_at != 2) {
+    std::fprintf(stderr, "a failed batch copy: result %d, failIdx %zu (expected an error at 2)\n",
+                 static_cast<int>(r), failed_at);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,6 +231,7 @@ int main(int argc, char** argv) {
   int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
   unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
   if (cuInit(0) != CUDA_SUCCESS) return 2;
+  if (!peer && !failed_copy_is_named()) g_wrong.fetch_add(1);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(peer ? peer_worker : worker, t, rounds, seed);
   for (auto& t : pool) t.join();

@@ -171,14 +171,23 @@ CMT_FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext, CUdevicep
 
 // Batches, CUDA 13's form and CUDA 12.8's (failIdx): refused as CUDA refuses them (no copies, a
 // missing array, attributes out of order, the legacy stream), else each copy queued on the stream.
+// One rule of the fake's own, so a test can make one copy fail: a copy of no bytes fails the
+// batch, and failIdx names it.
 namespace {
 CUresult batch_on(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                  CUmemcpyAttributes* attrs, size_t* idxs, size_t num_attrs, CUstream s) {
+                  CUmemcpyAttributes* attrs, size_t* idxs, size_t num_attrs, CUstream s,
+                  size_t* fail_idx) {
+  if (fail_idx) *fail_idx = SIZE_MAX;
   if (count == 0 || !dsts || !srcs || !sizes || !attrs || !idxs || num_attrs == 0 ||
       num_attrs > count || idxs[0] != 0 || !s || s == CU_STREAM_LEGACY)
     return CUDA_ERROR_INVALID_VALUE;
   for (size_t k = 1; k < num_attrs; ++k)
     if (idxs[k] <= idxs[k - 1] || idxs[k] >= count) return CUDA_ERROR_INVALID_VALUE;
+  for (size_t i = 0; i < count; ++i)
+    if (sizes[i] == 0) {
+      if (fail_idx) *fail_idx = i;
+      return CUDA_ERROR_INVALID_VALUE;
+    }
   for (size_t i = 0; i < count; ++i) copy_on(s, ptr(dsts[i]), ptr(srcs[i]), sizes[i], false);
   return CUDA_SUCCESS;
 }
@@ -187,15 +196,13 @@ CUresult batch_on(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t co
 CMT_FAKE_EXPORT CUresult cuMemcpyBatchAsync_v2(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
                                                size_t count, CUmemcpyAttributes* attrs,
                                                size_t* idxs, size_t num_attrs, CUstream s) {
-  return batch_on(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s);
+  return batch_on(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s, nullptr);
 }
 #undef cuMemcpyBatchAsync
 CMT_FAKE_EXPORT CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes,
                                             size_t count, CUmemcpyAttributes* attrs, size_t* idxs,
                                             size_t num_attrs, size_t* fail_idx, CUstream s) {
-  const CUresult r = batch_on(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s);
-  if (r != CUDA_SUCCESS && fail_idx) *fail_idx = SIZE_MAX;
-  return r;
+  return batch_on(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s, fail_idx);
 }
 
 // ---- cuGetProcAddress: how cmt (and a static cudart) find the driver's functions -----------------

@@ -28,16 +28,8 @@ struct Arrays {
   std::vector<CUmemcpyAttributes> attrs;
   std::vector<std::size_t> idxs;
   BatchCall call(CUstream stream = reinterpret_cast<CUstream>(0x1234)) {
-    BatchCall c;
-    c.dsts = dsts.data();
-    c.srcs = srcs.data();
-    c.sizes = sizes.data();
-    c.count = sizes.size();
-    c.attrs = attrs.data();
-    c.attrs_idxs = idxs.data();
-    c.num_attrs = attrs.size();
-    c.stream = stream;
-    return c;
+    return BatchCall{dsts.data(),  srcs.data(), sizes.data(), sizes.size(),
+                     attrs.data(), idxs.data(), attrs.size(), stream};
   }
 };
 

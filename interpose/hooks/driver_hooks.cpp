@@ -237,29 +237,13 @@ CUresult batch(const BatchCall& call, size_t* fail_index, Forward&& forward) {
   return r;
 }
 
-BatchCall batch_call(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
-                     CUmemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs,
-                     CUstream stream, bool per_thread) {
-  BatchCall call;
-  call.dsts = dsts;
-  call.srcs = srcs;
-  call.sizes = sizes;
-  call.count = count;
-  call.attrs = attrs;
-  call.attrs_idxs = attrs_idxs;
-  call.num_attrs = num_attrs;
-  call.stream = stream;
-  call.null_is_per_thread = per_thread;
-  return call;
-}
-
 template <Driver H>
 CUresult Batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count,
                CUmemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs, CUstream stream) {
   auto real = reinterpret_cast<BatchFn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return batch(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
-                          hook<H>().per_thread_default),
+  return batch(BatchCall{dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+                         hook<H>().per_thread_default},
                nullptr, [&](const BatchCall& c) {
                  return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs, c.num_attrs,
                              stream);
@@ -272,8 +256,8 @@ CUresult BatchV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t cou
                  size_t* fail_index, CUstream stream) {
   auto real = reinterpret_cast<BatchV1Fn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return batch(batch_call(dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
-                          hook<H>().per_thread_default),
+  return batch(BatchCall{dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+                         hook<H>().per_thread_default},
                fail_index, [&](const BatchCall& c) {
                  return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs, c.num_attrs,
                              fail_index, stream);

@@ -32,15 +32,9 @@ void BatchRest::reserve(std::size_t count) {
 }
 
 BatchCall BatchRest::as_call(const BatchCall& batch) {
-  BatchCall call = batch;
-  call.dsts = dsts.data();
-  call.srcs = srcs.data();
-  call.sizes = sizes.data();
-  call.count = count();
-  call.attrs = attrs.data();
-  call.attrs_idxs = attrs_idxs.data();
-  call.num_attrs = attrs.size();
-  return call;
+  return BatchCall{dsts.data(),  srcs.data(),  sizes.data(),
+                   count(),      attrs.data(), attrs_idxs.data(),
+                   attrs.size(), batch.stream, batch.null_is_per_thread};
 }
 
 void BatchRest::add(const BatchCall& b, std::size_t i, std::size_t done, std::size_t attr_entry) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "common/thread_context.h"
 #include "fake_driver.h"
 #include "interposer/batch_copy.h"
 #include "interposer/interposer.h"
@@ -284,10 +285,11 @@ TEST(BatchCopy, InterposerTakesPageableCopiesOfABatch) {
       << interposer.stats().to_json();
 
   // A thread that opted out: the whole batch is CUDA's, untouched.
-  const bool was = ThreadOptOut::set(true);
+  const bool was = this_thread().opted_out;
+  this_thread().opted_out = true;
   BatchRest forwarded;
   interposer.take_batch(a.call(stream), &forwarded);
-  ThreadOptOut::set(was);
+  this_thread().opted_out = was;
   EXPECT_TRUE(forwarded.untouched);
 }
 

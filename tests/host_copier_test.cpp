@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/thread_context.h"
 #include "engine/host_copier.h"
 #include "engine/host_memory.h"
 
@@ -107,7 +108,7 @@ TEST(HostCopier, TakesOnlyWhatItShould) {
   EXPECT_FALSE(pinned.take(b.data(), a.data(), a.size(), false));
   // cmt's own code (a hook, the engine) copies with libc.
   {
-    HostCopier::InsideCmt inside;
+    InsideCmt inside;
     EXPECT_FALSE(all.take(b.data(), a.data(), a.size(), false));
   }
   g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max());
@@ -163,7 +164,7 @@ TEST(HostCopier, FillsByteExactAndTakesOnlyWhatItShould) {
   }
   // cmt's own code fills with libc.
   {
-    HostCopier::InsideCmt inside;
+    InsideCmt inside;
     EXPECT_FALSE(all.take_fill(written.data(), 1, n));
   }
   // The copy side is off in these copiers: copies are never taken.

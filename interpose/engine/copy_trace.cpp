@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/thread_context.h"
 #include "engine/staging_ring.h"
 #include "engine/worker_pool.h"
 
@@ -20,7 +21,7 @@ CopyTrace::CopyTrace() : on_(log_enabled(LogLevel::debug)), t0_(Clock::now()) {}
 
 void CopyTrace::unit_started() {
   if (!on_) return;
-  if (!WorkerPool::on_worker_thread()) {
+  if (!this_thread().copy_thread) {
     issuer_units_.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/thread_context.h"
 #include "engine/copy_tasks.h"
 #include "engine/copy_plan.h"
 #include "engine/fresh_pages.h"
@@ -81,10 +82,6 @@ unsigned HostCopier::threads() const {
   return pool_->size();
 }
 
-bool HostCopier::inside_cmt() {
-  return t_inside_ || WorkerPool::on_worker_thread();
-}
-
 bool HostCopier::arm(const Config& config, unsigned threads,
                      const std::vector<int>& cpus) noexcept {
   if (config.host_copy == HostCopy::Off && config.host_fill == HostFill::Off) return false;
@@ -114,7 +111,7 @@ bool HostCopier::arm(const Config& config, unsigned threads,
 }
 
 bool HostCopier::take(void* dst, const void* src, std::size_t bytes, bool is_memmove) noexcept {
-  if (bytes == 0 || mode_ == HostCopy::Off || inside_cmt()) return false;
+  if (bytes == 0 || mode_ == HostCopy::Off || !this_thread().application_call()) return false;
   if (g_host_copy_threshold.load(std::memory_order_relaxed) ==
       std::numeric_limits<std::size_t>::max())
     return false;  // disarmed: a forked child
@@ -172,7 +169,7 @@ bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
 }
 
 bool HostCopier::take_fill(void* dst, int value, std::size_t bytes) noexcept {
-  if (bytes == 0 || fill_mode_ == HostFill::Off || inside_cmt()) return false;
+  if (bytes == 0 || fill_mode_ == HostFill::Off || !this_thread().application_call()) return false;
   if (g_host_fill_threshold.load(std::memory_order_relaxed) ==
       std::numeric_limits<std::size_t>::max())
     return false;  // disarmed: a forked child

@@ -71,24 +71,9 @@ class HostCopier {
   };
   Counts counts() const;
 
-  // True on a thread running cmt's own code: its copies go to libc. Set by the hooks around
-  // everything cmt does on an application thread, and always on cmt's worker threads.
-  static bool inside_cmt();
-  class InsideCmt {
-   public:
-    InsideCmt() : was_(t_inside_) { t_inside_ = true; }
-    ~InsideCmt() { t_inside_ = was_; }
-    InsideCmt(const InsideCmt&) = delete;
-    InsideCmt& operator=(const InsideCmt&) = delete;
-
-   private:
-    bool was_;
-  };
-
  private:
   class Job;
   static inline std::atomic<HostCopier*> g_armed{nullptr};
-  static inline thread_local bool t_inside_ __attribute__((tls_model("initial-exec"))) = false;
 
   // What one kind of job (copies, fills) has done.
   struct Tally {

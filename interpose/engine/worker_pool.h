@@ -102,9 +102,6 @@ class WorkerPool {
   // Wakes up to `most` sleeping workers (all by default).
   void wake(unsigned most = ~0u);
 
-  // True on a pool's worker thread (false on the issuer helping), for timing traces.
-  static bool on_worker_thread() { return t_worker_; }
-
  private:
   friend class WorkQueue;
   void worker_main(unsigned index);
@@ -122,7 +119,6 @@ class WorkerPool {
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};
-  static inline thread_local bool t_worker_ __attribute__((tls_model("initial-exec"))) = false;
 };
 
 // Waits politely: spins with a pause instruction, then yields, then sleeps in short naps, so a

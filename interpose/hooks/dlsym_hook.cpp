@@ -11,17 +11,11 @@
 // architectures libcmt.so does not hook dlsym at all.
 #include <dlfcn.h>
 
+#include "common/thread_context.h"
 #include "cuda/real_dl.h"
 #include "hooks/driver_hooks.h"
 
 #if defined(__x86_64__)
-
-namespace {
-
-// Set on the thread while a decision runs: a lookup made from inside it goes straight through.
-thread_local bool t_deciding __attribute__((tls_model("initial-exec"))) = false;
-
-}  // namespace
 
 extern "C" {
 
@@ -37,10 +31,10 @@ __attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const c
     return 1;
   }
   // RTLD_NEXT depends on the caller, which only the real dlsym sees; a nested lookup is cmt's own.
-  if (handle == RTLD_NEXT || t_deciding) return 0;
+  if (handle == RTLD_NEXT || cmt::this_thread().deciding_dlsym) return 0;
   const bool driver = cmt::is_hooked_driver_symbol(name);
   if (!driver && !cmt::is_hooked_runtime_symbol(name)) return 0;
-  t_deciding = true;
+  cmt::this_thread().deciding_dlsym = true;  // a lookup made from inside goes straight through
   void* found = cmt::real_dlsym(handle, name);
   void* hook = nullptr;
   bool answered = false;
@@ -53,7 +47,7 @@ __attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const c
     hook = cmt::driver_hook_for_symbol(name, found);
     answered = hook != found;
   }
-  t_deciding = false;
+  cmt::this_thread().deciding_dlsym = false;
   if (!answered) return 0;
   *answer = hook;
   return 1;

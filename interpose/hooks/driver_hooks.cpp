@@ -8,9 +8,9 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/thread_context.h"
 #include "cuda/real_dl.h"
 #include "hooks/exported.h"
-#include "hooks/hook_scope.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
 

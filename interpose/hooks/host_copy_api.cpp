@@ -19,7 +19,7 @@ extern "C" __attribute__((visibility("default"))) int cmt_host_copy(void* dst, c
                                                                     std::size_t n,
                                                                     int is_memmove) noexcept {
   cmt::HostCopier* copier = cmt::HostCopier::armed();
-  return copier && !cmt::ThreadOptOut::active() && copier->take(dst, src, n, is_memmove != 0);
+  return copier && copier->take(dst, src, n, is_memmove != 0);
 }
 
 // The same for memset (engine/host_copier.h's take_fill).
@@ -31,5 +31,5 @@ cmt_host_fill_threshold() noexcept {
 extern "C" __attribute__((visibility("default"))) int cmt_host_fill(void* dst, int value,
                                                                     std::size_t n) noexcept {
   cmt::HostCopier* copier = cmt::HostCopier::armed();
-  return copier && !cmt::ThreadOptOut::active() && copier->take_fill(dst, value, n);
+  return copier && copier->take_fill(dst, value, n);
 }

@@ -7,9 +7,9 @@
 #include <atomic>
 #include <cstddef>
 
+#include "common/thread_context.h"
 #include "cuda/real_runtime.h"
 #include "hooks/exported.h"
-#include "hooks/hook_scope.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
 
@@ -205,5 +205,8 @@ CMT_RUNTIME_HOOKS(CMT_EXPORT_RUNTIME_HOOK)
 // untouched (nonzero), or is offered to cmt again (zero); returns the previous setting. For benchmarks that time CUDA's own path and cmt's
 // in one process, and for programs that want CUDA's behaviour on one thread.
 extern "C" __attribute__((visibility("default"))) int cmt_forward_this_thread(int forward) {
-  return cmt::ThreadOptOut::set(forward != 0) ? 1 : 0;
+  bool& opted_out = cmt::this_thread().opted_out;
+  const bool was = opted_out;
+  opted_out = forward != 0;
+  return was ? 1 : 0;
 }

@@ -15,6 +15,7 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "common/thread_context.h"
 #include "config/profile.h"
 #include "cuda/real_dl.h"
 #include "engine/copy_engine.h"
@@ -100,7 +101,7 @@ Interposer& Interposer::instance() {
 
 std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                    CUstream stream, bool synchronous, Entry entry) noexcept {
-  HostCopier::InsideCmt inside;  // cmt's own memcpy calls go to libc
+  InsideCmt inside;  // cmt's own memcpy calls go to libc
   try {
     return instance().try_copy(dst, src, bytes, kind, stream, synchronous, entry);
   } catch (...) {
@@ -109,7 +110,7 @@ std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes
 }
 
 std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexcept {
-  HostCopier::InsideCmt inside;
+  InsideCmt inside;
   try {
     return instance().try_peer_copy(call, entry);
   } catch (...) {
@@ -118,7 +119,7 @@ std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexc
 }
 
 void Interposer::offer_batch(const BatchCall& batch, BatchRest* rest) noexcept {
-  HostCopier::InsideCmt inside;
+  InsideCmt inside;
   try {
     instance().take_batch(batch, rest);
   } catch (...) {
@@ -168,7 +169,7 @@ void Interposer::take_batch(const BatchCall& batch, BatchRest* rest) noexcept {
 }
 
 void Interposer::configure() noexcept {
-  HostCopier::InsideCmt inside;
+  InsideCmt inside;
   try {
     (void)instance();
   } catch (...) {
@@ -176,7 +177,7 @@ void Interposer::configure() noexcept {
 }
 
 void Interposer::host_memory_added(void* p, std::size_t bytes) noexcept {
-  HostCopier::InsideCmt inside;
+  InsideCmt inside;
   try {
     if (!cuda_host_memory().add(p, bytes))
       CMT_WARN_ONCE(
@@ -271,7 +272,7 @@ PeerCopier* Interposer::peer_copier() {
 
 std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcept {
   try {
-    if (config_.disable || !config_.peer || ThreadOptOut::active()) {
+    if (config_.disable || !config_.peer || this_thread().opted_out) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }
@@ -328,7 +329,7 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
     if (kind == kDeviceToDevice)
       return try_peer_copy(
           PeerCall::of(as_device(dst), as_device(src), bytes, stream, peer_synchronous), entry);
-    if (config_.disable || ThreadOptOut::active()) {
+    if (config_.disable || this_thread().opted_out) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }

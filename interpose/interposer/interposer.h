@@ -17,21 +17,6 @@
 
 namespace cmt {
 
-// A thread that asked (cmt_forward_this_thread) to have every copy forwarded to CUDA untouched:
-// how a benchmark times CUDA's own path in the same process as cmt's.
-class ThreadOptOut {
- public:
-  static bool active() { return forward_; }
-  static bool set(bool forward) {
-    bool was = forward_;
-    forward_ = forward;
-    return was;
-  }
-
- private:
-  static inline thread_local bool forward_ __attribute__((tls_model("initial-exec"))) = false;
-};
-
 class Interposer {
  public:
   // The process-wide instance. It is never destroyed: hooks may run from the application's

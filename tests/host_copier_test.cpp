@@ -1,5 +1,5 @@
-// The host leg's engine parts, called directly: the map of CUDA host memory and the host copier's
-// decisions and copies (the libc hooks over them are tested end to end by host_copy.sh).
+// The host leg's parts, called directly: the map of CUDA host memory, the host copier's copies and
+// the host leg's decisions (the libc hooks over them are tested end to end by host_copy.sh).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +13,8 @@
 
 #include "common/thread_context.h"
 #include "engine/host_copier.h"
-#include "engine/host_memory.h"
+#include "interposer/host_leg.h"
+#include "interposer/host_memory.h"
 
 namespace cmt {
 namespace {
@@ -86,32 +87,44 @@ TEST(HostCopier, FreshDestinationsArePreparedAndCopiedRight) {
   EXPECT_EQ(std::memcmp(fresh.get() + 1, src.data(), n), 0);
 }
 
-TEST(HostCopier, TakesOnlyWhatItShould) {
-  if (host_copy_threshold() != std::numeric_limits<std::size_t>::max())
-    GTEST_SKIP() << "a copier is armed in this process";
+// The host leg's decisions, on a leg of the test's own (its own map of CUDA host memory).
+TEST(HostLeg, TakesOnlyWhatItShould) {
   std::vector<char> a(4u << 20), b(4u << 20);
-  HostCopier all(host_config(HostCopy::All), 2, {});
-  HostCopier pinned(host_config(HostCopy::Pinned), 2, {});
-  // Unarmed (the threshold at its maximum, as in a forked child): nothing is taken.
-  EXPECT_FALSE(all.take(b.data(), a.data(), a.size(), false));
-  g_host_copy_threshold.store(1u << 20);
-  EXPECT_TRUE(all.take(b.data(), a.data(), a.size(), false));
-  // memmove with overlapping ranges keeps its meaning through libc.
-  EXPECT_FALSE(all.take(a.data() + 1, a.data(), a.size() - 1, true));
-  EXPECT_TRUE(all.take(b.data(), a.data(), a.size(), true));
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  HostMemoryMap map;
+  HostLeg all(&map), pinned(&map);
+  // Not armed (as in a forked child): nothing is taken.
+  EXPECT_FALSE(all.take_copy(b.data(), a.data(), a.size()));
+  Config c = host_config(HostCopy::All);
+  c.host_copy_threshold = 1u << 20;
+  all.arm(copier, c);
+  c.host_copy = HostCopy::Pinned;
+  pinned.arm(copier, c);
+  EXPECT_TRUE(all.take_copy(b.data(), a.data(), a.size()));
+  EXPECT_FALSE(all.take_copy(b.data(), a.data(), (1u << 20) - 1));  // under the threshold
+  EXPECT_FALSE(all.take_copy(b.data(), a.data(), 0));
+  // Overlapping ranges keep memmove's meaning through libc, whichever call it was.
+  EXPECT_FALSE(all.take_copy(a.data() + 1, a.data(), a.size() - 1));
+  EXPECT_FALSE(all.take_copy(a.data(), a.data() + 4096, a.size() - 4096));
   // pinned: only copies that touch CUDA host memory.
-  EXPECT_FALSE(pinned.take(b.data(), a.data(), a.size(), false));
-  cuda_host_memory().add(b.data(), b.size());
-  EXPECT_TRUE(pinned.take(b.data(), a.data(), a.size(), false));
-  EXPECT_TRUE(pinned.take(a.data(), b.data(), a.size(), false));
-  cuda_host_memory().remove(b.data());
-  EXPECT_FALSE(pinned.take(b.data(), a.data(), a.size(), false));
-  // cmt's own code (a hook, the engine) copies with libc.
+  EXPECT_FALSE(pinned.take_copy(b.data(), a.data(), a.size()));
+  map.add(b.data(), b.size());
+  EXPECT_TRUE(pinned.take_copy(b.data(), a.data(), a.size()));
+  EXPECT_TRUE(pinned.take_copy(a.data(), b.data(), a.size()));
+  map.remove(b.data());
+  EXPECT_FALSE(pinned.take_copy(b.data(), a.data(), a.size()));
+  // cmt's own code (a hook, the engine) and an opted-out thread copy with libc.
   {
     InsideCmt inside;
-    EXPECT_FALSE(all.take(b.data(), a.data(), a.size(), false));
+    EXPECT_FALSE(all.take_copy(b.data(), a.data(), a.size()));
   }
-  g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max());
+  this_thread().opted_out = true;
+  EXPECT_FALSE(all.take_copy(b.data(), a.data(), a.size()));
+  this_thread().opted_out = false;
+  // Disarmed (the forked-child rule): libc's again.
+  all.disarm();
+  EXPECT_FALSE(all.take_copy(b.data(), a.data(), a.size()));
+  EXPECT_EQ(copier.counts().calls, 3u);
 }
 
 TEST(HostCopier, ManyThreadsAtOnceEachGetTheirBytes) {
@@ -136,19 +149,20 @@ TEST(HostCopier, ManyThreadsAtOnceEachGetTheirBytes) {
   EXPECT_GT(copier.counts().calls, 0u);
 }
 
-TEST(HostCopier, FillsByteExactAndTakesOnlyWhatItShould) {
-  if (g_host_fill_threshold.load() != std::numeric_limits<std::size_t>::max())
-    GTEST_SKIP() << "a copier is armed in this process";
+TEST(HostLeg, FillsByteExactAndTakesOnlyWhatItShould) {
   Config c = host_config(HostCopy::Off);
-  c.host_fill = HostFill::Fresh;
-  HostCopier fresh_only(c, 2, {});
-  c.host_fill = HostFill::All;
-  HostCopier all(c, 2, {});
+  c.host_fill_threshold = 1u << 20;
+  HostCopier copier(c, 2, {});
+  HostMemoryMap map;
+  HostLeg fresh_only(&map), all(&map);
   const std::size_t n = (16u << 20) + 5;
   std::vector<unsigned char> written(n + 2, 7);
-  // Unarmed: nothing is taken.
+  // Not armed: nothing is taken.
   EXPECT_FALSE(all.take_fill(written.data() + 1, 0, n));
-  g_host_fill_threshold.store(1u << 20);
+  c.host_fill = HostFill::Fresh;
+  fresh_only.arm(copier, c);
+  c.host_fill = HostFill::All;
+  all.arm(copier, c);
   // fresh: a buffer already written is libc's; all: taken, byte-exact, the ends untouched.
   EXPECT_FALSE(fresh_only.take_fill(written.data() + 1, 0, n));
   ASSERT_TRUE(all.take_fill(written.data() + 1, 0x5A, n));
@@ -158,22 +172,20 @@ TEST(HostCopier, FillsByteExactAndTakesOnlyWhatItShould) {
             static_cast<long>(n));
   // A new buffer (no page of it touched yet) is taken in fresh mode, where the kernel can populate.
   std::unique_ptr<unsigned char[]> fresh(new unsigned char[n]);
+  const std::uint64_t fills_before = copier.counts().fill_calls;
   if (fresh_only.take_fill(fresh.get(), 0, n)) {
     EXPECT_EQ(std::count(fresh.get(), fresh.get() + n, 0), static_cast<long>(n));
-    EXPECT_GT(fresh_only.counts().fill_fresh_bytes, 0u);
+    EXPECT_GT(copier.counts().fill_fresh_bytes, 0u);
   }
   // cmt's own code fills with libc.
   {
     InsideCmt inside;
     EXPECT_FALSE(all.take_fill(written.data(), 1, n));
   }
-  // The copy side is off in these copiers: copies are never taken.
-  g_host_copy_threshold.store(1u << 20);
-  EXPECT_FALSE(all.take(written.data(), written.data() + n / 2, n / 4, false));
-  g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max());
-  g_host_fill_threshold.store(std::numeric_limits<std::size_t>::max());
-  EXPECT_EQ(all.counts().fill_calls, 1u);
-  EXPECT_EQ(all.counts().fill_bytes, n);
+  // The copy side is off: copies are never taken.
+  EXPECT_FALSE(all.take_copy(written.data(), written.data() + n / 2, n / 4));
+  EXPECT_GE(copier.counts().fill_calls, fills_before);
+  EXPECT_GE(copier.counts().fill_bytes, n);
 }
 
 }  // namespace

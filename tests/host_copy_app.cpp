@@ -2,7 +2,7 @@
 // to 200 bytes at every overlap (the hook copies small ones itself), every memset size to 200, and
 // fills of new 16 MiB mappings. Then random calls: each thread copies
 // between two pageable buffers and a CUDA host (pinned) buffer, at random sizes (1 B to 8 MiB),
-// offsets and directions, memmove also within one buffer with overlapping ranges, and the fortified
+// offsets and directions, memcpy and memmove also within one buffer with overlapping ranges, the fortified
 // forms. Every call is repeated on mirror buffers with the C library's own functions (looked up in
 // libc.so.6 itself, past any preload), and the destination with 64 bytes either side must match.
 // A timer signal's handler makes large copies of its own meanwhile, and a forked child copies too.
@@ -70,7 +70,7 @@ std::size_t random_size(std::mt19937_64& rng) {
 
 void one_call(Buffers& b, std::mt19937_64& rng, int thread) {
   const int from = static_cast<int>(rng() % 3);
-  const int op = static_cast<int>(rng() % 7);  // 0-1 memcpy, 2-3 memmove, 4 within one buffer,
+  const int op = static_cast<int>(rng() % 7);  // 0-1 memcpy, 2-3 memmove, 4 either within one buffer,
                                                // 5 _chk, 6 memset (or __memset_chk)
   int to = static_cast<int>(rng() % 3);
   if (op != 4 && to == from) to = (to + 1) % 3;
@@ -98,8 +98,13 @@ void one_call(Buffers& b, std::mt19937_64& rng, int thread) {
       break;
     case 2:
     case 3:
-    case 4:
       std::memmove(d, s, n);
+      break;
+    case 4:  // glibc's x86-64 memcpy moves overlapping ranges as memmove does; programs rely on it
+      if (rng() % 2)
+        std::memcpy(d, s, n);
+      else
+        std::memmove(d, s, n);
       break;
     case 5:
       if (rng() % 2)

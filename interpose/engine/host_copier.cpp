@@ -1,18 +1,14 @@
 #include "engine/host_copier.h"
 
-#include <pthread.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
-#include "common/log.h"
 #include "common/thread_context.h"
 #include "engine/copy_tasks.h"
 #include "engine/copy_plan.h"
 #include "engine/fresh_pages.h"
 #include "engine/host_copy.h"
-#include "engine/host_memory.h"
 #include "engine/worker_pool.h"
 
 namespace cmt {
@@ -25,12 +21,6 @@ constexpr std::size_t kAlign = 64;
 // caches anyway, and they spare reading each line before writing it. Smaller copies keep their
 // destination cached for whoever reads it next.
 constexpr std::size_t kStreamFrom = 8u << 20;
-
-void disarm_in_child() {
-  // The child has none of the parent's threads: it copies with libc, as without cmt.
-  g_host_copy_threshold.store(std::numeric_limits<std::size_t>::max(), std::memory_order_relaxed);
-  g_host_fill_threshold.store(std::numeric_limits<std::size_t>::max(), std::memory_order_relaxed);
-}
 
 }  // namespace
 
@@ -70,9 +60,7 @@ std::size_t unit_for(std::size_t bytes, std::size_t threads) {
 }  // namespace
 
 HostCopier::HostCopier(const Config& config, unsigned threads, const std::vector<int>& cpus)
-    : mode_(config.host_copy),
-      fill_mode_(config.host_fill),
-      fresh_pages_(config.fresh_pages),
+    : fresh_pages_(config.fresh_pages),
       pool_(std::make_unique<WorkerPool>(std::max(1u, threads), cpus,
                                          std::chrono::microseconds(config.spin_us))) {}
 
@@ -82,49 +70,6 @@ unsigned HostCopier::threads() const {
   return pool_->size();
 }
 
-bool HostCopier::arm(const Config& config, unsigned threads,
-                     const std::vector<int>& cpus) noexcept {
-  if (config.host_copy == HostCopy::Off && config.host_fill == HostFill::Off) return false;
-  static std::mutex mu;
-  std::lock_guard<std::mutex> lk(mu);
-  if (armed()) return true;
-  static bool failed = false;
-  if (failed) return false;
-  try {
-    auto* copier = new HostCopier(config, threads, cpus);  // lives as long as the process
-    pthread_atfork(nullptr, nullptr, disarm_in_child);
-    g_armed.store(copier, std::memory_order_release);
-    if (config.host_copy != HostCopy::Off)
-      g_host_copy_threshold.store(config.host_copy_threshold, std::memory_order_relaxed);
-    if (config.host_fill != HostFill::Off)
-      g_host_fill_threshold.store(config.host_fill_threshold, std::memory_order_relaxed);
-    CMT_LOG(info, "host copies ({}) of {} or more and fills ({}) of {} or more on {} threads",
-            host_copy_name(config.host_copy), format_byte_size(config.host_copy_threshold),
-            host_fill_name(config.host_fill), format_byte_size(config.host_fill_threshold),
-            copier->threads());
-    return true;
-  } catch (...) {
-    failed = true;
-    CMT_WARN_ONCE("the host-copy threads could not start; libc makes every memcpy");
-    return false;
-  }
-}
-
-bool HostCopier::take(void* dst, const void* src, std::size_t bytes, bool is_memmove) noexcept {
-  if (bytes == 0 || mode_ == HostCopy::Off || !this_thread().application_call()) return false;
-  if (g_host_copy_threshold.load(std::memory_order_relaxed) ==
-      std::numeric_limits<std::size_t>::max())
-    return false;  // disarmed: a forked child
-  const auto d = reinterpret_cast<std::uintptr_t>(dst);
-  const auto s = reinterpret_cast<std::uintptr_t>(src);
-  // Overlapping ranges keep memmove's meaning only when copied in one direction by one thread.
-  if (is_memmove && d < s + bytes && s < d + bytes) return false;
-  if (mode_ == HostCopy::Pinned && !cuda_host_memory().overlaps(dst, bytes) &&
-      !cuda_host_memory().overlaps(src, bytes))
-    return false;
-  return copy(dst, src, bytes);
-}
-
 bool HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept {
   const auto t0 = std::chrono::steady_clock::now();
   bool expected = false;
@@ -132,7 +77,7 @@ bool HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexc
     declined_busy_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  InsideCmt inside;
+  InsideCmt inside;  // the issuer's own memcpy calls while it helps are libc's
   WorkQueue& pool = pool_->queue();
   pool.wake();
   Backoff backoff;
@@ -166,17 +111,6 @@ bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
   Job job(static_cast<char*>(dst), static_cast<const char*>(src), 0, bytes,
           unit_for(bytes, pool_->size() + 1));
   return run(job, dst, bytes, copies_);
-}
-
-bool HostCopier::take_fill(void* dst, int value, std::size_t bytes) noexcept {
-  if (bytes == 0 || fill_mode_ == HostFill::Off || !this_thread().application_call()) return false;
-  if (g_host_fill_threshold.load(std::memory_order_relaxed) ==
-      std::numeric_limits<std::size_t>::max())
-    return false;  // disarmed: a forked child
-  // Fresh: only a destination none of whose sampled pages exists yet (a new buffer's first fill).
-  if (fill_mode_ == HostFill::Fresh && !find_fresh(FreshPages::Populate, dst, bytes).count)
-    return false;
-  return fill(dst, value, bytes);
 }
 
 bool HostCopier::fill(void* dst, int value, std::size_t bytes) noexcept {

@@ -1,15 +1,8 @@
-// The host leg: memcpy and memmove calls that fill or empty CUDA host memory (a library staging
-// through its own pinned buffer, as safetensors and framework loaders do), or with
-// CMT_HOST_COPY=all every large one, run on a pool of copy threads on the GPU's NUMA node instead
-// of one application thread; so do large memset calls into memory never written yet (a new
-// buffer's zero-fill), or with CMT_HOST_FILL=all every large one. The libc hooks
-// (hooks/libc_hooks.cpp) only compare the size with the threshold and hand what is left to take()
-// or take_fill(); everything else is decided here, so tests drive it directly.
-//
-// It lives inside malloc (realloc copies with memcpy), signal handlers and forked children, so
-// take() never allocates, never waits for a lock, and declines (the caller then uses libc) when in
-// doubt: before it is armed, in a forked child, on cmt's own threads, when the ranges of a
-// memmove overlap, and while another copy holds its threads.
+// A copier of host memory on a pool of CPU threads: one memcpy or memset cut into units, run by
+// every thread at once, a destination never written yet prepared first (fresh_pages.h). A plain
+// copier: which calls to hand it, when, and in which process is the host leg's business
+// (interposer/host_leg.h). It never allocates or waits for a lock once built, so it may be called
+// inside malloc and signal handlers; a call while another holds its threads is declined.
 #pragma once
 
 #include <atomic>
@@ -26,43 +19,23 @@ namespace cmt {
 
 class WorkerPool;
 
-// Copies smaller than this go to libc after one comparison. SIZE_MAX until a copier is armed.
-inline std::atomic<std::size_t> g_host_copy_threshold{std::numeric_limits<std::size_t>::max()};
-inline std::size_t host_copy_threshold() {
-  return g_host_copy_threshold.load(std::memory_order_relaxed);
-}
-// The same for memset.
-inline std::atomic<std::size_t> g_host_fill_threshold{std::numeric_limits<std::size_t>::max()};
-
 class HostCopier {
  public:
-  // A copier with `threads` threads on `cpus` (empty: anywhere). Throws if a thread cannot start.
+  // A copier with `threads` threads on `cpus` (empty: anywhere), preparing fresh destinations as
+  // config.fresh_pages says, its idle threads spinning config.spin_us. Throws if a thread cannot
+  // start.
   HostCopier(const Config& config, unsigned threads, const std::vector<int>& cpus);
   ~HostCopier();
   HostCopier(const HostCopier&) = delete;
   HostCopier& operator=(const HostCopier&) = delete;
 
-  // The process's copier, or nullptr while none is armed (never armed, or in a forked child).
-  static HostCopier* armed() { return g_armed.load(std::memory_order_acquire); }
-  // Builds the process's copier once and arms the hooks (copies, fills, or both, as the modes
-  // say). Call from an ordinary context (a CUDA call), never from inside a copy hook. False if
-  // both are off or its threads could not start.
-  static bool arm(const Config& config, unsigned threads, const std::vector<int>& cpus) noexcept;
-
-  // Copies `bytes` from `src` to `dst` on all threads if this copy is one to take (see above);
-  // returns false, having touched nothing, if not. `is_memmove`: the ranges may overlap.
-  bool take(void* dst, const void* src, std::size_t bytes, bool is_memmove) noexcept;
-  // The copy itself, whatever the mode: false if another copy holds the threads.
+  // memcpy(dst, src, bytes) on all threads; false, having touched nothing, if another job holds
+  // the threads. The ranges must not overlap.
   bool copy(void* dst, const void* src, std::size_t bytes) noexcept;
-
-  // memset(dst, value, bytes) on all threads if this fill is one to take (the fill mode, and the
-  // same declines as take()); false, having touched nothing, if not.
-  bool take_fill(void* dst, int value, std::size_t bytes) noexcept;
-  // The fill itself, whatever the mode: false if another job holds the threads.
+  // memset(dst, value, bytes) on all threads; false, having touched nothing, if another job holds
+  // the threads.
   bool fill(void* dst, int value, std::size_t bytes) noexcept;
 
-  HostCopy mode() const { return mode_; }
-  HostFill fill_mode() const { return fill_mode_; }
   unsigned threads() const;
 
   struct Counts {
@@ -73,7 +46,6 @@ class HostCopier {
 
  private:
   class Job;
-  static inline std::atomic<HostCopier*> g_armed{nullptr};
 
   // What one kind of job (copies, fills) has done.
   struct Tally {
@@ -83,8 +55,6 @@ class HostCopier {
   // counts it in `tally`. False if another job holds the threads.
   bool run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept;
 
-  const HostCopy mode_;
-  const HostFill fill_mode_;
   const FreshPages fresh_pages_;
   std::unique_ptr<WorkerPool> pool_;
   std::atomic<bool> busy_{false};

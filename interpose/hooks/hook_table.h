@@ -22,7 +22,7 @@
   CMT_RUNTIME_HOST_MEMORY_HOOKS(X)
 
 /* The runtime's CUDA host memory: recorded when handed out or registered, forgotten when freed,
-   so the memcpy hook knows a library's own pinned buffers (engine/host_memory.h). */
+   so the memcpy hook knows a library's own pinned buffers (interposer/host_memory.h). */
 #define CMT_RUNTIME_HOST_MEMORY_HOOKS(X)     \
   X(cudaHostAlloc, RuntimeHostAlloc, 0)      \
   X(cudaMallocHost, RuntimeMallocHost, 0)    \
@@ -74,22 +74,18 @@
   X(cuMemHostUnregister, HostRelease, 0)
 
 /* Exported, written by hand: the C library's dlsym (hooks/dlsym_hook.cpp, x86-64 assembly around
-   a C++ decision), cmt's own function (hooks/runtime_hooks.cpp), and what libcmt-host.so asks of
-   this library (hooks/host_copy_api.cpp). X(name) */
+   a C++ decision), cmt's own function (hooks/runtime_hooks.cpp), and the table libcmt-host.so
+   fetches from this library (hooks/host_leg_abi.h, hooks/host_leg_exports.cpp). X(name) */
 #define CMT_OTHER_EXPORTS(X)  \
   X(dlsym)                    \
   X(cmt_forward_this_thread)  \
-  X(cmt_host_copy)            \
-  X(cmt_host_copy_threshold)  \
-  X(cmt_host_fill)            \
-  X(cmt_host_fill_threshold)
+  X(cmt_host_leg_abi)
 
 /* libcmt-host.so, the second, small preload (hooks/libc_hooks.cpp, its version script
    libcmt-host.map): the C library's copies and fills, for the host leg. A library of its own because even a
    hook that only compares a size costs a tight loop of 64-byte memcpy calls measurably, so it is
    loaded only where host copies are on (`cmt run` adds it unless host_copy is off). X(name) */
 #define CMT_HOST_LIBRARY_EXPORTS(X) \
-  X(cmt_host_hooks_loaded)          \
   X(memcpy)                         \
   X(memmove)                        \
   X(__memcpy_chk)                   \

@@ -1,13 +1,13 @@
 // libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
 // fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where
 // host copies or fills are on.
-// It holds no state: the threshold and the copy come from libcmt.so (hooks/host_copy_api.cpp),
-// found once with dlsym; without libcmt.so every call goes to libc.
+// It holds no state: the thresholds and the copy come from libcmt.so's host leg, as one table
+// (hooks/host_leg_abi.h) found once with dlsym; without libcmt.so every call goes to libc.
 //
 // Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing:
 // up to 128 bytes, one compare with a constant and a jump to libc's own function; a call below
 // host_copy_threshold() (every call until a copier is armed) jumps there too. Larger ones are
-// offered to the host copier (engine/host_copier.h), which declines whatever it should not take.
+// handed to the host leg (interposer/host_leg.h), which declines whatever it should not take.
 //
 // libc's functions are found once, in a constructor, with dlvsym (which cmt does not hook). A call
 // made before that, by a library initialised earlier, is copied by a plain byte loop here.
@@ -17,6 +17,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+
+#include "hooks/host_leg_abi.h"
 
 namespace cmt::hooks {
 namespace {
@@ -69,15 +71,12 @@ void* early_checked_fill(void* dst, int value, std::size_t n, std::size_t) noexc
   return early_fill(dst, value, n);
 }
 
-// libcmt.so's side (hooks/host_copy_api.cpp): until found, no copy is large enough to offer.
-using HostCopyFn = int (*)(void*, const void*, std::size_t, int) noexcept;
-using ThresholdFn = const std::atomic<std::size_t>* (*)() noexcept;
-using HostFillFn = int (*)(void*, int, std::size_t) noexcept;
+// libcmt.so's host leg (hooks/host_leg_abi.h): until its table is found, no copy is large enough
+// to hand over.
 const std::atomic<std::size_t> kNever{std::numeric_limits<std::size_t>::max()};
 const std::atomic<std::size_t>* g_threshold = &kNever;
 const std::atomic<std::size_t>* g_fill_threshold = &kNever;
-HostCopyFn g_host_copy = nullptr;
-HostFillFn g_host_fill = nullptr;
+const cmt::HostLegAbi* g_host_leg = nullptr;
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
 
@@ -117,29 +116,25 @@ __attribute__((constructor(101))) void find_libc_copies() {
   find(&g_memset_chk, "__memset_chk", "GLIBC_2.17");
 #endif
   // libcmt.so is preloaded before this library, so it is loaded (if it is) by now.
-  auto threshold = reinterpret_cast<ThresholdFn>(dlsym(RTLD_DEFAULT, "cmt_host_copy_threshold"));
-  auto copy = reinterpret_cast<HostCopyFn>(dlsym(RTLD_DEFAULT, "cmt_host_copy"));
-  if (threshold && copy) {
-    g_host_copy = copy;
-    g_threshold = threshold();
-  }
-  auto fill_threshold =
-      reinterpret_cast<ThresholdFn>(dlsym(RTLD_DEFAULT, "cmt_host_fill_threshold"));
-  auto fill = reinterpret_cast<HostFillFn>(dlsym(RTLD_DEFAULT, "cmt_host_fill"));
-  if (fill_threshold && fill) {
-    g_host_fill = fill;
-    g_fill_threshold = fill_threshold();
+  using AbiFn = const cmt::HostLegAbi* (*)() noexcept;
+  auto abi = reinterpret_cast<AbiFn>(dlsym(RTLD_DEFAULT, cmt::kHostLegAbiSymbol));
+  const cmt::HostLegAbi* table = abi ? abi() : nullptr;
+  if (table && table->version == cmt::kHostLegAbiVersion) {
+    g_host_leg = table;
+    g_threshold = table->copy_threshold;
+    g_fill_threshold = table->fill_threshold;
+    table->hooks_loaded();
   }
 }
 
 // The slow paths, out of line so that the hooks' fast path is a compare and a jump.
 __attribute__((noinline)) void* large_memcpy(void* dst, const void* src, std::size_t n) noexcept {
-  if (g_host_copy && g_host_copy(dst, src, n, 0)) return dst;
+  if (g_host_leg && g_host_leg->copy(dst, src, n)) return dst;
   return g_memcpy(dst, src, n);
 }
 
 __attribute__((noinline)) void* large_memmove(void* dst, const void* src, std::size_t n) noexcept {
-  if (g_host_copy && g_host_copy(dst, src, n, 1)) return dst;
+  if (g_host_leg && g_host_leg->copy(dst, src, n)) return dst;
   return g_memmove(dst, src, n);
 }
 
@@ -148,7 +143,7 @@ inline std::size_t host_copy_threshold() {
 }
 
 __attribute__((noinline)) void* large_memset(void* dst, int value, std::size_t n) noexcept {
-  if (g_host_fill && g_host_fill(dst, value, n)) return dst;
+  if (g_host_leg && g_host_leg->fill(dst, value, n)) return dst;
   return g_memset(dst, value, n);
 }
 
@@ -188,11 +183,6 @@ CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
   if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1) || n > room)
     return g_memmove_chk(dst, src, n, room);
   return large_memmove(dst, src, n);
-}
-
-// Looked up by libcmt.so, which builds its copy threads only where these hooks are loaded.
-CMT_LIBC_EXPORT int cmt_host_hooks_loaded() noexcept {
-  return 1;
 }
 
 CMT_LIBC_EXPORT void* memset(void* dst, int value, std::size_t n) noexcept {

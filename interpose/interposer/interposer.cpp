@@ -1,6 +1,5 @@
 #include "interposer/interposer.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -21,8 +20,8 @@
 #include "engine/copy_engine.h"
 #include "engine/copy_plan.h"
 #include "engine/gpu_locality.h"
-#include "engine/host_copier.h"
-#include "engine/host_memory.h"
+#include "interposer/host_leg.h"
+#include "interposer/host_memory.h"
 #include "engine/peer_copier.h"
 #include "interposer/classify.h"
 #include "interposer/stats.h"
@@ -35,10 +34,12 @@ std::mutex& engine_mu() {
   return *mu;
 }
 
-// fork(): these handlers exist once cmt has been asked about a copy, that is once the process
-// has used CUDA, which a forked child cannot: the child has no copy threads, cannot use the
-// parent's CUDA state, and forwards everything, so CUDA answers it as it would without cmt. Set
-// whatever the parent was doing, an engine half built included, so no child builds its own.
+// fork(), the library's one rule for it: these handlers exist once cmt has been asked about a
+// copy, that is once the process has used CUDA, which a forked child cannot. The child has no
+// copy threads and cannot use the parent's CUDA state: it forwards every CUDA copy, so CUDA
+// answers it as it would without cmt, and its host leg is disarmed, so libc makes its memcpy
+// calls. Set whatever the parent was doing, an engine half built included, so no child builds its
+// own. (The host leg is armed only through this object, so these handlers exist before it is.)
 bool g_forked_child = false;
 
 void before_fork() {
@@ -49,6 +50,7 @@ void after_fork_parent() {
 }
 void after_fork_child() {
   g_forked_child = true;
+  host_leg().disarm();  // the child has none of the copy threads: libc copies, as without cmt
   engine_mu().unlock();
 }
 
@@ -199,16 +201,15 @@ void Interposer::host_memory_removed(void* p) noexcept {
 void Interposer::arm_host_copies() {
   if (config_.disable ||
       (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||
-      g_forked_child || HostCopier::armed())
+      g_forked_child || host_leg().copier())
     return;
   // No threads for hooks that are not there (libcmt.so preloaded alone).
-  static const bool hooks_loaded = real_dlsym(RTLD_DEFAULT, "cmt_host_hooks_loaded") != nullptr;
-  if (!hooks_loaded) return;
+  if (!host_leg().hooks_loaded()) return;
   const DriverApi* driver = real_driver();
   const GpuLocality where =
       gpu_locality(driver ? current_gpu_bus_id(*driver) : "", config_.gpu_cores);
   const unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
-  HostCopier::arm(config_, threads, where.cpus);
+  arm_host_leg(config_, threads, where.cpus);
 }
 
 Interposer::Interposer() {

@@ -38,7 +38,7 @@ class Interposer {
   static void configure() noexcept;
   // CUDA host memory handed out or registered ([p, p + bytes)), and freed or unregistered: what
   // the host-memory hooks report after the real call succeeded. The first one arms the host
-  // copier (engine/host_copier.h), unless host_copy is off. Never throw.
+  // leg (host_leg.h), unless host_copy is off. Never throw.
   static void host_memory_added(void* p, std::size_t bytes) noexcept;
   static void host_memory_removed(void* p) noexcept;
 
@@ -71,7 +71,7 @@ class Interposer {
   class CopyEngine* engine();
   class PeerCopier* peer_copier();
   bool load_driver();  // with engine_mu held
-  // Builds and arms the host copier on the current GPU's local cores, once.
+  // Arms the host leg with a copier on the current GPU's local cores, once.
   void arm_host_copies();
 
   Config config_;

@@ -1,9 +1,9 @@
 #include "interposer/stats.h"
 
-#include "engine/host_copier.h"
-
 #include <algorithm>
 #include <cstdio>
+
+#include "interposer/host_leg.h"
 
 namespace cmt {
 
@@ -60,7 +60,7 @@ std::string Stats::sizes_json() const {
 
 std::string Stats::host_copies_json() {
   HostCopier::Counts c{};
-  const HostCopier* copier = HostCopier::armed();
+  const HostCopier* copier = host_leg().copier();
   if (copier) c = copier->counts();
   char buf[512];
   std::snprintf(buf, sizeof(buf),
@@ -143,7 +143,7 @@ std::string Stats::summary() const {
                   std::string(forward_reason_name(static_cast<ForwardReason>(i))) + " " +
                   std::to_string(n);
   }
-  if (const HostCopier* copier = HostCopier::armed()) {
+  if (const HostCopier* copier = host_leg().copier()) {
     const HostCopier::Counts c = copier->counts();
     char buf[160];
     std::snprintf(buf, sizeof(buf), "; host copies (memcpy/memmove) taken: %llu (%.2f GiB, %.1f GB/s)",

@@ -1,4 +1,4 @@
-#include "engine/host_memory.h"
+#include "interposer/host_memory.h"
 
 namespace cmt {
 

@@ -1,0 +1,96 @@
+#include "interposer/host_leg.h"
+
+#include <cstdint>
+#include <mutex>
+
+#include "common/log.h"
+#include "common/thread_context.h"
+#include "engine/fresh_pages.h"
+
+namespace cmt {
+namespace {
+
+bool overlap(const void* a, const void* b, std::size_t bytes) {
+  const auto x = reinterpret_cast<std::uintptr_t>(a);
+  const auto y = reinterpret_cast<std::uintptr_t>(b);
+  return x < y + bytes && y < x + bytes;
+}
+
+HostLeg g_host_leg;  // constant-initialized (constexpr constructor), trivially destructible
+
+}  // namespace
+
+HostLeg& host_leg() {
+  return g_host_leg;
+}
+
+void HostLeg::arm(HostCopier& copier, const Config& config) noexcept {
+  copy_mode_.store(config.host_copy, std::memory_order_relaxed);
+  fill_mode_.store(config.host_fill, std::memory_order_relaxed);
+  copier_.store(&copier, std::memory_order_release);
+  // The thresholds last: a hook that sees one below SIZE_MAX finds the copier and modes set.
+  if (config.host_copy != HostCopy::Off)
+    copy_threshold_.store(config.host_copy_threshold, std::memory_order_release);
+  if (config.host_fill != HostFill::Off)
+    fill_threshold_.store(config.host_fill_threshold, std::memory_order_release);
+}
+
+void HostLeg::disarm() noexcept {
+  copy_threshold_.store(kNever, std::memory_order_relaxed);
+  fill_threshold_.store(kNever, std::memory_order_relaxed);
+}
+
+bool HostLeg::take_copy(void* dst, const void* src, std::size_t bytes) noexcept {
+  const std::size_t threshold = copy_threshold_.load(std::memory_order_acquire);
+  if (bytes == 0 || bytes < threshold || threshold == kNever) return false;  // not armed
+  // Overlapping ranges are libc's, memcpy's as well as memmove's: glibc's x86-64 memcpy moves
+  // them as memmove does, and programs rely on it.
+  if (!this_thread().application_call() || overlap(dst, src, bytes)) return false;
+  HostCopier* copier = copier_.load(std::memory_order_acquire);
+  if (!copier) return false;
+  const HostCopy mode = copy_mode_.load(std::memory_order_relaxed);
+  if (mode == HostCopy::Off) return false;
+  // pinned: only a copy that fills or empties CUDA host memory (a library's own staging buffer).
+  if (mode == HostCopy::Pinned && !pinned().overlaps(dst, bytes) && !pinned().overlaps(src, bytes))
+    return false;
+  return copier->copy(dst, src, bytes);
+}
+
+bool HostLeg::take_fill(void* dst, int value, std::size_t bytes) noexcept {
+  const std::size_t threshold = fill_threshold_.load(std::memory_order_acquire);
+  if (bytes == 0 || bytes < threshold || threshold == kNever) return false;  // not armed
+  if (!this_thread().application_call()) return false;
+  HostCopier* copier = copier_.load(std::memory_order_acquire);
+  if (!copier) return false;
+  const HostFill mode = fill_mode_.load(std::memory_order_relaxed);
+  if (mode == HostFill::Off) return false;
+  // fresh: only a destination none of whose sampled pages exists yet (a new buffer's first fill).
+  if (mode == HostFill::Fresh && !find_fresh(FreshPages::Populate, dst, bytes).count) return false;
+  return copier->fill(dst, value, bytes);
+}
+
+bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>& cpus) noexcept {
+  HostLeg& leg = host_leg();
+  if (config.host_copy == HostCopy::Off && config.host_fill == HostFill::Off) return false;
+  if (!leg.hooks_loaded()) return false;  // no calls can come: no threads for them
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  if (leg.copier()) return true;
+  static bool failed = false;
+  if (failed) return false;
+  try {
+    auto* copier = new HostCopier(config, threads, cpus);  // lives as long as the process
+    leg.arm(*copier, config);
+    CMT_LOG(info, "host copies ({}) of {} or more and fills ({}) of {} or more on {} threads",
+            host_copy_name(config.host_copy), format_byte_size(config.host_copy_threshold),
+            host_fill_name(config.host_fill), format_byte_size(config.host_fill_threshold),
+            copier->threads());
+    return true;
+  } catch (...) {
+    failed = true;
+    CMT_WARN_ONCE("the host-copy threads could not start; libc makes every memcpy");
+    return false;
+  }
+}
+
+}  // namespace cmt

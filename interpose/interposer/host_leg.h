@@ -1,0 +1,80 @@
+// The host leg: the program's own large memcpy, memmove and memset calls, run on a pool of copy
+// threads near the GPU instead of on one application thread. The libc hooks (hooks/libc_hooks.cpp,
+// in libcmt-host.so) compare a call's size with the thresholds here and hand what is left to
+// take_copy() or take_fill(); this room decides which calls to take and owns the host leg's
+// process state: armed or not, the thresholds, the modes, the forked-child rule. The copying
+// itself is the engine's (engine/host/host_copier.h), a plain copier with no state of the
+// process's.
+//
+// It runs inside malloc (realloc copies with memcpy), signal handlers and forked children, so a
+// decision never allocates, never waits for a lock, and declines (the caller then uses libc)
+// whenever in doubt: not armed, in a forked child, on cmt's own threads or code, an opted-out
+// thread, overlapping ranges, another copy holding the threads.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <limits>
+#include <mutex>
+#include <type_traits>
+#include <vector>
+
+#include "common/copy_types.h"
+#include "config/options.h"
+#include "engine/host_copier.h"
+#include "interposer/host_memory.h"
+
+namespace cmt {
+
+class HostLeg {
+ public:
+  static constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
+
+  constexpr HostLeg() = default;
+  // A host leg that reads `pinned` for CUDA host memory instead of the process's map (tests).
+  explicit constexpr HostLeg(const HostMemoryMap* pinned) : pinned_(pinned) {}
+
+  // Starts taking calls with `copier` (which must outlive every call): copies in `config`'s
+  // host_copy mode from its host_copy_threshold up, fills in its host_fill mode from its
+  // host_fill_threshold up. Call from an ordinary context (a CUDA call), once.
+  void arm(HostCopier& copier, const Config& config) noexcept;
+  // Every call goes to libc again, at once (a forked child has none of the parent's threads).
+  void disarm() noexcept;
+  HostCopier* copier() const { return copier_.load(std::memory_order_acquire); }
+
+  // The hooks' questions: true when cmt copied (filled) the bytes, false having touched nothing.
+  bool take_copy(void* dst, const void* src, std::size_t bytes) noexcept;
+  bool take_fill(void* dst, int value, std::size_t bytes) noexcept;
+
+  const std::atomic<std::size_t>& copy_threshold() const { return copy_threshold_; }
+  const std::atomic<std::size_t>& fill_threshold() const { return fill_threshold_; }
+
+  // Whether libcmt-host.so is loaded (hooks/host_leg_abi.h): without it no call can arrive.
+  void note_hooks_loaded() noexcept { hooks_loaded_.store(true, std::memory_order_relaxed); }
+  bool hooks_loaded() const { return hooks_loaded_.load(std::memory_order_relaxed); }
+
+ private:
+  const HostMemoryMap& pinned() const { return pinned_ ? *pinned_ : cuda_host_memory(); }
+
+  std::atomic<std::size_t> copy_threshold_{kNever};
+  std::atomic<std::size_t> fill_threshold_{kNever};
+  std::atomic<HostCopier*> copier_{nullptr};
+  std::atomic<HostCopy> copy_mode_{HostCopy::Off};
+  std::atomic<HostFill> fill_mode_{HostFill::Off};
+  std::atomic<bool> hooks_loaded_{false};
+  const HostMemoryMap* pinned_ = nullptr;
+};
+
+// Never destroyed, and valid before any constructor runs: the hooks may be called from static
+// destructors and from libraries initialised before libcmt.so.
+static_assert(std::is_trivially_destructible_v<HostLeg>);
+
+// The process's host leg.
+HostLeg& host_leg();
+
+// Builds the process's copier (`threads` threads on `cpus`, none: anywhere) and arms the process's
+// host leg with it, once; true if it is armed. False if both modes are off, the hooks are not
+// loaded, or the threads could not start (said once in the log).
+bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>& cpus) noexcept;
+
+}  // namespace cmt

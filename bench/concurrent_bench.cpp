@@ -51,7 +51,7 @@
 #include "bench_process.h"
 #include "common/byte_size.h"
 #include "cuda_check.h"
-#include "engine/gpu_locality.h"
+#include "engine/shared/gpu_locality.h"
 #include "topology.h"
 
 namespace {

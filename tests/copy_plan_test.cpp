@@ -4,7 +4,8 @@
 
 #include <random>
 
-#include "engine/copy_plan.h"
+#include "engine/device/copy_plan.h"
+#include "engine/shared/gpu_locality.h"
 
 namespace cmt {
 namespace {

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "common/log.h"
-#include "engine/copy_engine.h"
-#include "engine/fresh_pages.h"
-#include "engine/gpu_locality.h"
-#include "engine/host_copy.h"
+#include "engine/device/copy_engine.h"
+#include "engine/shared/fresh_pages.h"
+#include "engine/shared/gpu_locality.h"
+#include "engine/shared/cpu_copy.h"
 #include "fake_driver.h"
 
 namespace cmt {

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "cuda/driver_api.h"
-#include "engine/copy_engine.h"
-#include "engine/peer_copier.h"
+#include "engine/device/copy_engine.h"
+#include "engine/peer/peer_copier.h"
 #include "interposer/classify.h"
 #include "tune.h"
 

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "common/thread_context.h"
-#include "engine/host_copier.h"
+#include "engine/host/host_copier.h"
 #include "interposer/host_leg.h"
 #include "interposer/host_memory.h"
 

@@ -9,7 +9,7 @@
 
 #include "common/log.h"
 #include "config/options.h"
-#include "engine/gpu_locality.h"
+#include "engine/shared/gpu_locality.h"
 #include "temp_files.h"
 
 namespace cmt {

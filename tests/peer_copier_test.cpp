@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/peer_copier.h"
+#include "engine/peer/peer_copier.h"
 #include "fake_driver.h"
 #include "interposer/classify.h"
 #include "interposer/interposer.h"
@@ -113,7 +113,8 @@ TEST(PeerCopier, LanesStayUnderThePinnedLimit) {
   fake::FakeDriver fake;
   fake.devices = 3;
   const PeerShape shape{2, kMiB, 256 * kKiB};
-  PeerCopier copier(fake.api(), shape, 2 * 2 * kMiB);  // room for two lanes' slots
+  PinnedBudget budget(2 * 2 * kMiB);  // room for two lanes' slots
+  PeerCopier copier(fake.api(), shape, budget);
   const std::size_t n = 3 * kMiB + 1;
   CUdeviceptr on0 = fake.alloc_device(n, 0), on1 = fake.alloc_device(n, 1),
               on2 = fake.alloc_device(n, 2);

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/worker_pool.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 namespace {

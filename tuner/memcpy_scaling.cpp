@@ -9,8 +9,8 @@
 #include <cstring>
 #include <thread>
 
-#include "engine/fresh_pages.h"
-#include "engine/host_copy.h"
+#include "engine/shared/fresh_pages.h"
+#include "engine/shared/cpu_copy.h"
 
 namespace cmt {
 namespace {

@@ -9,7 +9,7 @@
 
 #include "config/fingerprint.h"
 #include "config/options.h"
-#include "engine/copy_engine.h"
+#include "engine/device/copy_engine.h"
 
 namespace cmt {
 

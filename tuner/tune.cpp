@@ -13,7 +13,8 @@
 #include <sstream>
 #include <thread>
 
-#include "engine/host_copier.h"
+#include "engine/host/host_copier.h"
+#include "engine/shared/gpu_locality.h"
 #include "memcpy_scaling.h"
 
 namespace cmt {

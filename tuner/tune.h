@@ -25,7 +25,8 @@
 
 #include "config/options.h"
 #include "cuda_session.h"
-#include "engine/copy_engine.h"
+#include "engine/device/copy_engine.h"
+#include "engine/shared/gpu_locality.h"
 #include "interposer/classify.h"
 #include "memcpy_scaling.h"
 #include "topology.h"

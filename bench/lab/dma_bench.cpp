@@ -30,7 +30,7 @@
 
 #include "common/byte_size.h"
 #include "cuda_check.h"
-#include "engine/host_copy.h"
+#include "engine/shared/cpu_copy.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 //     write both ways, as contexts of one GPU reach each other's memory; peer access between
 //     them is unsupported, so it is not asked for);
 //   - cuMemcpyPeer between them, CUDA's own (a copy within the GPU);
-//   - cmt's PeerCopier (engine/peer_copier.h) between them, synchronous copies;
+//   - cmt's PeerCopier (engine/peer/peer_copier.h) between them, synchronous copies;
 //   - pinned D2H and H2D alone, the two legs' limits;
 // by size, median of rounds, bytes checked once per mode. Both legs share one GPU's link here, so
 // the figures show the pipeline and what CUDA does between contexts, not what two GPUs get.
@@ -31,7 +31,7 @@
 
 #include "common/byte_size.h"
 #include "cuda/driver_api.h"
-#include "engine/peer_copier.h"
+#include "engine/peer/peer_copier.h"
 
 namespace {
 

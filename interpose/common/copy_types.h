@@ -38,7 +38,7 @@ struct CopyOutcome {
   // short (CUDA_SUCCESS when it did not, or when it merely declined to wait).
   std::size_t bytes_done = 0;
   CUresult status = CUDA_SUCCESS;
-  // D2H: bytes of the destination that were found never written and prepared (fresh_pages.h).
+  // D2H: bytes of the destination that were found never written and prepared (engine/shared/fresh_pages.h).
   std::size_t fresh_bytes = 0;
 };
 
@@ -58,7 +58,7 @@ inline const char* copy_method_name(CopyMethod method) {
 }
 
 // How a device-to-host copy prepares a destination the process has never written
-// (engine/fresh_pages.h): transparent huge pages populated on every copy thread, 4 KiB pages
+// (engine/shared/fresh_pages.h): transparent huge pages populated on every copy thread, 4 KiB pages
 // populated, or nothing.
 enum class FreshPages { Off, Populate, Huge };
 
@@ -73,7 +73,7 @@ inline const char* fresh_pages_name(FreshPages mode) {
   }
 }
 
-// Which host-to-host copies (memcpy, memmove) cmt runs on its copy threads (engine/host_copier.h):
+// Which host-to-host copies (memcpy, memmove) cmt runs on its copy threads (engine/host/host_copier.h):
 // none, those into or out of CUDA host memory (a library's own pinned staging), or every large one.
 enum class HostCopy { Off, Pinned, All };
 
@@ -88,7 +88,7 @@ inline const char* host_copy_name(HostCopy mode) {
   }
 }
 
-// Which large memset calls cmt runs on its copy threads (engine/host_copier.h): none, those into
+// Which large memset calls cmt runs on its copy threads (engine/host/host_copier.h): none, those into
 // memory never written yet (a new buffer's zero-fill: huge pages, faulted in on every thread),
 // or every large one.
 enum class HostFill { Off, Fresh, All };
@@ -105,7 +105,7 @@ inline const char* host_fill_name(HostFill mode) {
 }
 
 // Which cores a GPU's copy threads run on where several GPUs hang off the same ones
-// (engine/gpu_locality.h): all of them, shared with the other GPUs' threads, or a share of
+// (engine/shared/gpu_locality.h): all of them, shared with the other GPUs' threads, or a share of
 // their own.
 enum class GpuCores { All, Split };
 

@@ -34,7 +34,7 @@ struct Config {
   std::size_t warm_threshold = 256u << 10;
   std::size_t d2h_warm_threshold = 256u << 10;
   unsigned spin_us = 1000;                    // how long idle copy threads spin before sleeping
-  bool ramp = true;                           // small pieces at both ends of a copy (copy_plan.h)
+  bool ramp = true;                           // small pieces at both ends of a copy (engine/device/copy_plan.h)
   CopyMethod h2d_method = CopyMethod::Auto;   // how workers write the staging buffers
   CopyMethod d2h_method = CopyMethod::Auto;   // how workers write the user's buffer
   FreshPages fresh_pages = FreshPages::Huge;  // how D2H prepares never-touched destinations

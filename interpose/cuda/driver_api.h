@@ -30,7 +30,7 @@
   X(cuEventQuery, event_query, CUevent)                                                     \
   X(cuEventDestroy, event_destroy, CUevent)                                                 \
   X(cuDeviceGetPCIBusId, device_get_pci_bus_id, char*, int, CUdevice)                       \
-  /* GPU-to-GPU copies through the host (engine/peer_copier.h) */                           \
+  /* GPU-to-GPU copies through the host (engine/peer/peer_copier.h) */                           \
   X(cuCtxSetCurrent, ctx_set_current, CUcontext)                                            \
   X(cuStreamCreate, stream_create, CUstream*, unsigned)                                     \
   X(cuStreamWaitEvent, stream_wait_event, CUstream, CUevent, unsigned)                      \

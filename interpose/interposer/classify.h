@@ -1,6 +1,6 @@
 // Decides whether a copy is one cmt takes: a pageable-host <-> device copy, at or above its
 // direction's threshold, on the current context, on a stream that is not capturing a graph; or a
-// copy between two GPUs that have no peer access, which goes through the host (peer_copier.h).
+// copy between two GPUs that have no peer access, which goes through the host (engine/peer/peer_copier.h).
 // Everything else (pinned, registered, managed, host <-> host, GPUs with peer access, unknown
 // pointers, another context, graph capture, any driver error) is forwarded untouched, with the
 // reason.
@@ -10,7 +10,7 @@
 
 #include "common/copy_types.h"
 #include "cuda/driver_api.h"
-#include "engine/peer_copier.h"
+#include "engine/peer/peer_copier.h"
 
 namespace cmt {
 

@@ -5,7 +5,7 @@
 
 #include "common/log.h"
 #include "common/thread_context.h"
-#include "engine/fresh_pages.h"
+#include "engine/shared/fresh_pages.h"
 
 namespace cmt {
 namespace {

@@ -21,7 +21,7 @@
 
 #include "common/copy_types.h"
 #include "config/options.h"
-#include "engine/host_copier.h"
+#include "engine/host/host_copier.h"
 #include "interposer/host_memory.h"
 
 namespace cmt {

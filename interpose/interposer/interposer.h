@@ -56,7 +56,7 @@ class Interposer {
   // offer_batch's work, on this instance.
   void take_batch(const BatchCall& batch, BatchRest* rest) noexcept;
 
-  // A device-to-device copy: through the host if its GPUs have no peer access (peer_copier.h).
+  // A device-to-device copy: through the host if its GPUs have no peer access (engine/peer/peer_copier.h).
   // Returns the number of leading bytes handled, as try_copy.
   std::size_t try_peer_copy(const PeerCall& call, Entry entry) noexcept;
 

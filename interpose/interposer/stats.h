@@ -19,12 +19,12 @@ enum class Entry { Runtime, Driver, Batch };
 class Stats {
  public:
   void taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
-  // A GPU-to-GPU copy through the host (peer_copier.h); `nanoseconds` is the time in the call
+  // A GPU-to-GPU copy through the host (engine/peer/peer_copier.h); `nanoseconds` is the time in the call
   // (an asynchronous one's is only its enqueueing).
   void taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
   void forwarded(ForwardReason reason, std::uint64_t calls = 1);
   void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
-  // A D2H copy into memory never written before, `bytes` of it prepared (fresh_pages.h).
+  // A D2H copy into memory never written before, `bytes` of it prepared (engine/shared/fresh_pages.h).
   void fresh(std::uint64_t bytes) {
     fresh_calls_.fetch_add(1, std::memory_order_relaxed);
     fresh_bytes_.fetch_add(bytes, std::memory_order_relaxed);

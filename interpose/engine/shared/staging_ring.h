@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cuda/driver_api.h"
+#include "engine/shared/pinned_budget.h"
 
 namespace cmt {
 
@@ -24,17 +25,15 @@ struct StagingSlot {
   std::atomic<std::size_t> units_done{0};  // units of the current piece finished so far
 };
 
-// The machine's physical memory (1 GiB where it cannot be read). Pinned memory cannot be swapped
-// out, so cmt keeps its staging to a share of this.
-std::size_t physical_memory();
-
 class StagingRing {
  public:
-  // Allocates `slots` buffers of `slot_bytes` each. Returns nullptr and sets *error on failure
-  // (everything allocated so far is released). Must be called with the owning context current.
+  // Allocates `slots` buffers of `slot_bytes` each, their bytes taken from the pinned budget
+  // beforehand (`hold`, given back when the ring is freed). Returns nullptr and sets *error on
+  // failure (everything allocated so far is released). Must be called with the owning context
+  // current.
   static std::unique_ptr<StagingRing> create(const DriverApi& driver, unsigned slots,
                                              std::size_t slot_bytes, int numa_node,
-                                             CUresult* error);
+                                             PinnedBudget::Hold hold, CUresult* error);
   ~StagingRing();
   StagingRing(const StagingRing&) = delete;
   StagingRing& operator=(const StagingRing&) = delete;
@@ -61,6 +60,7 @@ class StagingRing {
   bool registered_ = false;
   std::size_t slot_bytes_ = 0;
   bool broken_ = false;
+  PinnedBudget::Hold hold_;
 };
 
 }  // namespace cmt

@@ -1,4 +1,4 @@
-#include "engine/gpu_locality.h"
+#include "engine/shared/gpu_locality.h"
 
 #include <pthread.h>
 
@@ -156,6 +156,10 @@ void pin_current_thread(const std::vector<int>& cpus) {
   for (int c : cpus)
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
   pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+unsigned auto_threads(std::size_t local_cpus) {
+  return static_cast<unsigned>(std::clamp<std::size_t>(local_cpus / 2, 1, kAutoThreadsMost));
 }
 
 }  // namespace cmt

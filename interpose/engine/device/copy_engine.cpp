@@ -1,4 +1,4 @@
-#include "engine/copy_engine.h"
+#include "engine/device/copy_engine.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,13 +7,13 @@
 #include <string>
 
 #include "common/log.h"
-#include "engine/copy_tasks.h"
-#include "engine/copy_trace.h"
-#include "engine/fresh_pages.h"
-#include "engine/gpu_locality.h"
-#include "engine/pipeline.h"
-#include "engine/staging_ring.h"
-#include "engine/worker_pool.h"
+#include "engine/device/copy_tasks.h"
+#include "engine/device/copy_trace.h"
+#include "engine/shared/fresh_pages.h"
+#include "engine/shared/gpu_locality.h"
+#include "engine/device/pipeline.h"
+#include "engine/shared/staging_ring.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 namespace {
@@ -79,8 +79,8 @@ struct CopyEngine::Lane {
   CUresult unavailable = CUDA_SUCCESS;  // set if the lane could not be built: forward for good
 };
 
-CopyEngine::CopyEngine(const DriverApi& driver, const Config& config)
-    : driver_(driver), config_(config), pinned_limit_(physical_memory() / kPinnedShare) {}
+CopyEngine::CopyEngine(const DriverApi& driver, const Config& config, PinnedBudget& budget)
+    : driver_(driver), config_(config), budget_(budget) {}
 
 CopyEngine::~CopyEngine() = default;
 
@@ -159,21 +159,20 @@ CUresult CopyEngine::prepare(Lane& lane) {
       lane.direction == Direction::DeviceToHost ? c.d2h_chunk_bytes : c.chunk_bytes;
   // Options allow up to 1024 slots of 1 GiB per lane: the ring is faulted in before it is
   // registered, so a ring past the machine's means would be an out-of-memory kill, not an error.
-  // Its bytes are reserved before it is allocated, so that lanes prepared at once cannot pass
-  // the limit together; a broken ring is leaked, and stays counted.
+  // Its bytes are taken from the budget before it is allocated, so that lanes prepared at once
+  // cannot pass the limit together; a broken ring is leaked, and stays counted.
   const std::size_t ring_bytes = std::size_t{c.slots} * slot_bytes;
-  const std::size_t pinned = pinned_bytes_.fetch_add(ring_bytes) + ring_bytes;
-  if (pinned > pinned_limit_) {
-    pinned_bytes_ -= ring_bytes;
+  PinnedBudget::Hold hold = budget_.take(ring_bytes);
+  if (!hold)
     return give_up(CUDA_ERROR_OUT_OF_MEMORY,
                    std::to_string(c.slots) + " staging buffers of " + std::to_string(slot_bytes) +
-                       " bytes would take cmt's pinned memory to " + std::to_string(pinned >> 20) +
-                       " MiB, past " + std::to_string(pinned_limit_ >> 20) +
-                       " MiB (an eighth of this machine's memory)");
-  }
-  lane.ring = StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, &r);
+                       " bytes would take cmt's pinned memory to " +
+                       std::to_string((budget_.taken() + ring_bytes) >> 20) + " MiB, past " +
+                       std::to_string(budget_.limit() >> 20) + " MiB (" +
+                       PinnedBudget::kShareText + " of this machine's memory)");
+  lane.ring =
+      StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, std::move(hold), &r);
   if (!lane.ring) {
-    pinned_bytes_ -= ring_bytes;
     const CUresult why = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
     return give_up(why, "cannot allocate " + std::to_string(c.slots) + " x " +
                             std::to_string(slot_bytes) + " bytes of pinned staging memory (" +
@@ -196,7 +195,6 @@ CUresult CopyEngine::prepare(Lane& lane) {
     }
     if (!lane.queue) {
       lane.ring.reset();
-      pinned_bytes_ -= ring_bytes;
       return give_up(CUDA_ERROR_OPERATING_SYSTEM,
                      "cannot start " + std::to_string(threads) + " copy threads (" + why + ")");
     }
@@ -330,7 +328,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   trace.mark(trace.ready_us);
 
   // A fresh destination is populated first, block by block on every thread, while the first
-  // DMAs fill the ring; the drain starts once that is done (fresh_pages.h).
+  // DMAs fill the ring; the drain starts once that is done (engine/shared/fresh_pages.h).
   const FreshBlocks fresh = find_fresh(lane.config.fresh_pages, req.host, req.bytes);
   if (lane.config.fresh_pages == FreshPages::Huge) advise_huge_pages(fresh);
   PopulateFresh populate(fresh);

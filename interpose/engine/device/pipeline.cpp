@@ -1,4 +1,4 @@
-#include "engine/pipeline.h"
+#include "engine/device/pipeline.h"
 
 #include "common/log.h"
 

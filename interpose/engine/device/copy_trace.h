@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "cuda/driver_api.h"
-#include "engine/copy_plan.h"
+#include "engine/device/copy_plan.h"
 
 namespace cmt {
 

@@ -8,13 +8,20 @@
 // read as zero until the copy writes every byte of them.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 
 #include "common/copy_types.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 
 constexpr std::size_t kFreshBlock = 2u << 20;  // an x86-64 transparent huge page
+
+// Destinations from this size on are checked for fresh (never written) pages. Smaller ones hold
+// at most one whole huge page, and glibc's heap serves many of them, where splitting its mapping
+// for one block would gain little.
+constexpr std::size_t kFreshPagesFrom = 8u << 20;
 
 // The whole 2 MiB-aligned blocks inside [p, p + n), the part of a destination that is prepared.
 struct FreshBlocks {
@@ -49,5 +56,18 @@ bool populate_range(void* p, std::size_t n);
 // Faults block `i` in, writable, without writing it. False when the kernel or the mapping
 // refuses; the drain then faults the pages in as it writes them.
 bool populate_block(const FreshBlocks& blocks, std::size_t i);
+
+// The copy threads' job of faulting a fresh destination in, one block per unit (engine/shared/worker_pool.h),
+// before a copier writes it.
+class PopulateFresh final : public UnitTask {
+ public:
+  explicit PopulateFresh(const FreshBlocks& blocks) : blocks_(blocks) {}
+  void run_unit(std::size_t i) override;
+  bool refused() const { return refused_.load(std::memory_order_relaxed); }
+
+ private:
+  FreshBlocks blocks_;
+  std::atomic<bool> refused_{false};
+};
 
 }  // namespace cmt

@@ -1,4 +1,4 @@
-#include "engine/copy_plan.h"
+#include "engine/device/copy_plan.h"
 
 #include <algorithm>
 
@@ -81,10 +81,6 @@ std::size_t CopyLayout::piece_offset(std::size_t i) const {
 std::size_t CopyLayout::unit_length(std::size_t i) const {
   const std::size_t length = piece_length(i);
   return std::max(round_up((length + units_per_piece - 1) / units_per_piece, 4096), kMinRampUnit);
-}
-
-unsigned auto_threads(std::size_t local_cpus) {
-  return static_cast<unsigned>(std::clamp<std::size_t>(local_cpus / 2, 1, 8));
 }
 
 unsigned pool_threads(unsigned per_copy, std::size_t local_cpus) {

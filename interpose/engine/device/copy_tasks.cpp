@@ -1,8 +1,8 @@
-#include "engine/copy_tasks.h"
+#include "engine/device/copy_tasks.h"
 
 #include <algorithm>
 
-#include "engine/host_copy.h"
+#include "engine/shared/cpu_copy.h"
 
 namespace cmt {
 namespace {
@@ -48,12 +48,6 @@ void DrainOut::run_unit(std::size_t u) {
   copy_unit(layout_, ring_, base_, u, [this](char* staging, std::size_t off, std::size_t n) {
     copy_by(method_, dst_ + off, staging, n);
   });
-}
-
-void PopulateFresh::run_unit(std::size_t i) {
-  // One refusal (an old kernel) means all would be refused: stop asking.
-  if (!refused_.load(std::memory_order_relaxed) && !populate_block(blocks_, i))
-    refused_.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace cmt

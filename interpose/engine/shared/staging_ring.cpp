@@ -1,4 +1,4 @@
-#include "engine/staging_ring.h"
+#include "engine/shared/staging_ring.h"
 
 #include <dlfcn.h>
 #include <numaif.h>
@@ -11,12 +11,6 @@
 #include "cuda/real_dl.h"
 
 namespace cmt {
-
-std::size_t physical_memory() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page)
-                               : std::size_t{1} << 30;
-}
 
 namespace {
 
@@ -51,9 +45,10 @@ void bind_to_node(void* memory, std::size_t bytes, int numa_node) {
 
 std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsigned slots,
                                                  std::size_t slot_bytes, int numa_node,
-                                                 CUresult* error) {
+                                                 PinnedBudget::Hold hold, CUresult* error) {
   *error = CUDA_SUCCESS;
   std::unique_ptr<StagingRing> ring(new StagingRing(driver));
+  ring->hold_ = std::move(hold);
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   ring->slot_bytes_ = (slot_bytes + page - 1) / page * page;
   ring->mapped_bytes_ = ring->slot_bytes_ * slots;
@@ -93,6 +88,7 @@ StagingRing::~StagingRing() {
       if (r == CUDA_ERROR_NOT_READY) continue;
       if (r != CUDA_SUCCESS) {
         CMT_WARN_ONCE("a staging buffer's DMA state is unknown; its memory is leaked");
+        hold_.keep();  // leaked memory stays pinned: its bytes stay counted
         return;
       }
     }

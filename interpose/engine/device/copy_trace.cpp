@@ -1,11 +1,11 @@
-#include "engine/copy_trace.h"
+#include "engine/device/copy_trace.h"
 
 #include <string>
 
 #include "common/log.h"
 #include "common/thread_context.h"
-#include "engine/staging_ring.h"
-#include "engine/worker_pool.h"
+#include "engine/shared/staging_ring.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 

@@ -1,4 +1,4 @@
-#include "engine/host_copy.h"
+#include "engine/shared/cpu_copy.h"
 
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-#include "engine/worker_pool.h"
+#include "engine/shared/worker_pool.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -13,7 +13,7 @@
 #include <chrono>
 
 #include "common/thread_context.h"
-#include "engine/gpu_locality.h"
+#include "engine/shared/gpu_locality.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "cuda/driver_api.h"
-#include "engine/staging_ring.h"
+#include "engine/shared/staging_ring.h"
 
 namespace cmt {
 
@@ -62,14 +62,12 @@ class PeerCopier {
   static constexpr std::size_t kSlotBytes = std::size_t{16} << 20;
   static constexpr std::size_t kFirstPiece = std::size_t{512} << 10;
   static constexpr unsigned kMaxSlots = 16;
-  // All lanes' slots together pin at most this share of the machine's memory (the copy engine has
-  // its own eighth): a pair of GPUs whose lane would pass it is left to CUDA. 64 MiB a lane, so a
-  // 64 GiB host holds 64 lanes, every ordered pair of 8 GPUs.
-  static constexpr unsigned kPinnedShare = 16;
-
+  // Every lane's slots draw on `budget` (the process's, by default, shared with the copy engine's
+  // rings): a pair of GPUs whose lane would pass it is left to CUDA. 64 MiB a lane, so an eighth
+  // of a 64 GiB host holds 128 lanes, every ordered pair of 8 GPUs twice over.
   explicit PeerCopier(const DriverApi& driver,
                       PeerShape shape = {kSlots, kSlotBytes, kFirstPiece},
-                      std::size_t pinned_limit = physical_memory() / kPinnedShare);
+                      PinnedBudget& budget = PinnedBudget::process());
   ~PeerCopier();
   PeerCopier(const PeerCopier&) = delete;
   PeerCopier& operator=(const PeerCopier&) = delete;
@@ -94,9 +92,8 @@ class PeerCopier {
 
   const DriverApi& driver_;
   const PeerShape shape_;
-  const std::size_t pinned_limit_;
+  PinnedBudget& budget_;
   std::mutex lanes_mu_;
-  std::size_t pinned_bytes_ = 0;  // every lane's slots, retired ones too (under lanes_mu_)
   std::map<std::pair<CUcontext, CUcontext>, std::unique_ptr<Lane>> lanes_;
   // Broken lanes, replaced: a DMA may still touch their slots, so they are kept as long as the
   // copier (the process's, for good).

@@ -51,18 +51,9 @@ CopyMethod staging_method(CopyMethod configured, std::size_t bytes);
 // streaming from there (a large one is not read back soon, and need not evict the cache).
 CopyMethod drain_method(CopyMethod configured, std::size_t bytes);
 
-// Workers per copy when the configuration says 0: half the GPU's local cores, at most 8, leaving
-// room for the application and the issuing thread.
-unsigned auto_threads(std::size_t local_cpus);
-
 // The threads of a GPU's shared pool, which all its lanes' copies draw on, each at most
 // `per_copy` at a time: room for two copies at once (both directions, or two callers), but no
 // more than the local cores less two (the issuing threads), and never fewer than one copy's.
 unsigned pool_threads(unsigned per_copy, std::size_t local_cpus);
-
-// Device-to-host destinations from this size on are checked for fresh (never written) pages.
-// Smaller ones hold at most one whole huge page, and glibc's heap serves many of them, where
-// splitting its mapping for one block would gain little.
-constexpr std::size_t kFreshPagesFrom = 8u << 20;
 
 }  // namespace cmt

@@ -3,7 +3,7 @@
 // copy engine DMAs the others, every DMA ordered on the caller's stream. It knows nothing of
 // symbol names or profiles and reaches CUDA only through a DriverApi table, so tests drive it with
 // a fake. It never throws; whatever it could not do is reported as a prefix done, for the caller
-// to forward the rest to CUDA. How a copy is cut is copy_plan.h; the words are defined there.
+// to forward the rest to CUDA. How a copy is cut is engine/device/copy_plan.h; the words are defined there.
 #pragma once
 
 #include <atomic>
@@ -17,8 +17,9 @@
 #include "common/copy_types.h"
 #include "config/options.h"
 #include "cuda/driver_api.h"
-#include "engine/copy_plan.h"
-#include "engine/worker_pool.h"
+#include "engine/device/copy_plan.h"
+#include "engine/shared/pinned_budget.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 
@@ -33,13 +34,13 @@ struct LaneInfo {
 
 class CopyEngine {
  public:
-  CopyEngine(const DriverApi& driver, const Config& config);
+  // Its staging rings draw on `budget` (the process's, by default).
+  CopyEngine(const DriverApi& driver, const Config& config,
+             PinnedBudget& budget = PinnedBudget::process());
   ~CopyEngine();
   CopyEngine(const CopyEngine&) = delete;
   CopyEngine& operator=(const CopyEngine&) = delete;
 
-  // All of an engine's staging rings together pin at most this share of the machine's memory.
-  static constexpr unsigned kPinnedShare = 8;  // 1/8
   // Lanes per context and direction when config.lanes is 0. Two copies each way at once share the
   // GPU's pool well, and a short copy need not wait behind a long one; more callers wait for a
   // lane. Measured on the H200 (8 threads x 256 MiB both ways, bench/results): 2 lanes each way
@@ -78,10 +79,9 @@ class CopyEngine {
 
   const DriverApi& driver_;
   const Config config_;
-  // Pinned staging memory is unswappable: all lanes together stay under this share of the
-  // machine's memory, whatever the options ask for (a lane that would pass it forwards).
-  const std::size_t pinned_limit_;
-  std::atomic<std::size_t> pinned_bytes_{0};
+  // Pinned staging memory is unswappable: every ring draws on this budget, whatever the options
+  // ask for (a lane that would pass it forwards).
+  PinnedBudget& budget_;
   std::mutex pools_mu_;
   std::vector<std::unique_ptr<GpuPool>> pools_;  // one per PCI bus id
   std::mutex lanes_mu_;

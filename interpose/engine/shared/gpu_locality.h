@@ -48,6 +48,11 @@ constexpr std::size_t kMinShare = 4;
 std::vector<int> split_cores(const std::vector<int>& cpus, const std::vector<int>& core_of,
                              std::size_t parts, std::size_t index);
 
+// Copy threads per copy when the configuration says 0: half the GPU's local cores, at most 8,
+// leaving room for the application and the issuing thread.
+constexpr unsigned kAutoThreadsMost = 8;
+unsigned auto_threads(std::size_t local_cpus);
+
 // The PCI bus id of the calling thread's current GPU, or "" (no context, or the driver cannot
 // say): what gpu_locality takes.
 std::string current_gpu_bus_id(const DriverApi& driver);

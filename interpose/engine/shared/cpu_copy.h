@@ -1,6 +1,7 @@
-// CPU copies between the user's buffer and a staging slot. Streaming (non-temporal) stores write
-// the user's buffer without pulling it into the cache first, which is what makes device-to-host
-// copies into large buffers fast; plain memcpy is used everywhere else.
+// The CPU copy kernels every copier's threads run: between the user's buffer and a staging slot,
+// or between two host buffers. Streaming (non-temporal) stores write the destination without
+// pulling it into the cache first, which is what makes device-to-host copies into large buffers
+// fast; plain memcpy is used everywhere else.
 #pragma once
 
 #include <cstddef>

@@ -1,15 +1,13 @@
-#include "engine/host_copier.h"
+#include "engine/host/host_copier.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
 #include "common/thread_context.h"
-#include "engine/copy_tasks.h"
-#include "engine/copy_plan.h"
-#include "engine/fresh_pages.h"
-#include "engine/host_copy.h"
-#include "engine/worker_pool.h"
+#include "engine/shared/cpu_copy.h"
+#include "engine/shared/fresh_pages.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 namespace {

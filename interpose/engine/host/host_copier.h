@@ -1,5 +1,5 @@
 // A copier of host memory on a pool of CPU threads: one memcpy or memset cut into units, run by
-// every thread at once, a destination never written yet prepared first (fresh_pages.h). A plain
+// every thread at once, a destination never written yet prepared first (engine/shared/fresh_pages.h). A plain
 // copier: which calls to hand it, when, and in which process is the host leg's business
 // (interposer/host_leg.h). It never allocates or waits for a lock once built, so it may be called
 // inside malloc and signal handlers; a call while another holds its threads is declined.

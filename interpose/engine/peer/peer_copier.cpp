@@ -1,4 +1,4 @@
-#include "engine/peer_copier.h"
+#include "engine/peer/peer_copier.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "common/log.h"
-#include "engine/gpu_locality.h"
+#include "engine/shared/gpu_locality.h"
 
 namespace cmt {
 
@@ -51,8 +51,8 @@ PeerShape usable(PeerShape s, unsigned max_slots) {
 }
 }  // namespace
 
-PeerCopier::PeerCopier(const DriverApi& driver, PeerShape shape, std::size_t pinned_limit)
-    : driver_(driver), shape_(usable(shape, kMaxSlots)), pinned_limit_(pinned_limit) {}
+PeerCopier::PeerCopier(const DriverApi& driver, PeerShape shape, PinnedBudget& budget)
+    : driver_(driver), shape_(usable(shape, kMaxSlots)), budget_(budget) {}
 
 PeerCopier::~PeerCopier() {
   // Tests build and destroy copiers; libcmt.so's lives as long as the process. A lane is freed
@@ -74,10 +74,11 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
   // A broken lane may still have DMAs in flight into or out of its slots: retired, not freed.
   if (held) retired_.push_back(std::move(held));
   const std::size_t ring_bytes = std::size_t{shape_.slots} * shape_.slot_bytes;
-  if (pinned_bytes_ + ring_bytes > pinned_limit_) {
-    CMT_LOG(debug, "no peer lane {} -> {}: its {} MiB would take the lanes past {} MiB pinned",
+  PinnedBudget::Hold hold = budget_.take(ring_bytes);
+  if (!hold) {
+    CMT_LOG(debug, "no peer lane {} -> {}: its {} MiB would take cmt's pinned memory past {} MiB",
             static_cast<void*>(src_ctx), static_cast<void*>(dst_ctx), ring_bytes >> 20,
-            pinned_limit_ >> 20);
+            budget_.limit() >> 20);
     *error = CUDA_ERROR_OUT_OF_MEMORY;
     return nullptr;
   }
@@ -92,7 +93,8 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
     }
     // Near the source GPU: its D2H writes the slots, and the destination only reads them.
     lane->ring = StagingRing::create(driver_, shape_.slots, shape_.slot_bytes,
-                                     gpu_locality(current_gpu_bus_id(driver_)).numa_node, error);
+                                     gpu_locality(current_gpu_bus_id(driver_)).numa_node,
+                                     std::move(hold), error);
     if (!lane->ring) return nullptr;
     if (CMT_CUDA_FAILED(driver_, driver_.stream_create(&lane->src_stream, CU_STREAM_NON_BLOCKING),
                         *error))
@@ -114,7 +116,6 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
   }
   CMT_LOG(debug, "peer lane {} -> {}: {} pinned slots of {} KiB", static_cast<void*>(src_ctx),
           static_cast<void*>(dst_ctx), shape_.slots, shape_.slot_bytes >> 10);
-  pinned_bytes_ += ring_bytes;  // held as long as the copier, retired or not
   held = std::move(lane);
   return held.get();
 }

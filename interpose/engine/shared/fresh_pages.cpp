@@ -1,11 +1,11 @@
-#include "engine/fresh_pages.h"
+#include "engine/shared/fresh_pages.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 
-#include "engine/copy_plan.h"
+#include "engine/shared/worker_pool.h"
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23  // Linux 5.14
@@ -68,6 +68,12 @@ bool populate_range(void* p, std::size_t n) {
 
 bool populate_block(const FreshBlocks& blocks, std::size_t i) {
   return i < blocks.count && populate_range(blocks.first + i * kFreshBlock, kFreshBlock);
+}
+
+void PopulateFresh::run_unit(std::size_t i) {
+  // One refusal (an old kernel) means all would be refused: stop asking.
+  if (!refused_.load(std::memory_order_relaxed) && !populate_block(blocks_, i))
+    refused_.store(true, std::memory_order_relaxed);
 }
 
 }  // namespace cmt

@@ -9,10 +9,10 @@
 
 #include "common/copy_types.h"
 #include "cuda/driver_api.h"
-#include "engine/copy_plan.h"
-#include "engine/copy_trace.h"
-#include "engine/staging_ring.h"
-#include "engine/worker_pool.h"
+#include "engine/device/copy_plan.h"
+#include "engine/device/copy_trace.h"
+#include "engine/shared/staging_ring.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 

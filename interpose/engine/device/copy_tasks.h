@@ -1,4 +1,4 @@
-// What the copy threads run for one copy, one unit at a time (worker_pool.h): stage a unit of
+// What the copy threads run for one copy, one unit at a time (engine/shared/worker_pool.h): stage a unit of
 // the user's buffer into its piece's slot (H2D), drain a unit of a landed piece into the user's
 // buffer (D2H), or fault one 2 MiB block of a fresh destination in. The thread that finishes a
 // piece's last unit stamps the slot with the piece's ticket, which the issuer waits for.
@@ -9,11 +9,11 @@
 #include <cstdint>
 
 #include "common/copy_types.h"
-#include "engine/copy_plan.h"
-#include "engine/copy_trace.h"
-#include "engine/fresh_pages.h"
-#include "engine/staging_ring.h"
-#include "engine/worker_pool.h"
+#include "engine/device/copy_plan.h"
+#include "engine/device/copy_trace.h"
+#include "engine/shared/fresh_pages.h"
+#include "engine/shared/staging_ring.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 
@@ -47,17 +47,6 @@ class DrainOut final : public UnitTask {  // D2H: slot -> user buffer
   std::uint64_t base_;
   CopyMethod method_;
   CopyTrace& trace_;
-};
-
-class PopulateFresh final : public UnitTask {  // D2H, first: fault a fresh destination in
- public:
-  explicit PopulateFresh(const FreshBlocks& blocks) : blocks_(blocks) {}
-  void run_unit(std::size_t i) override;
-  bool refused() const { return refused_.load(std::memory_order_relaxed); }
-
- private:
-  FreshBlocks blocks_;
-  std::atomic<bool> refused_{false};
 };
 
 }  // namespace cmt

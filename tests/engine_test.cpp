@@ -15,8 +15,9 @@
 #include "common/log.h"
 #include "engine/device/copy_engine.h"
 #include "engine/shared/fresh_pages.h"
-#include "engine/shared/gpu_locality.h"
 #include "engine/shared/cpu_copy.h"
+#include "engine/shared/gpu_locality.h"
+#include "engine/shared/pinned_budget.h"
 #include "fake_driver.h"
 
 namespace cmt {
@@ -518,6 +519,40 @@ TEST(CopyEngineFaults, PinnedMemoryStaysUnderAShareOfTheMachine) {
   // Within the share, the same engine's options build lanes as ever.
   CopyEngine fits(fake.api(), small_config(2));
   round_trip(fake, fits, (1 << 20) + 5, 1, 2, CU_STREAM_LEGACY, true, 5);
+}
+
+// One budget of pinned memory for the process: the device copier's rings and the peer copier's
+// slots draw on it together, give it back when freed, and keep it when leaked.
+TEST(PinnedBudget, RingsTakeAndGiveBackOneBudget) {
+  PinnedBudget budget(8 << 20);
+  {
+    PinnedBudget::Hold a = budget.take(6 << 20);
+    ASSERT_TRUE(a);
+    EXPECT_FALSE(budget.take(3 << 20));  // would pass the limit: nothing taken
+    EXPECT_EQ(budget.taken(), std::size_t{6} << 20);
+    PinnedBudget::Hold kept = budget.take(1 << 20);
+    kept.keep();  // leaked memory stays counted
+  }
+  EXPECT_EQ(budget.taken(), std::size_t{1} << 20);
+  fake::FakeDriver fake(5);
+  std::vector<unsigned char> host(1 << 20, 1);
+  CUdeviceptr dev = fake.alloc_device(host.size());
+  {
+    // Two lanes (one each way) of 4 x 1 MiB fit 7 MiB of room only one at a time.
+    CopyEngine engine(fake.api(), small_config(2, 1 << 20, 4), budget);
+    EXPECT_EQ(engine.copy({Direction::HostToDevice, host.data(), dev, host.size(),
+                           CU_STREAM_LEGACY, true})
+                  .bytes_done,
+              host.size());
+    EXPECT_EQ(budget.taken(), std::size_t{5} << 20);
+    testing::internal::CaptureStderr();
+    CopyOutcome down =
+        engine.copy({Direction::DeviceToHost, host.data(), dev, host.size(), CU_STREAM_LEGACY, true});
+    testing::internal::GetCapturedStderr();
+    EXPECT_EQ(down.bytes_done, 0u);
+    EXPECT_EQ(down.status, CUDA_ERROR_OUT_OF_MEMORY);
+  }
+  EXPECT_EQ(budget.taken(), std::size_t{1} << 20);  // the engine's ring went back with it
 }
 
 TEST(CopyEngineFaults, EventRecordFailureStopsCleanly) {

@@ -90,7 +90,7 @@ TEST(BatchCopy, LeavesCudaTheRestWithItsAttributes) {
   BatchRest rest;
   rest.reserve(call.count);
   std::size_t next = 0;
-  offer_batch(call, &rest, [&](CUdeviceptr dst, CUdeviceptr src, std::size_t n, bool ordered) {
+  split_batch(call, &rest, [&](CUdeviceptr dst, CUdeviceptr src, std::size_t n, bool ordered) {
     EXPECT_EQ(dst, a.dsts[next]);
     EXPECT_EQ(src, a.srcs[next]);
     EXPECT_EQ(n, a.sizes[next]);
@@ -121,11 +121,11 @@ TEST(BatchCopy, NothingTakenLeavesTheBatchUntouched) {
   a.sizes[4] = 0;  // a copy of no bytes stays CUDA's, even when every other one is taken
   BatchRest rest;
   rest.reserve(6);
-  offer_batch(a.call(), &rest, [](CUdeviceptr, CUdeviceptr, std::size_t, bool) { return 0; });
+  split_batch(a.call(), &rest, [](CUdeviceptr, CUdeviceptr, std::size_t, bool) { return 0; });
   EXPECT_TRUE(rest.untouched);
   BatchRest most;
   most.reserve(6);
-  offer_batch(a.call(), &most, [](CUdeviceptr, CUdeviceptr, std::size_t n, bool) { return n; });
+  split_batch(a.call(), &most, [](CUdeviceptr, CUdeviceptr, std::size_t n, bool) { return n; });
   EXPECT_FALSE(most.untouched);
   EXPECT_EQ(most.index, (std::vector<std::size_t>{4}));
   EXPECT_EQ(most.attrs_idxs, (std::vector<std::size_t>{0}));
@@ -158,7 +158,7 @@ TEST(BatchCopy, OffersOneBufferCutInPartsAsOneCopy) {
   std::vector<Offered> offered;
   BatchRest rest;
   rest.reserve(5);
-  offer_batch(a.call(), &rest, [&](CUdeviceptr dst, CUdeviceptr src, std::size_t n, bool ordered) {
+  split_batch(a.call(), &rest, [&](CUdeviceptr dst, CUdeviceptr src, std::size_t n, bool ordered) {
     offered.push_back({dst, src, n, ordered});
     return n == 1000 ? std::size_t{350} : n;  // the run: 350 bytes of it; the fifth: all
   });
@@ -174,7 +174,7 @@ TEST(BatchCopy, OffersOneBufferCutInPartsAsOneCopy) {
   offered.clear();
   BatchRest one_by_one;
   one_by_one.reserve(5);
-  offer_batch(a.call(), &one_by_one,
+  split_batch(a.call(), &one_by_one,
               [&](CUdeviceptr dst, CUdeviceptr src, std::size_t n, bool ordered) {
                 offered.push_back({dst, src, n, ordered});
                 return n == 1000 || n == 300 ? std::size_t{0} : n;

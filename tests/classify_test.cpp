@@ -69,7 +69,11 @@ TEST(Classify, ForwardsEverythingElseWithItsReason) {
   EXPECT_EQ(why(d, pinned, kMiB, kHostToDevice), ForwardReason::PinnedOrManaged);
   EXPECT_EQ(why(pinned, d, kMiB, kDefault), ForwardReason::PinnedOrManaged);
   EXPECT_EQ(why(d2, d, kMiB, kDeviceToDevice), ForwardReason::KindNotHandled);
-  EXPECT_EQ(why(d2, d, kMiB, kDefault), ForwardReason::DeviceToDevice);  // the peer path's
+  EXPECT_TRUE(classify_copy(fake.api(), d2, d, kMiB, kDefault, CU_STREAM_LEGACY, {kMiB, kMiB})
+                  .for_peer_path);  // the peer path's to decide
+  EXPECT_FALSE(classify_copy(fake.api(), d, host.data(), kMiB, kDefault, CU_STREAM_LEGACY,
+                             {kMiB, kMiB})
+                   .for_peer_path);
   EXPECT_EQ(why(host2.data(), host.data(), kMiB, kHostToHost), ForwardReason::KindNotHandled);
   EXPECT_EQ(why(host2.data(), host.data(), kMiB, kDefault), ForwardReason::NotPageableToDevice);
   // The kind says H2D but the pointers say D2H: CUDA decides, not cmt.
@@ -100,14 +104,14 @@ TEST(Interposer, TakesForwardsAndCounts) {
   Interposer interposer(&fake.api(), config);
   std::vector<char> host(3 * kMiB + 5, 'x');
   auto* d = reinterpret_cast<void*>(fake.alloc_device(host.size()));
-  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true,
+  EXPECT_EQ(interposer.take_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true,
                                 Entry::Runtime),
             host.size());
-  EXPECT_EQ(interposer.try_copy(d, host.data(), 100, kHostToDevice, CU_STREAM_LEGACY, true,
+  EXPECT_EQ(interposer.take_copy(d, host.data(), 100, kHostToDevice, CU_STREAM_LEGACY, true,
                                 Entry::Runtime),
             0u);
   std::vector<char> back(host.size());
-  EXPECT_EQ(interposer.try_copy(back.data(), d, back.size(), kDeviceToHost, CU_STREAM_LEGACY, true,
+  EXPECT_EQ(interposer.take_copy(back.data(), d, back.size(), kDeviceToHost, CU_STREAM_LEGACY, true,
                                 Entry::Driver),
             back.size());
   EXPECT_EQ(0, std::memcmp(back.data(), host.data(), host.size()));
@@ -133,14 +137,14 @@ TEST(Interposer, CountsCopiesIntoFreshMemory) {
   const std::size_t bytes = 16 * kMiB;
   std::vector<char> host(bytes, 'y');
   auto* d = reinterpret_cast<void*>(fake.alloc_device(bytes));
-  ASSERT_EQ(interposer.try_copy(d, host.data(), bytes, kHostToDevice, CU_STREAM_LEGACY, true,
+  ASSERT_EQ(interposer.take_copy(d, host.data(), bytes, kHostToDevice, CU_STREAM_LEGACY, true,
                                 Entry::Runtime),
             bytes);
   void* fresh = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(fresh, MAP_FAILED);
   for (int round = 0; round < 2; ++round)  // the second time the memory is in use
     ASSERT_EQ(
-        interposer.try_copy(fresh, d, bytes, kDeviceToHost, CU_STREAM_LEGACY, true, Entry::Runtime),
+        interposer.take_copy(fresh, d, bytes, kDeviceToHost, CU_STREAM_LEGACY, true, Entry::Runtime),
         bytes);
   EXPECT_EQ(0, std::memcmp(fresh, host.data(), bytes));
   munmap(fresh, bytes);
@@ -163,7 +167,7 @@ TEST(Interposer, DisabledForwardsEverything) {
   Interposer interposer(&fake.api(), config);
   std::vector<char> host(2 * kMiB);
   auto* d = reinterpret_cast<void*>(fake.alloc_device(host.size()));
-  EXPECT_EQ(interposer.try_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true,
+  EXPECT_EQ(interposer.take_copy(d, host.data(), host.size(), kHostToDevice, CU_STREAM_LEGACY, true,
                                 Entry::Runtime),
             0u);
   EXPECT_EQ(fake.dma_count.load(), 0);
@@ -174,7 +178,7 @@ TEST(Interposer, NoDriverForwardsEverything) {
   config.threshold = 0;
   Interposer interposer(nullptr, config);
   std::vector<char> a(kMiB), b(kMiB);
-  EXPECT_EQ(interposer.try_copy(a.data(), b.data(), kMiB, kDefault, CU_STREAM_LEGACY, true,
+  EXPECT_EQ(interposer.take_copy(a.data(), b.data(), kMiB, kDefault, CU_STREAM_LEGACY, true,
                                 Entry::Driver),
             0u);
 }

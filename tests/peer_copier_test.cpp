@@ -307,13 +307,13 @@ TEST(InterposerPeer, DeviceToDeviceCopiesBetweenGpusGoThroughTheHost) {
   auto* d = reinterpret_cast<void*>(dst);
   auto* s = reinterpret_cast<void*>(src);
   // cudaMemcpy(..., cudaMemcpyDeviceToDevice): synchronous, taken, the bytes there on return.
-  EXPECT_EQ(interposer.try_copy(d, s, n, kDeviceToDevice, CU_STREAM_LEGACY, true, Entry::Runtime),
+  EXPECT_EQ(interposer.take_copy(d, s, n, kDeviceToDevice, CU_STREAM_LEGACY, true, Entry::Runtime),
             n);
   EXPECT_EQ(0, std::memcmp(host_view(dst), want.data(), n));
   // cuMemcpyAsync (unified addressing): found to be device to device, taken too.
-  EXPECT_EQ(interposer.try_copy(d, s, n, kDefault, CU_STREAM_LEGACY, false, Entry::Driver), n);
+  EXPECT_EQ(interposer.take_copy(d, s, n, kDefault, CU_STREAM_LEGACY, false, Entry::Driver), n);
   // Within one GPU: CUDA's.
-  EXPECT_EQ(interposer.try_copy(reinterpret_cast<void*>(same), d, n, kDeviceToDevice,
+  EXPECT_EQ(interposer.take_copy(reinterpret_cast<void*>(same), d, n, kDeviceToDevice,
                                 CU_STREAM_LEGACY, false, Entry::Runtime),
             0u);
   fake.synchronize_all();
@@ -324,7 +324,7 @@ TEST(InterposerPeer, DeviceToDeviceCopiesBetweenGpusGoThroughTheHost) {
   // peer off: every such copy is CUDA's.
   config.peer = false;
   Interposer off(&fake.api(), config);
-  EXPECT_EQ(off.try_copy(d, s, n, kDeviceToDevice, CU_STREAM_LEGACY, true, Entry::Runtime), 0u);
+  EXPECT_EQ(off.take_copy(d, s, n, kDeviceToDevice, CU_STREAM_LEGACY, true, Entry::Runtime), 0u);
 }
 
 TEST(InterposerPeer, WithOneGpuDeviceToDeviceCopiesCostNoPointerQueries) {
@@ -334,7 +334,7 @@ TEST(InterposerPeer, WithOneGpuDeviceToDeviceCopiesCostNoPointerQueries) {
   auto* a = reinterpret_cast<void*>(fake.alloc_device(n));
   auto* b = reinterpret_cast<void*>(fake.alloc_device(n));
   for (int i = 0; i < 3; ++i)
-    EXPECT_EQ(interposer.try_copy(a, b, n, kDeviceToDevice, CU_STREAM_LEGACY, false, Entry::Runtime),
+    EXPECT_EQ(interposer.take_copy(a, b, n, kDeviceToDevice, CU_STREAM_LEGACY, false, Entry::Runtime),
               0u);
   EXPECT_EQ(fake.pointer_queries.load(), 0);
   EXPECT_NE(interposer.stats().to_json().find("\"same_gpu\": 3"), std::string::npos);

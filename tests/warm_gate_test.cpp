@@ -81,7 +81,7 @@ class WarmCopies : public ::testing::Test {
     config.spin_us = 200'000;
   }
   std::size_t h2d(Interposer& i, void* d, const std::vector<char>& host, std::size_t bytes) {
-    return i.try_copy(d, host.data(), bytes, kHostToDevice, CU_STREAM_LEGACY, true,
+    return i.take_copy(d, host.data(), bytes, kHostToDevice, CU_STREAM_LEGACY, true,
                       Entry::Runtime);
   }
   static void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
@@ -98,7 +98,7 @@ TEST_F(WarmCopies, TakenRightAfterACopyForwardedOnceAsleep) {
   ASSERT_EQ(h2d(interposer, d, host, host.size()), host.size());  // taken: the threads wake
   EXPECT_EQ(h2d(interposer, d, host, warm), warm) << "taken while the threads spin";
   std::vector<char> back(warm);
-  EXPECT_EQ(interposer.try_copy(back.data(), d, warm, kDeviceToHost, CU_STREAM_LEGACY, true,
+  EXPECT_EQ(interposer.take_copy(back.data(), d, warm, kDeviceToHost, CU_STREAM_LEGACY, true,
                                 Entry::Runtime),
             warm);
   EXPECT_EQ(0, std::memcmp(back.data(), host.data(), warm));
@@ -129,7 +129,7 @@ TEST_F(WarmCopies, PinnedCopiesMakeNoRun) {
   std::vector<char> host(512 << 10, 'p');
   auto* d = reinterpret_cast<void*>(fake.alloc_device(host.size()));
   for (int i = 0; i < 10; ++i)
-    EXPECT_EQ(interposer.try_copy(d, pinned, 400 << 10, kHostToDevice, CU_STREAM_LEGACY, true,
+    EXPECT_EQ(interposer.take_copy(d, pinned, 400 << 10, kHostToDevice, CU_STREAM_LEGACY, true,
                                   Entry::Runtime),
               0u);
   EXPECT_EQ(h2d(interposer, d, host, 400 << 10), 0u) << "a pageable copy after pinned ones";

@@ -62,15 +62,15 @@ struct BatchRest {
   void add(const BatchCall& batch, std::size_t index, std::size_t done, std::size_t attr_entry);
 };
 
-// Offers the copies of a well-formed batch in order: `offer(dst, src, bytes,
-// source_in_stream_order)` returns how many leading bytes cmt handled. Copies that each continue
-// the one before on both sides (one buffer cut into parts) are offered as one copy, read in stream
+// Splits a well-formed batch into runs and hands each, in order, to `take(dst, src, bytes,
+// source_in_stream_order)`, which returns how many leading bytes cmt took. Copies that each
+// continue the one before on both sides (one buffer cut into parts) make one run, read in stream
 // order if any of them is: a batch's copies have no order among them, so one pipeline may carry
-// them all instead of one each. If cmt declines such a run whole, its copies are offered one by
-// one (the run may cross two allocations). Fills `rest` (reserved for the batch) with what CUDA
-// must still copy.
-template <typename Offer>
-void offer_batch(const BatchCall& batch, BatchRest* rest, Offer&& offer) {
+// them all instead of one each. If cmt declines such a run whole, its copies are handed over one
+// by one (the run may cross two allocations). Fills `rest` (reserved for the batch) with what
+// CUDA must still copy.
+template <typename Take>
+void split_batch(const BatchCall& batch, BatchRest* rest, Take&& take) {
   // The attribute entry of copy i: the last one starting at or before it.
   auto entry_of = [&](std::size_t i) {
     return static_cast<std::size_t>(
@@ -100,11 +100,11 @@ void offer_batch(const BatchCall& batch, BatchRest* rest, Offer&& offer) {
       ordered = ordered || in_stream_order(end);
       ++end;
     }
-    std::size_t done = offer(batch.dsts[i], batch.srcs[i], bytes, ordered);
+    std::size_t done = take(batch.dsts[i], batch.srcs[i], bytes, ordered);
     if (done == 0 && end - i > 1) {
       for (std::size_t k = i; k < end; ++k) {
         const std::size_t one =
-            offer(batch.dsts[k], batch.srcs[k], batch.sizes[k], in_stream_order(k));
+            take(batch.dsts[k], batch.srcs[k], batch.sizes[k], in_stream_order(k));
         if (one > 0) rest->untouched = false;
         leave_rest(k, k + 1, one);
       }

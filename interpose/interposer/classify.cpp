@@ -144,8 +144,6 @@ const char* forward_reason_name(ForwardReason reason) {
       return "same_gpu";
     case ForwardReason::PeerAccess:
       return "peer_access";
-    case ForwardReason::DeviceToDevice:
-      return "device_to_device";
     default:
       return "unknown";
   }
@@ -175,7 +173,7 @@ CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, 
       return p.memory_type == CU_MEMORYTYPE_HOST || p.managed;
     };
     if (kind == kDefault && is_device(s) && is_device(t))
-      return {ForwardReason::DeviceToDevice, {}};
+      return {ForwardReason::KindNotHandled, {}, true};
     bool fast_already = pinned_or_managed(s) || pinned_or_managed(t);
     return {fast_already ? ForwardReason::PinnedOrManaged : ForwardReason::NotPageableToDevice, {}};
   }

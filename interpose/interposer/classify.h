@@ -34,7 +34,6 @@ enum class ForwardReason {
   NotGpuToGpu,  // a device-to-device copy whose pointers are not both plain device memory
   SameGpu,      // both ends on one GPU: CUDA copies within it at its memory's speed
   PeerAccess,   // one GPU can reach the other's memory: CUDA copies directly
-  DeviceToDevice,  // classify_copy: both ends are device memory (the peer path decides)
   Count,
 };
 
@@ -43,6 +42,9 @@ const char* forward_reason_name(ForwardReason reason);
 struct CopyDecision {
   ForwardReason reason = ForwardReason::DriverError;
   CopyRequest request;  // filled when reason == Taken
+  // Not this path's: both ends are device memory (cuMemcpy, cudaMemcpyDefault), and the peer path
+  // decides whether it is a copy between GPUs to take.
+  bool for_peer_path = false;
   bool taken() const { return reason == ForwardReason::Taken; }
 };
 

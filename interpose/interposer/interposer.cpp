@@ -105,7 +105,7 @@ std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes
                                    CUstream stream, bool synchronous, Entry entry) noexcept {
   InsideCmt inside;  // cmt's own memcpy calls go to libc
   try {
-    return instance().try_copy(dst, src, bytes, kind, stream, synchronous, entry);
+    return instance().take_copy(dst, src, bytes, kind, stream, synchronous, entry);
   } catch (...) {
     return 0;
   }
@@ -114,7 +114,7 @@ std::size_t Interposer::offer_copy(void* dst, const void* src, std::size_t bytes
 std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexcept {
   InsideCmt inside;
   try {
-    return instance().try_peer_copy(call, entry);
+    return instance().take_peer_copy(call, entry);
   } catch (...) {
     return 0;
   }
@@ -156,12 +156,12 @@ void Interposer::take_batch(const BatchCall& batch, BatchRest* rest) noexcept {
   // after that work and have landed), the stream holds only this batch's own copies, which have no
   // order among them. A GPU-to-GPU copy returns once enqueued: it waited for nothing.
   bool waited = false;
-  cmt::offer_batch(
+  split_batch(
       batch, rest,
       [&](CUdeviceptr dst, CUdeviceptr src, std::size_t bytes, bool source_in_stream_order) {
         std::optional<Direction> taken;
         const std::size_t done =
-            try_copy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
+            take_copy(reinterpret_cast<void*>(static_cast<std::uintptr_t>(dst)),
                      reinterpret_cast<const void*>(static_cast<std::uintptr_t>(src)), bytes,
                      kDefault, stream, source_in_stream_order && !waited, Entry::Batch, &taken);
         if (done > 0 && taken && (*taken == Direction::DeviceToHost || source_in_stream_order))
@@ -271,7 +271,7 @@ PeerCopier* Interposer::peer_copier() {
   return peer_copier_.load(std::memory_order_relaxed);
 }
 
-std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcept {
+std::size_t Interposer::take_peer_copy(const PeerCall& call, Entry entry) noexcept {
   try {
     if (config_.disable || !config_.peer || this_thread().opted_out) {
       stats_->forwarded(ForwardReason::Disabled);
@@ -321,14 +321,14 @@ std::size_t Interposer::try_peer_copy(const PeerCall& call, Entry entry) noexcep
   }
 }
 
-std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, int kind,
+std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                  CUstream stream, bool synchronous, Entry entry,
                                  std::optional<Direction>* taken) noexcept {
   try {
     // A batch's device-to-device copy is ordered on the batch's stream (batch_copy.h).
     const bool peer_synchronous = synchronous && entry != Entry::Batch;
     if (kind == kDeviceToDevice)
-      return try_peer_copy(
+      return take_peer_copy(
           PeerCall::of(as_device(dst), as_device(src), bytes, stream, peer_synchronous), entry);
     if (config_.disable || this_thread().opted_out) {
       stats_->forwarded(ForwardReason::Disabled);
@@ -363,9 +363,9 @@ std::size_t Interposer::try_copy(void* dst, const void* src, std::size_t bytes, 
       return 0;
     }
     CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, lowest);
-    if (d.reason == ForwardReason::DeviceToDevice) {  // cuMemcpy, cudaMemcpyDefault
+    if (d.for_peer_path) {  // cuMemcpy, cudaMemcpyDefault between two device pointers
       if (gate_asked) warm_gate_.not_taken();
-      return try_peer_copy(
+      return take_peer_copy(
           PeerCall::of(as_device(dst), as_device(src), bytes, stream, peer_synchronous), entry);
     }
     if (!d.taken()) {

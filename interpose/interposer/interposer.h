@@ -23,14 +23,14 @@ class Interposer {
   // static destructors, after the CUDA driver is gone.
   static Interposer& instance();
 
-  // What a hook calls: the instance's try_copy, except that nothing (not even building the
+  // What a hook calls: the instance's take_copy, except that nothing (not even building the
   // instance) can throw past it. Returns 0 on any failure: forward the whole call.
   static std::size_t offer_copy(void* dst, const void* src, std::size_t bytes, int kind,
                                 CUstream stream, bool synchronous, Entry entry) noexcept;
   // The same for a copy between two GPUs that names its contexts or devices (cuMemcpyPeer*,
   // cudaMemcpyPeer*, whose synchronous forms pass CU_STREAM_LEGACY or _PER_THREAD).
   static std::size_t offer_peer_copy(const PeerCall& call, Entry entry) noexcept;
-  // A batch of copies (batch_copy.h): each copy offered as try_copy would take it, on the batch's
+  // A batch of copies (batch_copy.h): each copy offered as take_copy would take it, on the batch's
   // stream, and `rest` filled with what CUDA must still copy (left untouched if anything fails
   // before cmt makes a copy). Never throws.
   static void offer_batch(const BatchCall& batch, BatchRest* rest) noexcept;
@@ -49,7 +49,7 @@ class Interposer {
   // cudaMemcpy; for a batch's copy, a source read in stream order). A device-to-device one of a
   // batch is asynchronous on the batch's stream whatever its source order.
   // `taken`, if given, is set to the direction of a host <-> device copy cmt took part of.
-  std::size_t try_copy(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
+  std::size_t take_copy(void* dst, const void* src, std::size_t bytes, int kind, CUstream stream,
                        bool synchronous, Entry entry,
                        std::optional<Direction>* taken = nullptr) noexcept;
 
@@ -57,8 +57,8 @@ class Interposer {
   void take_batch(const BatchCall& batch, BatchRest* rest) noexcept;
 
   // A device-to-device copy: through the host if its GPUs have no peer access (engine/peer/peer_copier.h).
-  // Returns the number of leading bytes handled, as try_copy.
-  std::size_t try_peer_copy(const PeerCall& call, Entry entry) noexcept;
+  // Returns the number of leading bytes handled, as take_copy.
+  std::size_t take_peer_copy(const PeerCall& call, Entry entry) noexcept;
 
   const Config& config() const { return config_; }
   Stats& stats() { return *stats_; }

@@ -1,5 +1,6 @@
 // memcpy, memmove and memset calls, checked byte for byte, for host_copy.sh. First every size up
-// to 200 bytes at every overlap (the hook copies small ones itself), every memset size to 200, and
+// to 4096 bytes at every alignment and many overlaps (the hook copies small ones itself), every
+// memset size to 4096, and
 // fills of new 16 MiB mappings. Then random calls: each thread copies
 // between two pageable buffers and a CUDA host (pinned) buffer, at random sizes (1 B to 8 MiB),
 // offsets and directions, memcpy and memmove also within one buffer with overlapping ranges, the fortified
@@ -147,46 +148,78 @@ void one_call(Buffers& b, std::mt19937_64& rng, int thread) {
   }
 }
 
-// Every size from 0 to 200 bytes (the hook copies up to 128 itself) at many offsets, memmove with
-// the destination at every shift across the source, memcpy apart: against libc, buffer-wide.
+// Every size from 0 to 4096 bytes (the hook copies up to 128 itself, and jumps to libc's function
+// above) through memcpy, memmove and the fortified forms, against libc, buffer-wide: up to 256
+// bytes at 32 source offsets with the destination at every shift across the source and apart;
+// beyond, at every source alignment in a cache line, the destination at another alignment apart,
+// and overlapping by one byte, half and all but one either way.
 long small_sizes_wrong() {
-  constexpr std::size_t kArea = 1024;
+  constexpr std::size_t kArea = 3 * 4096 + 1024;
   std::vector<unsigned char> real(kArea), mirror(kArea);
   std::mt19937_64 rng(3);
   long wrong = 0;
-  for (std::size_t n = 0; n <= 200; ++n) {
-    fill(real.data(), kArea, rng);
-    g_libc_memmove(mirror.data(), real.data(), kArea);
-    for (std::size_t so = 210; so < 242; ++so) {
-      for (long shift = -static_cast<long>(n) - 2; shift <= static_cast<long>(n) + 2; ++shift) {
-        const std::size_t d = static_cast<std::size_t>(static_cast<long>(so) + shift);
-        std::memmove(real.data() + d, real.data() + so, n);
-        g_libc_memmove(mirror.data() + d, mirror.data() + so, n);
+  auto both = [&](std::size_t d, std::size_t s, std::size_t n, int how) {
+    if (how == 0)
+      std::memmove(real.data() + d, real.data() + s, n);
+    else if (how == 1)
+      std::memcpy(real.data() + d, real.data() + s, n);
+    else if (how == 2)
+      __memmove_chk(real.data() + d, real.data() + s, n, n + 3);
+    else
+      __memcpy_chk(real.data() + d, real.data() + s, n, n);
+    g_libc_memmove(mirror.data() + d, mirror.data() + s, n);
+  };
+  auto check = [&](std::size_t n, std::size_t so) {
+    if (std::memcmp(real.data(), mirror.data(), kArea) == 0) return;
+    ++wrong;
+    std::fprintf(stderr, "small copies of %zu bytes at %zu differ\n", n, so);
+    g_libc_memmove(real.data(), mirror.data(), kArea);
+  };
+  for (std::size_t n = 0; n <= 4096; ++n) {
+    if (n % 64 == 0) {
+      fill(real.data(), kArea, rng);
+      g_libc_memmove(mirror.data(), real.data(), kArea);
+    }
+    if (n <= 256) {
+      for (std::size_t so = 300; so < 332; ++so) {
+        for (long shift = -static_cast<long>(n) - 2; shift <= static_cast<long>(n) + 2; ++shift)
+          both(static_cast<std::size_t>(static_cast<long>(so) + shift), so, n,
+               static_cast<int>(shift & 3));
+        both(so + 600 + n % 7, so, n, static_cast<int>(n & 3));
+        check(n, so);
       }
-      std::memcpy(real.data() + so + 400 + n % 7, real.data() + so, n);
-      g_libc_memmove(mirror.data() + so + 400 + n % 7, mirror.data() + so, n);
-      if (std::memcmp(real.data(), mirror.data(), kArea) != 0) {
-        ++wrong;
-        std::fprintf(stderr, "small copies of %zu bytes at %zu differ\n", n, so);
-        g_libc_memmove(real.data(), mirror.data(), kArea);
-      }
+      continue;
+    }
+    const long half = static_cast<long>(n / 2), most = static_cast<long>(n) - 1;
+    for (std::size_t a = 0; a < 64; ++a) {
+      const std::size_t so = 4096 + 64 + a;
+      both(2 * 4096 + 128 + (a * 5 + n) % 64, so, n, static_cast<int>((a + n) & 3));
+      for (long shift : {-most, -half, -1L, 1L, half, most})
+        both(static_cast<std::size_t>(static_cast<long>(so) + shift), so, n,
+             static_cast<int>(a & 1));
+      check(n, so);
     }
   }
   return wrong;
 }
 
-// Every memset size from 0 to 200 bytes at 32 offsets and several values, against libc.
+// Every memset size from 0 to 4096 bytes (and __memset_chk's), against libc: up to 256 at 32
+// offsets, beyond at every alignment in a cache line, each with another value (an int, as C
+// passes it, negative or past 255 now and then).
 long small_fills_wrong() {
-  constexpr std::size_t kArea = 1024;
+  constexpr std::size_t kArea = 4096 + 1024;
   std::vector<unsigned char> real(kArea), mirror(kArea);
   std::mt19937_64 rng(4);
   long wrong = 0;
   fill(real.data(), kArea, rng);
   g_libc_memmove(mirror.data(), real.data(), kArea);
-  for (std::size_t n = 0; n <= 200; ++n)
-    for (std::size_t at = 100; at < 132; ++at) {
-      const int value = static_cast<int>(rng() % 256) - (n % 3 == 0 ? 256 : 0);  // int, as C passes it
-      std::memset(real.data() + at, value, n);
+  for (std::size_t n = 0; n <= 4096; ++n)
+    for (std::size_t at = 100; at < (n <= 256 ? 132u : 164u); ++at) {
+      const int value = static_cast<int>(rng() % 512) - (n % 3 == 0 ? 256 : 0);
+      if (at % 2)
+        std::memset(real.data() + at, value, n);
+      else
+        __memset_chk(real.data() + at, value, n, n + at % 5);
       g_libc_memset(mirror.data() + at, value, n);
       if (std::memcmp(real.data(), mirror.data(), kArea) != 0) {
         ++wrong;

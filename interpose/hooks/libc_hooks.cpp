@@ -5,9 +5,11 @@
 // (hooks/host_leg_abi.h) found once with dlsym; without libcmt.so every call goes to libc.
 //
 // Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing:
-// up to 128 bytes, one compare with a constant and a jump to libc's own function; a call below
-// host_copy_threshold() (every call until a copier is armed) jumps there too. Larger ones are
-// handed to the host leg (interposer/host_leg.h), which declines whatever it should not take.
+// up to 128 bytes it copies or fills them itself, as fast as libc's own small path
+// (small_copies.h), with the variant for this processor chosen once by the loader (an indirect
+// function); a call below the threshold (every call until the host leg is armed) jumps to libc's
+// function after one compare. Larger ones are handed to the host leg (interposer/host_leg.h),
+// which declines whatever it should not take.
 //
 // libc's functions are found once, in a constructor, with dlvsym (which cmt does not hook). A call
 // made before that, by a library initialised earlier, is copied by a plain byte loop here.
@@ -19,6 +21,7 @@
 #include <limits>
 
 #include "hooks/host_leg_abi.h"
+#include "hooks/small_copies.h"
 
 namespace cmt::hooks {
 namespace {
@@ -85,13 +88,6 @@ CopyFn g_memmove = early_move;
 CheckedCopyFn g_memcpy_chk = early_checked_move;
 CheckedCopyFn g_memmove_chk = early_checked_move;
 
-// Calls this short go straight to libc after one compare with a constant, with no load: most calls
-// are tiny, and the hook must cost them next to nothing. Copying them here instead (16-byte SSE2
-// stores, or 32-byte AVX2 ones behind a CPU flag) cost the 64-byte call 1.2 ns more than libc's
-// own on the H200 host (4.4 ns against 3.2); the compare and jump measured 3.41 against 3.44
-// without a hook (bench/lab/memcpy_hook_variants.cpp, bench/lab/NOTES.md 31).
-constexpr std::size_t kTiny = 128;
-
 template <typename Fn>
 void find(Fn* slot, const char* name, const char* version) {
   if (void* fn = dlvsym(RTLD_NEXT, name, version)) *slot = reinterpret_cast<Fn>(fn);
@@ -156,45 +152,110 @@ inline std::size_t host_fill_threshold() {
 
 #define CMT_LIBC_EXPORT extern "C" __attribute__((visibility("default")))
 
+// The hooks' bodies, one set per instruction set. Up to kSmallMost bytes they copy or fill
+// themselves (small_copies.h); below the threshold they jump to libc's function; the rest goes to
+// the host leg. A fortified call past the destination's known size goes to libc, which reports it.
+#define CMT_LIBC_HOOKS(isa, attributes)                                                 \
+  namespace cmt::hooks {                                                                \
+  attributes void* memcpy_##isa(void* dst, const void* src, std::size_t n) noexcept {   \
+    if (__builtin_expect(small::move_##isa(dst, src, n), 1)) return dst;                \
+    if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memcpy(dst, src, n);   \
+    return large_memcpy(dst, src, n);                                                   \
+  }                                                                                     \
+  attributes void* memmove_##isa(void* dst, const void* src, std::size_t n) noexcept {  \
+    if (__builtin_expect(small::move_##isa(dst, src, n), 1)) return dst;                \
+    if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memmove(dst, src, n);  \
+    return large_memmove(dst, src, n);                                                  \
+  }                                                                                     \
+  attributes void* memcpy_chk_##isa(void* dst, const void* src, std::size_t n,          \
+                                    std::size_t room) noexcept {                        \
+    if (__builtin_expect(n > room, 0)) return g_memcpy_chk(dst, src, n, room);          \
+    return memcpy_##isa(dst, src, n);                                                   \
+  }                                                                                     \
+  attributes void* memmove_chk_##isa(void* dst, const void* src, std::size_t n,         \
+                                     std::size_t room) noexcept {                       \
+    if (__builtin_expect(n > room, 0)) return g_memmove_chk(dst, src, n, room);         \
+    return memmove_##isa(dst, src, n);                                                  \
+  }                                                                                     \
+  attributes void* memset_##isa(void* dst, int value, std::size_t n) noexcept {         \
+    if (__builtin_expect(small::fill_##isa(dst, value, n), 1)) return dst;              \
+    if (__builtin_expect(n < host_fill_threshold(), 1)) return g_memset(dst, value, n); \
+    return large_memset(dst, value, n);                                                 \
+  }                                                                                     \
+  attributes void* memset_chk_##isa(void* dst, int value, std::size_t n,                \
+                                    std::size_t room) noexcept {                        \
+    if (__builtin_expect(n > room, 0)) return g_memset_chk(dst, value, n, room);        \
+    return memset_##isa(dst, value, n);                                                 \
+  }                                                                                     \
+  }  // namespace cmt::hooks
+
+#if defined(__x86_64__)
+
+CMT_LIBC_HOOKS(sse2, )
+CMT_LIBC_HOOKS(avx2, CMT_AVX2)
+
+// Each exported name is a GNU indirect function: the loader asks its resolver once, when it binds
+// a program's reference, and the program then calls the variant for this processor directly, with
+// no test of a CPU flag on any call. The resolvers run before any constructor (small_copies.h).
+#define CMT_RESOLVER(name, type)                                                           \
+  extern "C" __attribute__((visibility("hidden"))) type* cmt_resolve_##name() {            \
+    return cmt::small::cpu_has_avx2() ? cmt::hooks::name##_avx2 : cmt::hooks::name##_sse2; \
+  }
+using CopyType = void*(void*, const void*, std::size_t) noexcept;
+using CheckedCopyType = void*(void*, const void*, std::size_t, std::size_t) noexcept;
+using FillType = void*(void*, int, std::size_t) noexcept;
+using CheckedFillType = void*(void*, int, std::size_t, std::size_t) noexcept;
+CMT_RESOLVER(memcpy, CopyType)
+CMT_RESOLVER(memmove, CopyType)
+CMT_RESOLVER(memcpy_chk, CheckedCopyType)
+CMT_RESOLVER(memmove_chk, CheckedCopyType)
+CMT_RESOLVER(memset, FillType)
+CMT_RESOLVER(memset_chk, CheckedFillType)
+
+CMT_LIBC_EXPORT void* memcpy(void*, const void*, std::size_t) noexcept
+    __attribute__((ifunc("cmt_resolve_memcpy")));
+CMT_LIBC_EXPORT void* memmove(void*, const void*, std::size_t) noexcept
+    __attribute__((ifunc("cmt_resolve_memmove")));
+CMT_LIBC_EXPORT void* __memcpy_chk(void*, const void*, std::size_t, std::size_t) noexcept
+    __attribute__((ifunc("cmt_resolve_memcpy_chk")));
+CMT_LIBC_EXPORT void* __memmove_chk(void*, const void*, std::size_t, std::size_t) noexcept
+    __attribute__((ifunc("cmt_resolve_memmove_chk")));
+CMT_LIBC_EXPORT void* memset(void*, int, std::size_t) noexcept
+    __attribute__((ifunc("cmt_resolve_memset")));
+CMT_LIBC_EXPORT void* __memset_chk(void*, int, std::size_t, std::size_t) noexcept
+    __attribute__((ifunc("cmt_resolve_memset_chk")));
+
+#else  // elsewhere: libc copies small calls too, after one compare
+
+namespace cmt::small {
+CMT_SMALL bool move_generic(void*, const void*, std::size_t) {
+  return false;
+}
+CMT_SMALL bool fill_generic(void*, int, std::size_t) {
+  return false;
+}
+}  // namespace cmt::small
+CMT_LIBC_HOOKS(generic, )
+
 CMT_LIBC_EXPORT void* memcpy(void* dst, const void* src, std::size_t n) noexcept {
-  using namespace cmt::hooks;
-  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1)) return g_memcpy(dst, src, n);
-  return large_memcpy(dst, src, n);
+  return cmt::hooks::memcpy_generic(dst, src, n);
 }
-
 CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) noexcept {
-  using namespace cmt::hooks;
-  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1)) return g_memmove(dst, src, n);
-  return large_memmove(dst, src, n);
+  return cmt::hooks::memmove_generic(dst, src, n);
 }
-
-// Fortified forms: a copy past the destination's known size goes to libc, which reports it.
 CMT_LIBC_EXPORT void* __memcpy_chk(void* dst, const void* src, std::size_t n,
                                    std::size_t room) noexcept {
-  using namespace cmt::hooks;
-  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1) || n > room)
-    return g_memcpy_chk(dst, src, n, room);
-  return large_memcpy(dst, src, n);
+  return cmt::hooks::memcpy_chk_generic(dst, src, n, room);
 }
-
 CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
                                     std::size_t room) noexcept {
-  using namespace cmt::hooks;
-  if (__builtin_expect(n <= kTiny || n < host_copy_threshold(), 1) || n > room)
-    return g_memmove_chk(dst, src, n, room);
-  return large_memmove(dst, src, n);
+  return cmt::hooks::memmove_chk_generic(dst, src, n, room);
 }
-
 CMT_LIBC_EXPORT void* memset(void* dst, int value, std::size_t n) noexcept {
-  using namespace cmt::hooks;
-  if (__builtin_expect(n <= kTiny || n < host_fill_threshold(), 1)) return g_memset(dst, value, n);
-  return large_memset(dst, value, n);
+  return cmt::hooks::memset_generic(dst, value, n);
+}
+CMT_LIBC_EXPORT void* __memset_chk(void* dst, int value, std::size_t n, std::size_t room) noexcept {
+  return cmt::hooks::memset_chk_generic(dst, value, n, room);
 }
 
-CMT_LIBC_EXPORT void* __memset_chk(void* dst, int value, std::size_t n,
-                                   std::size_t room) noexcept {
-  using namespace cmt::hooks;
-  if (__builtin_expect(n <= kTiny || n < host_fill_threshold(), 1) || n > room)
-    return g_memset_chk(dst, value, n, room);
-  return large_memset(dst, value, n);
-}
+#endif

@@ -55,7 +55,7 @@ int show_options(bool markdown) {
     if (markdown) {
       std::printf("| `%s` | %s | %s | %s | %s |\n", row.env,
                   key.empty() ? "" : ("`" + key + "`").c_str(), scope_text(row).c_str(),
-                  def.empty() ? "" : ("`" + def + "`").c_str(), row.help);
+                  def.empty() ? "" : ("`" + def + "`").c_str(), row.help.c_str());
       continue;
     }
     std::printf("%s%s  [%s]  default: %s\n", row.env, key.empty() ? "" : (" (" + key + ")").c_str(),
@@ -67,7 +67,7 @@ int show_options(bool markdown) {
       std::printf("    %s\n", line.c_str());
       line.clear();
     };
-    for (const char* p = row.help;; ++p) {
+    for (const char* p = row.help.c_str();; ++p) {
       if (*p == ' ' || *p == '\0') {
         if (!line.empty() && line.size() + 1 + word.size() > 92) flush();
         line += (line.empty() ? "" : " ") + word;

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "config/options.h"
+#include "preload.h"
 #include "profile_command.h"
 
 namespace cmt::cli {
@@ -82,27 +83,6 @@ std::string host_library_beside(const std::string& library) {
   const std::string path =
       (slash == std::string::npos ? std::string(".") : library.substr(0, slash)) + "/libcmt-host.so";
   return is_file(path) ? canonical(path) : std::string();
-}
-
-std::string preload_value(const std::vector<std::string>& libraries, const char* existing) {
-  std::string out;
-  for (const std::string& l : libraries) out += (out.empty() ? "" : ":") + l;
-  if (!existing) return out;
-  // LD_PRELOAD entries are separated by spaces or colons.
-  std::string item;
-  std::stringstream ss(existing);
-  while (std::getline(ss, item, ':')) {
-    std::stringstream words(item);
-    std::string word;
-    while (words >> word)
-      if (std::find(libraries.begin(), libraries.end(), word) == libraries.end())
-        out += ":" + word;
-  }
-  return out;
-}
-
-std::string preload_value(const std::string& library, const char* existing) {
-  return preload_value(std::vector<std::string>{library}, existing);
 }
 
 int run_command(const std::vector<std::string>& command, bool verbose) {

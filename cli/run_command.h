@@ -14,11 +14,6 @@ std::string find_library(std::string* why);
 // libcmt-host.so (the memcpy hooks of the host leg) beside `library`, or "" if there is none.
 std::string host_library_beside(const std::string& library);
 
-// LD_PRELOAD for the child: cmt's libraries first (libcmt.so, then libcmt-host.so where host
-// copies are on), any value already set kept after them (once each).
-std::string preload_value(const std::vector<std::string>& libraries, const char* existing);
-std::string preload_value(const std::string& library, const char* existing);
-
 // Execs one of cmt's own programs (found like libcmt.so) with `args`; returns only on failure.
 int run_tool(const std::string& name, const std::vector<std::string>& args);
 

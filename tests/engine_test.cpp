@@ -234,7 +234,7 @@ TEST(CopyEngine, ConcurrentCopiesEachGetALaneAndShareTheGpusThreads) {
     EXPECT_EQ(l.threads, 3u);
   }
   EXPECT_GT(lanes.size(), 2u) << "concurrent callers should have had lanes of their own";
-  EXPECT_LE(lanes.size(), 2 * CopyEngine::kAutoLanes);
+  EXPECT_LE(lanes.size(), 2 * rules::kAutoLanes);
   EXPECT_LE(process_threads() - before, static_cast<int>(pool))
       << "threads started beyond the one pool (" << during - before << " while copying)";
 }
@@ -259,7 +259,7 @@ TEST(CopyEngine, LegacyStreamCopiesMayHaveMoreLanes) {
         CUdeviceptr dev = fake.alloc_device(bytes);
         ++ready;
         while (ready.load() < kCallers) std::this_thread::yield();
-        // What the engine declines (a caller that waited past kLaneWaitLimit for a lane: likely
+        // What the engine declines (a caller that waited past rules::kLaneWait for a lane: likely
         // under ThreadSanitizer), CUDA copies, as the hooks forward it.
         const std::size_t done =
             engine.copy({Direction::HostToDevice, src.data(), dev, bytes, streams[t], false})
@@ -276,10 +276,10 @@ TEST(CopyEngine, LegacyStreamCopiesMayHaveMoreLanes) {
     const std::size_t lanes = engine.lanes().size();  // one direction: host to device
     // Eight callers released together overlap: each kind of stream fills its lanes.
     if (legacy) {
-      EXPECT_LE(lanes, CopyEngine::kAutoLanesLegacy);
-      EXPECT_GT(lanes, CopyEngine::kAutoLanes) << "legacy-stream copies stayed on the others' lanes";
+      EXPECT_LE(lanes, rules::kAutoLanesLegacy);
+      EXPECT_GT(lanes, rules::kAutoLanes) << "legacy-stream copies stayed on the others' lanes";
     } else {
-      EXPECT_LE(lanes, CopyEngine::kAutoLanes);
+      EXPECT_LE(lanes, rules::kAutoLanes);
     }
   }
 }
@@ -762,7 +762,7 @@ TEST(CopyEngine, FreshDestinationsAreByteExactEachWay) {
   CUdeviceptr dev = fake.alloc_device(bytes);
   std::memcpy(reinterpret_cast<void*>(dev), src.data(), bytes);
   for (FreshPages mode : {FreshPages::Off, FreshPages::Populate, FreshPages::Huge}) {
-    SCOPED_TRACE(fresh_pages_name(mode));
+    SCOPED_TRACE(choice_name(mode));
     Config c = small_config(3, 1 << 20, 4);
     c.fresh_pages = mode;
     CopyEngine engine(fake.api(), c);

@@ -15,7 +15,8 @@
 #include "engine/device/copy_engine.h"
 #include "engine/peer/peer_copier.h"
 #include "interposer/classify.h"
-#include "tune.h"
+#include "pickers.h"
+#include "search.h"
 
 namespace cmt {
 namespace {
@@ -107,7 +108,7 @@ TEST_F(GpuEngine, FreshDestinationsEachWay) {
     for (std::size_t bytes : sizes) {
       for (std::size_t off : {std::size_t{0}, std::size_t{4095}}) {
         SCOPED_TRACE(testing::Message()
-                     << fresh_pages_name(mode) << " bytes=" << bytes << " off=" << off);
+                     << choice_name(mode) << " bytes=" << bytes << " off=" << off);
         auto src = pattern(bytes, seed++);
         char* dev = nullptr;
         ASSERT_EQ(cudaMalloc(&dev, bytes), cudaSuccess);

@@ -112,16 +112,34 @@ TEST(OptionTable, NamesAndVariablesAreUniqueAndEveryRowIsDocumented) {
   }
 }
 
-// The per-GPU and tuned knob lists, and what makes two lanes alike, follow from the table.
+// The per-GPU and tuned knob lists, the tuned knobs' text and the full search's values follow
+// from the table: a knob is listed once, in its row.
 TEST(OptionTable, ScopesMakeTheKnobLists) {
-  EXPECT_EQ(per_gpu_knobs(),
-            (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots",
-                                      "spin_us", "ramp", "h2d_method", "d2h_method"}));
-  EXPECT_EQ(tuned_knobs(),
-            (std::vector<std::string>{"threads", "chunk_bytes", "d2h_chunk_bytes", "slots", "lanes",
-                                      "gpu_cores", "threshold", "d2h_threshold", "warm_threshold",
-                                      "d2h_warm_threshold", "h2d_method", "d2h_method",
-                                      "host_copy_threshold", "host_fill_threshold"}));
+  std::vector<std::string> per_gpu, tuned;
+  for (const OptionSpec& row : option_table()) {
+    if (row.scope == Scope::PerGpu) per_gpu.push_back(row.name);
+    if (row.tuned) tuned.push_back(row.name);
+  }
+  EXPECT_EQ(per_gpu_knobs(), per_gpu);
+  EXPECT_EQ(tuned_knobs(), tuned);
+  EXPECT_GE(tuned.size(), 6u);
+  const Config defaults;
+  const std::string text = tuned_knobs_text(defaults), lane_text = tuned_knobs_text(defaults, true);
+  for (const OptionSpec& row : option_table()) {
+    const std::string named = std::string(row.name) + " " + row.show(defaults);
+    const bool lane_knob = row.tuned && row.scope == Scope::PerGpu;
+    EXPECT_EQ(text.find(named) != std::string::npos, row.tuned) << row.name << ": " << text;
+    EXPECT_EQ(lane_text.find(named) != std::string::npos, lane_knob) << row.name;
+    // The full search moves exactly the tuned lane knobs, through values their rows parse.
+    EXPECT_EQ(!row.search.empty(), lane_knob) << row.name;
+    std::string values = row.search + ",";
+    for (std::size_t at = 0, comma; !row.search.empty() &&
+                                    (comma = values.find(',', at)) != std::string::npos;
+         at = comma + 1) {
+      Config c;
+      EXPECT_EQ(row.apply(c, values.substr(at, comma - at)), "") << row.name;
+    }
+  }
   Config a, b;
   b.spin_us = 5;
   b.h2d_method = CopyMethod::Streaming;

@@ -4,7 +4,6 @@
 
 #include "config/profile.h"
 #include "profile_writer.h"
-#include "tune.h"
 
 namespace cmt {
 namespace {

@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "tune.h"
+#include "pickers.h"
+#include "search.h"
 
 namespace cmt {
 namespace {

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <thread>
 
-#include "engine/shared/fresh_pages.h"
 #include "engine/shared/cpu_copy.h"
+#include "engine/shared/fresh_pages.h"
 
 namespace cmt {
 namespace {

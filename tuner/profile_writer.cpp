@@ -5,7 +5,6 @@
 #include <sstream>
 
 #include "config/profile.h"
-#include "tune.h"
 
 #include "config/tomlpp.h"
 

@@ -38,79 +38,75 @@ struct CopyOutcome {
   // short (CUDA_SUCCESS when it did not, or when it merely declined to wait).
   std::size_t bytes_done = 0;
   CUresult status = CUDA_SUCCESS;
-  // D2H: bytes of the destination that were found never written and prepared (engine/shared/fresh_pages.h).
+  // D2H: bytes of the destination that were found never written and prepared
+  // (engine/shared/fresh_pages.h).
   std::size_t fresh_bytes = 0;
 };
+
+// A knob's named choices: each enum's names are written once, in its table below (in the order
+// messages list them), and everything that parses, prints or lists them reads that table.
+template <typename E>
+struct Choice {
+  E value;
+  const char* name;
+};
+template <typename E>
+struct Choices;  // Choices<E>::table, for each knob's enum
 
 // How CPU threads write a buffer: plain memcpy, or non-temporal (streaming) stores that bypass
 // the caches; auto lets the engine choose by direction and size.
 enum class CopyMethod { Auto, Memcpy, Streaming };
-
-inline const char* copy_method_name(CopyMethod method) {
-  switch (method) {
-    case CopyMethod::Memcpy:
-      return "memcpy";
-    case CopyMethod::Streaming:
-      return "streaming";
-    default:
-      return "auto";
-  }
-}
+template <>
+struct Choices<CopyMethod> {
+  static constexpr Choice<CopyMethod> table[] = {{CopyMethod::Auto, "auto"},
+                                                 {CopyMethod::Memcpy, "memcpy"},
+                                                 {CopyMethod::Streaming, "streaming"}};
+};
 
 // How a device-to-host copy prepares a destination the process has never written
-// (engine/shared/fresh_pages.h): transparent huge pages populated on every copy thread, 4 KiB pages
-// populated, or nothing.
+// (engine/shared/fresh_pages.h): transparent huge pages populated on every copy thread, 4 KiB
+// pages populated, or nothing.
 enum class FreshPages { Off, Populate, Huge };
+template <>
+struct Choices<FreshPages> {
+  static constexpr Choice<FreshPages> table[] = {
+      {FreshPages::Huge, "huge"}, {FreshPages::Populate, "populate"}, {FreshPages::Off, "off"}};
+};
 
-inline const char* fresh_pages_name(FreshPages mode) {
-  switch (mode) {
-    case FreshPages::Off:
-      return "off";
-    case FreshPages::Populate:
-      return "populate";
-    default:
-      return "huge";
-  }
-}
-
-// Which host-to-host copies (memcpy, memmove) cmt runs on its copy threads (engine/host/host_copier.h):
+// Which host-to-host copies (memcpy, memmove) cmt runs on its copy threads (interposer/host_leg.h):
 // none, those into or out of CUDA host memory (a library's own pinned staging), or every large one.
 enum class HostCopy { Off, Pinned, All };
+template <>
+struct Choices<HostCopy> {
+  static constexpr Choice<HostCopy> table[] = {
+      {HostCopy::Pinned, "pinned"}, {HostCopy::All, "all"}, {HostCopy::Off, "off"}};
+};
 
-inline const char* host_copy_name(HostCopy mode) {
-  switch (mode) {
-    case HostCopy::Off:
-      return "off";
-    case HostCopy::All:
-      return "all";
-    default:
-      return "pinned";
-  }
-}
-
-// Which large memset calls cmt runs on its copy threads (engine/host/host_copier.h): none, those into
-// memory never written yet (a new buffer's zero-fill: huge pages, faulted in on every thread),
-// or every large one.
+// Which large memset calls cmt runs on its copy threads (interposer/host_leg.h): none, those into
+// memory never written yet (a new buffer's zero-fill: huge pages, faulted in on every thread), or
+// every large one.
 enum class HostFill { Off, Fresh, All };
-
-inline const char* host_fill_name(HostFill mode) {
-  switch (mode) {
-    case HostFill::Off:
-      return "off";
-    case HostFill::All:
-      return "all";
-    default:
-      return "fresh";
-  }
-}
+template <>
+struct Choices<HostFill> {
+  static constexpr Choice<HostFill> table[] = {
+      {HostFill::Fresh, "fresh"}, {HostFill::All, "all"}, {HostFill::Off, "off"}};
+};
 
 // Which cores a GPU's copy threads run on where several GPUs hang off the same ones
 // (engine/shared/gpu_locality.h): all of them, shared with the other GPUs' threads, or a share of
 // their own.
 enum class GpuCores { All, Split };
+template <>
+struct Choices<GpuCores> {
+  static constexpr Choice<GpuCores> table[] = {{GpuCores::All, "all"}, {GpuCores::Split, "split"}};
+};
 
-inline const char* gpu_cores_name(GpuCores mode) {
-  return mode == GpuCores::Split ? "split" : "all";
+// The name of a choice ("?" for a value outside its table).
+template <typename E>
+constexpr const char* choice_name(E value) {
+  for (const Choice<E>& c : Choices<E>::table)
+    if (c.value == value) return c.name;
+  return "?";
 }
 
 }  // namespace cmt

@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <limits>
 
+#include "common/engine_rules.h"
+
 namespace cmt {
 namespace {
 
@@ -45,14 +47,14 @@ std::string printable(std::string_view text) {
 }
 
 // Row builders: each option is declared once with its range, and parsing and printing follow.
-OptionSpec size_option(const char* name, const char* env, Scope scope, bool tuned, const char* help,
+OptionSpec size_option(const char* name, const char* env, Scope scope, bool tuned, std::string help,
                        std::size_t Config::*field, std::size_t min, std::size_t max) {
   return {name,
           env,
           scope,
           tuned,
           ValueKind::Size,
-          help,
+          std::move(help),
           [field, min, max](Config& c, std::string_view v) -> std::string {
             std::size_t bytes = 0;
             if (!parse_byte_size(v, &bytes) || bytes < min || bytes > max)
@@ -65,13 +67,13 @@ OptionSpec size_option(const char* name, const char* env, Scope scope, bool tune
 }
 
 OptionSpec count_option(const char* name, const char* env, Scope scope, bool tuned,
-                        const char* help, unsigned Config::*field, unsigned min, unsigned max) {
+                        std::string help, unsigned Config::*field, unsigned min, unsigned max) {
   return {name,
           env,
           scope,
           tuned,
           ValueKind::Count,
-          help,
+          std::move(help),
           [field, min, max](Config& c, std::string_view v) -> std::string {
             unsigned long long n = 0;
             if (!parse_unsigned(v, &n) || n < min || n > max)
@@ -82,14 +84,14 @@ OptionSpec count_option(const char* name, const char* env, Scope scope, bool tun
           [field](const Config& c) { return std::to_string(c.*field); }};
 }
 
-OptionSpec flag_option(const char* name, const char* env, Scope scope, const char* help,
+OptionSpec flag_option(const char* name, const char* env, Scope scope, std::string help,
                        bool Config::*field) {
   return {name,
           env,
           scope,
           false,
           ValueKind::Flag,
-          help,
+          std::move(help),
           [field](Config& c, std::string_view v) -> std::string {
             std::string s = lower(v);
             if (s == "1" || s == "true" || s == "yes" || s == "on") {
@@ -104,37 +106,42 @@ OptionSpec flag_option(const char* name, const char* env, Scope scope, const cha
           [field](const Config& c) { return std::string(c.*field ? "1" : "0"); }};
 }
 
-// A knob with a few named values; `name_of` prints one.
+// "a, b or c": a knob's choices as its messages and help list them.
+template <typename E>
+std::string choice_list(const char* between = ", ", const char* last = " or ") {
+  std::string out;
+  const auto& table = Choices<E>::table;
+  const std::size_t n = sizeof(table) / sizeof(table[0]);
+  for (std::size_t i = 0; i < n; ++i)
+    out += std::string(i == 0 ? "" : i + 1 == n ? last : between) + table[i].name;
+  return out;
+}
+
+// A knob with a few named values, from its enum's table (common/copy_types.h).
 template <typename E>
 OptionSpec choice_option(const char* name, const char* env, Scope scope, bool tuned,
-                         const char* help, E Config::*field, std::vector<E> choices,
-                         const char* (*name_of)(E)) {
+                         std::string help, E Config::*field) {
   return {name,
           env,
           scope,
           tuned,
           ValueKind::Choice,
-          help,
-          [field, choices, name_of](Config& c, std::string_view v) -> std::string {
+          std::move(help),
+          [field](Config& c, std::string_view v) -> std::string {
             const std::string s = lower(v);
-            std::string expected = "one of ";
-            for (E e : choices) {
-              if (s == name_of(e)) {
-                c.*field = e;
+            for (const Choice<E>& choice : Choices<E>::table)
+              if (s == choice.name) {
+                c.*field = choice.value;
                 return {};
               }
-              expected += std::string(e == choices.front() ? "" : ", ") + name_of(e);
-            }
-            return expected;
+            return "one of " + choice_list<E>(", ", ", ");
           },
-          [field, name_of](const Config& c) { return std::string(name_of(c.*field)); }};
+          [field](const Config& c) { return std::string(choice_name(c.*field)); }};
 }
 
-OptionSpec method_option(const char* name, const char* env, const char* help,
+OptionSpec method_option(const char* name, const char* env, std::string help,
                          CopyMethod Config::*field) {
-  return choice_option(name, env, Scope::PerGpu, true, help, field,
-                       {CopyMethod::Auto, CopyMethod::Memcpy, CopyMethod::Streaming},
-                       copy_method_name);
+  return choice_option(name, env, Scope::PerGpu, true, std::move(help), field);
 }
 
 // Free text, taken as it is.
@@ -145,7 +152,7 @@ OptionSpec text_option(const char* name, const char* env, Scope scope, const cha
           scope,
           false,
           ValueKind::Text,
-          help,
+          std::move(help),
           [field](Config& c, std::string_view v) -> std::string {
             c.*field = std::string(v);
             return {};
@@ -158,46 +165,81 @@ const char* log_level_name(int i) {
   return kLevels[i];
 }
 
+// Help text quoting the engine's rules (common/engine_rules.h) and the defaults is made from them.
+// 256 << 20 -> "256 MiB": a size as the help's prose writes it.
+std::string mib(std::size_t bytes) {
+  for (const char* unit : {"GiB", "MiB", "KiB"}) {
+    const unsigned shift = unit[0] == 'G' ? 30 : unit[0] == 'M' ? 20 : 10;
+    if (bytes >= (std::size_t{1} << shift) && bytes % (std::size_t{1} << shift) == 0)
+      return std::to_string(bytes >> shift) + " " + unit;
+  }
+  return std::to_string(bytes) + " bytes";
+}
+
+// 1.2 -> "20%".
+std::string percent_over(double factor) {
+  return std::to_string(static_cast<int>((factor - 1) * 100 + 0.5)) + "%";
+}
+
 std::vector<OptionSpec> build_table() {
+  using namespace rules;
+  const Config d;  // the defaults the help quotes
   std::vector<OptionSpec> t;
   t.push_back(flag_option("disable", "CMT_DISABLE", Scope::Process,
                           "Forward every copy to CUDA untouched (the kill switch).",
                           &Config::disable));
-  t.push_back(count_option("threads", "CMT_THREADS", Scope::PerGpu, true,
-                           "CPU copy threads one copy uses; 0 picks half the GPU's local cores, "
-                           "at most 8. A GPU's pool has room for two copies at once (at most its "
-                           "local cores less two).",
-                           &Config::threads, 0, 256));
+  t.push_back(count_option(
+      "threads", "CMT_THREADS", Scope::PerGpu, true,
+      "CPU copy threads one copy uses; 0 picks half the GPU's local cores, at most " +
+          std::to_string(kAutoThreadsMost) +
+          ". A GPU's pool has room for two copies at once (at most its local cores less " +
+          std::to_string(kPoolSpareCores) + ", which its issuing threads keep).",
+      &Config::threads, 0, 256));
+  t.back().search = "2,4,6,8,10,12,14,16,24,32";
   t.push_back(size_option("chunk_bytes", "CMT_CHUNK_BYTES", Scope::PerGpu, true,
-                          "The largest piece (one DMA) of a copy shorter than 64 pieces, either "
-                          "way; host-to-device staging buffers are this size.",
+                          "The largest piece (one DMA) of a copy shorter than " +
+                              std::to_string(kPiecesPerLongCopy) +
+                              " pieces, either way; host-to-device staging buffers are this size.",
                           &Config::chunk_bytes, 4096, std::size_t{1} << 30));
-  t.push_back(size_option("d2h_chunk_bytes", "CMT_D2H_CHUNK_BYTES", Scope::PerGpu, true,
-                          "The size of each device-to-host staging buffer, and the largest piece "
-                          "of a device-to-host copy of 64 pieces or more (256 MiB at 4M): fewer, "
-                          "larger DMAs for long copies.",
-                          &Config::d2h_chunk_bytes, 4096, std::size_t{1} << 30));
-  t.push_back(count_option("slots", "CMT_SLOTS", Scope::PerGpu, true,
-                           "Pinned staging buffers per GPU, direction and lane, allocated at a "
-                           "direction's first copy (by default 24 MiB for host-to-device copies "
-                           "and 48 MiB for device-to-host ones); all rings together stay under an "
-                           "eighth of the machine's memory, and a lane past that forwards.",
-                           &Config::slots, 2, 1024));
-  t.push_back(count_option("lanes", "CMT_LANES", Scope::Process, true,
-                           "Copy lanes per GPU and direction: copies made at the same time by "
-                           "different threads each get one (its own staging buffers; all lanes "
-                           "of a GPU share its copy threads), up to this many (0: 2, or 4 for copies on "
-                           "the legacy default stream, where CUDA runs them one after another); "
-                           "the rest wait up to 200 ms for one, then go to CUDA.",
-                           &Config::lanes, 0, 16));
+  t.back().search = "1M,2M,4M,8M";
+  t.push_back(size_option(
+      "d2h_chunk_bytes", "CMT_D2H_CHUNK_BYTES", Scope::PerGpu, true,
+      "The size of each device-to-host staging buffer, and the largest piece of a device-to-host "
+      "copy of " +
+          std::to_string(kPiecesPerLongCopy) + " pieces or more (" +
+          mib(kPiecesPerLongCopy * d.d2h_chunk_bytes) + " at " +
+          format_byte_size(d.d2h_chunk_bytes) + "): fewer, larger DMAs for long copies.",
+      &Config::d2h_chunk_bytes, 4096, std::size_t{1} << 30));
+  t.back().search = "2M,4M,8M";
+  t.push_back(count_option(
+      "slots", "CMT_SLOTS", Scope::PerGpu, true,
+      "Pinned staging buffers per GPU, direction and lane, allocated at a direction's first copy "
+      "(by default " +
+          mib(d.slots * d.chunk_bytes) + " for host-to-device copies and " +
+          mib(d.slots * d.d2h_chunk_bytes) +
+          " for device-to-host ones); all of cmt's pinned staging together stays under " +
+          kPinnedShareText + " of the machine's memory, and a lane past that forwards.",
+      &Config::slots, 2, 1024));
+  t.back().search = "8,16,32";
+  t.push_back(count_option(
+      "lanes", "CMT_LANES", Scope::Process, true,
+      "Copy lanes per GPU and direction: copies made at the same time by different threads each "
+      "get one (its own staging buffers; all lanes of a GPU share its copy threads), up to this "
+      "many (0: " +
+          std::to_string(kAutoLanes) + ", or " + std::to_string(kAutoLanesLegacy) +
+          " for copies on the legacy default stream, where CUDA runs them one after another); "
+          "the rest wait up to " +
+          std::to_string(kLaneWait.count()) + " ms for one, then go to CUDA.",
+      &Config::lanes, 0, 16));
   t.push_back(choice_option(
       "gpu_cores", "CMT_GPU_CORES", Scope::Process, true,
       "Where several GPUs hang off the same cores (one NUMA node): all lets each GPU's copy "
       "threads run on all of them; split gives each GPU a contiguous share of whole cores of its "
       "own (the GPUs in PCI order, this process's or not, so one process per GPU splits too), "
-      "unless a share would have fewer than 4. `cmt tune --search full` measures both with all "
-      "such GPUs copying at once.",
-      &Config::gpu_cores, {GpuCores::All, GpuCores::Split}, gpu_cores_name));
+      "unless a share would have fewer than " +
+          std::to_string(kMinCoreShare) +
+          ". `cmt tune --search full` measures both with all such GPUs copying at once.",
+      &Config::gpu_cores));
   t.push_back(size_option("threshold", "CMT_THRESHOLD", Scope::Process, true,
                           "Host-to-device copies smaller than this are forwarded to CUDA.",
                           &Config::threshold, 0, std::size_t{1} << 40));
@@ -227,32 +269,38 @@ std::vector<OptionSpec> build_table() {
                           &Config::ramp));
   t.push_back(method_option("h2d_method", "CMT_H2D_METHOD",
                             "How host-to-device copies write the pinned staging buffers: memcpy, "
-                            "streaming (non-temporal stores), or auto (streaming below 256 MiB).",
+                            "streaming (non-temporal stores), or auto (streaming below " +
+                                mib(kStreamingStageBelow) + ").",
                             &Config::h2d_method));
+  t.back().search = choice_list<CopyMethod>(",", ",");
   t.push_back(method_option(
       "d2h_method", "CMT_D2H_METHOD",
-      "How device-to-host copies write the user's buffer: memcpy, "
-      "streaming (non-temporal stores), or auto (memcpy below 32 MiB, streaming from there).",
+      "How device-to-host copies write the user's buffer: memcpy, streaming (non-temporal "
+      "stores), or auto (memcpy below " +
+          mib(kStreamingDrainFrom) + ", streaming from there).",
       &Config::d2h_method));
+  t.back().search = choice_list<CopyMethod>(",", ",");
   t.push_back(choice_option(
       "fresh_pages", "CMT_FRESH_PAGES", Scope::Process, false,
-      "Device-to-host copies of 8 MiB or more into memory never written yet (no sampled page "
-      "resident, as a new tensor's .cpu()): huge asks for transparent huge pages over the "
-      "destination's whole 2 MiB blocks and faults them in on all copy threads before draining "
-      "(before Linux 5.14 such destinations are left alone); populate faults them in as 4 KiB "
-      "pages; off lets the drain fault them one by one.",
-      &Config::fresh_pages, {FreshPages::Huge, FreshPages::Populate, FreshPages::Off},
-      fresh_pages_name));
+      "Device-to-host copies of " + mib(kFreshPagesFrom) +
+          " or more into memory never written yet (no sampled page resident, as a new tensor's "
+          ".cpu()): huge asks for transparent huge pages over the destination's whole " +
+          mib(kFreshBlock) +
+          " blocks and faults them in on all copy threads before draining (before Linux 5.14 "
+          "such destinations are left alone); populate faults them in as 4 KiB pages; off lets "
+          "the drain fault them one by one.",
+      &Config::fresh_pages));
   t.push_back(choice_option(
       "host_copy", "CMT_HOST_COPY", Scope::Process, false,
       "Which large memcpy and memmove calls run on cmt's copy threads: pinned, those into or out "
       "of CUDA host memory (cudaHostAlloc, cudaHostRegister and the driver's forms: a library "
       "filling its own pinned staging buffer); all, every one, from the program's first CUDA "
       "call on; off, none, and cmt run then leaves libcmt-host.so (the memcpy hooks) out.",
-      &Config::host_copy, {HostCopy::Pinned, HostCopy::All, HostCopy::Off}, host_copy_name));
+      &Config::host_copy));
   t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, true,
                           "memcpy and memmove calls smaller than this go straight to libc; cmt "
-                          "tune sets it where the copy threads beat one thread by 20%.",
+                          "tune sets it where the copy threads beat one thread by " +
+                              percent_over(kHostLegWin) + ".",
                           &Config::host_copy_threshold, 64u << 10, std::size_t{1} << 40));
   t.push_back(choice_option(
       "host_fill", "CMT_HOST_FILL", Scope::Process, false,
@@ -260,10 +308,11 @@ std::vector<OptionSpec> build_table() {
       "yet (a new buffer's zero-fill: huge pages asked for and faulted in on every thread, as "
       "for fresh device-to-host destinations); all, every one; off, none. From the program's "
       "first CUDA call on; with host_copy also off, cmt run leaves libcmt-host.so out.",
-      &Config::host_fill, {HostFill::Fresh, HostFill::All, HostFill::Off}, host_fill_name));
+      &Config::host_fill));
   t.push_back(size_option("host_fill_threshold", "CMT_HOST_FILL_THRESHOLD", Scope::Process, true,
                           "memset calls smaller than this go straight to libc; cmt tune sets it "
-                          "where the copy threads fill new memory 20% faster than one thread.",
+                          "where the copy threads fill new memory " +
+                              percent_over(kHostLegWin) + " faster than one thread.",
                           &Config::host_fill_threshold, 1u << 20, std::size_t{1} << 40));
   t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
                           "Copies between two GPUs that have no peer access (none possible, or "
@@ -344,6 +393,14 @@ std::vector<std::string> tuned_knobs() {
   std::vector<std::string> out;
   for (const OptionSpec& row : option_table())
     if (row.tuned) out.push_back(row.name);
+  return out;
+}
+
+std::string tuned_knobs_text(const Config& config, bool lane_only) {
+  std::string out;
+  for (const OptionSpec& row : option_table())
+    if (row.tuned && (!lane_only || row.scope == Scope::PerGpu))
+      out += (out.empty() ? "" : ", ") + std::string(row.name) + " " + row.show(config);
   return out;
 }
 

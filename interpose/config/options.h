@@ -73,10 +73,13 @@ struct OptionSpec {
   Scope scope;
   bool tuned;  // `cmt tune` searches it and writes it to the profile
   ValueKind kind;
-  const char* help;
+  std::string help;
   // Applies `value` to `config`; returns an empty string on success, else what was expected.
   std::function<std::string(Config& config, std::string_view value)> apply;
   std::function<std::string(const Config& config)> show;  // the effective value as text
+  // The values `cmt tune --search full` tries for a tuned knob, comma-separated, as text the row
+  // parses; empty where the knob is tuned otherwise (by measurement of its own) or not at all.
+  std::string search = {};
 
   std::string default_text() const { return show(Config{}); }
   bool profile_may_set() const { return scope != Scope::EnvOnly; }
@@ -91,6 +94,9 @@ const OptionSpec* find_option(std::string_view name);
 const std::vector<std::string>& per_gpu_knobs();
 bool is_per_gpu_knob(const std::string& name);
 std::vector<std::string> tuned_knobs();
+// "threads 8, chunk_bytes 2M, ...": the tuned knobs' values in `config`, in the table's order;
+// with `lane_only`, only those that shape a copy lane (per GPU).
+std::string tuned_knobs_text(const Config& config, bool lane_only = false);
 
 // The per-GPU knobs are what shapes a copy lane: two configurations with the same ones build the
 // same lanes, and `copy_lane_knobs` gives `to` those of `from`.

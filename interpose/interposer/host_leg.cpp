@@ -82,8 +82,8 @@ bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>
     auto* copier = new HostCopier(config, threads, cpus);  // lives as long as the process
     leg.arm(*copier, config);
     CMT_LOG(info, "host copies ({}) of {} or more and fills ({}) of {} or more on {} threads",
-            host_copy_name(config.host_copy), format_byte_size(config.host_copy_threshold),
-            host_fill_name(config.host_fill), format_byte_size(config.host_fill_threshold),
+            choice_name(config.host_copy), format_byte_size(config.host_copy_threshold),
+            choice_name(config.host_fill), format_byte_size(config.host_fill_threshold),
             copier->threads());
     return true;
   } catch (...) {

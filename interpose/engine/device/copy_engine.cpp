@@ -18,10 +18,6 @@
 namespace cmt {
 namespace {
 
-// How long a copy waits for a free lane (every one busy with another thread's copy) before
-// leaving it to CUDA.
-constexpr auto kLaneWaitLimit = std::chrono::milliseconds(200);
-
 // A broken ring is leaked, not freed (a DMA may still touch it), and rebuilt; a lane whose ring
 // broke this many times forwards for good, so that a driver that keeps failing cannot make cmt
 // leak pinned memory without end.
@@ -86,12 +82,14 @@ CopyEngine::~CopyEngine() = default;
 
 unsigned CopyEngine::lanes_for(CUstream stream) const {
   if (config_.lanes) return config_.lanes;
-  return stream == CU_STREAM_LEGACY ? kAutoLanesLegacy : kAutoLanes;
+  return stream == CU_STREAM_LEGACY ? rules::kAutoLanesLegacy : rules::kAutoLanes;
 }
 
 CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, unsigned most,
                                            bool wait, std::unique_lock<std::mutex>& hold) {
-  const auto deadline = std::chrono::steady_clock::now() + kLaneWaitLimit;
+  // How long a copy waits for a free lane (every one busy with another thread's copy) before
+  // leaving it to CUDA.
+  const auto deadline = std::chrono::steady_clock::now() + rules::kLaneWait;
   Backoff backoff;
   for (;;) {
     {
@@ -169,7 +167,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
                        " bytes would take cmt's pinned memory to " +
                        std::to_string((budget_.taken() + ring_bytes) >> 20) + " MiB, past " +
                        std::to_string(budget_.limit() >> 20) + " MiB (" +
-                       PinnedBudget::kShareText + " of this machine's memory)");
+                       rules::kPinnedShareText + " of this machine's memory)");
   lane.ring =
       StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, std::move(hold), &r);
   if (!lane.ring) {
@@ -399,7 +397,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   if (fresh.count)
     CMT_LOG(debug, "D2H into a fresh destination: {} blocks of 2 MiB {} ({}), populated at {} us",
             fresh.count, populate.refused() ? "left to fault" : "populated",
-            fresh_pages_name(lane.config.fresh_pages), trace.populated_us);
+            choice_name(lane.config.fresh_pages), trace.populated_us);
   return {layout.piece_offset(landed), pipe.status(), fresh.count * kFreshBlock};
 }
 

@@ -3,7 +3,8 @@
 // copy engine DMAs the others, every DMA ordered on the caller's stream. It knows nothing of
 // symbol names or profiles and reaches CUDA only through a DriverApi table, so tests drive it with
 // a fake. It never throws; whatever it could not do is reported as a prefix done, for the caller
-// to forward the rest to CUDA. How a copy is cut is engine/device/copy_plan.h; the words are defined there.
+// to forward the rest to CUDA. How a copy is cut is engine/device/copy_plan.h; the words are
+// defined there.
 #pragma once
 
 #include <atomic>
@@ -41,16 +42,6 @@ class CopyEngine {
   CopyEngine(const CopyEngine&) = delete;
   CopyEngine& operator=(const CopyEngine&) = delete;
 
-  // Lanes per context and direction when config.lanes is 0. Two copies each way at once share the
-  // GPU's pool well, and a short copy need not wait behind a long one; more callers wait for a
-  // lane. Measured on the H200 (8 threads x 256 MiB both ways, bench/results): 2 lanes each way
-  // 79.6 GB/s, 1 lane 62.8, 8 lanes 65.8 (more copies at once, each on fewer threads).
-  static constexpr unsigned kAutoLanes = 2;
-  // On the legacy default stream CUDA runs every thread's copies one after another, so a copy
-  // mostly waits for the stream; more lanes let more copies stage meanwhile. Same benchmark on
-  // the legacy stream: 2 lanes 39.2 GB/s, 4 lanes 46.2-46.9, 8 lanes 47.1-47.8 (lab/NOTES.md 34).
-  static constexpr unsigned kAutoLanesLegacy = 4;
-
   // Must be called on the thread that issued the copy, with the stream's context current.
   CopyOutcome copy(const CopyRequest& request) noexcept;
 
@@ -63,11 +54,19 @@ class CopyEngine {
 
  private:
   // Locks a lane for (ctx, direction) into `hold`: a free one, else a new one while there are
-  // fewer than `most`, else the first to come free within 200 ms (`wait` false: none); nullptr
-  // if none did.
+  // fewer than `most`, else the first to come free within rules::kLaneWait (`wait` false: none);
+  // nullptr if none did.
   Lane* acquire_lane(CUcontext ctx, Direction direction, unsigned most, bool wait,
                      std::unique_lock<std::mutex>& hold);
-  // config.lanes, else kAutoLanes, or kAutoLanesLegacy for a copy on the legacy stream.
+  // Lanes per context and direction: config.lanes, else rules::kAutoLanes, or
+  // rules::kAutoLanesLegacy for a copy on the legacy stream. Two copies each
+  // way at once share the GPU's pool well, and a short copy need not wait behind a long one; more
+  // callers wait for a lane. Measured on the H200 (8 threads x 256 MiB both ways, bench/results):
+  // 2 lanes each way 79.6 GB/s, 1 lane 62.8, 8 lanes 65.8 (more copies at once, each on fewer
+  // threads). On the legacy default stream (rules::kAutoLanesLegacy) CUDA runs every thread's
+  // copies one after another, so a copy mostly waits for the stream; more lanes let more copies
+  // stage meanwhile. Same benchmark on the legacy stream: 2 lanes 39.2 GB/s, 4 lanes 46.2-46.9,
+  // 8 lanes 47.1-47.8 (lab/NOTES.md 34).
   unsigned lanes_for(CUstream stream) const;
   CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding lane.busy
   // The copy threads of the GPU at `pci`, started with the first lane that needs them: one

@@ -5,19 +5,21 @@
 namespace cmt {
 namespace {
 
-constexpr std::size_t kPiecesPerCopy = 8;
-// Pieces grow past chunk_bytes (up to a D2H slot) only in copies at least this many of them long.
-constexpr std::size_t kPiecesPerLongCopy = 64;
+// Pieces grow past chunk_bytes (up to a D2H slot) only in copies kPiecesPerLongCopy pieces long.
+using rules::kPiecesPerCopy;
+using rules::kPiecesPerLongCopy;
 
-// Staging with non-temporal stores measured 1.5x faster for 4 MiB host-to-device copies on the
-// H200 machine, 1.14x at 64 MiB, and 10-15% slower at 1 GiB, where ordinary stores leave the
-// staging buffers in the last-level cache for the DMA to read (bench/lab/NOTES.md 10, 12).
-constexpr std::size_t kStreamingStageBelow = 256u << 20;
-// Draining with ordinary stores measured faster than non-temporal ones for device-to-host copies
-// of 512 KiB to 16 MiB on the H200 machine (3.34x CUDA's path against 2.64x at 1 MiB, 5.50x
-// against 4.70x at 16 MiB: bench/lab/NOTES.md 33): a destination that fits in the cache is left
-// there, where the program reads it next. Larger ones stream past the cache.
-constexpr std::size_t kStreamingDrainFrom = 32u << 20;
+// Staging with non-temporal stores (below kStreamingStageBelow) measured 1.5x faster for 4 MiB
+// host-to-device copies on the H200 machine, 1.14x at 64 MiB, and 10-15% slower at 1 GiB, where
+// ordinary stores leave the staging buffers in the last-level cache for the DMA to read
+// (bench/lab/NOTES.md 10, 12).
+using rules::kStreamingStageBelow;
+// Draining with ordinary stores (below kStreamingDrainFrom) measured faster than non-temporal
+// ones for device-to-host copies of 512 KiB to 16 MiB on the H200 machine (3.34x CUDA's path
+// against 2.64x at 1 MiB, 5.50x against 4.70x at 16 MiB: bench/lab/NOTES.md 33): a destination
+// that fits in the cache is left there, where the program reads it next. Larger ones stream past
+// the cache.
+using rules::kStreamingDrainFrom;
 constexpr std::size_t kMinPiece = 256 << 10;
 constexpr std::size_t kMinUnit = 64 << 10;
 // Ramp pieces: the first and last pieces of a copy halve down to this (and their units to 16 KiB).
@@ -84,7 +86,8 @@ std::size_t CopyLayout::unit_length(std::size_t i) const {
 }
 
 unsigned pool_threads(unsigned per_copy, std::size_t local_cpus) {
-  const std::size_t room = local_cpus > 2 ? local_cpus - 2 : 1;
+  const std::size_t room =
+      local_cpus > rules::kPoolSpareCores ? local_cpus - rules::kPoolSpareCores : 1;
   return static_cast<unsigned>(
       std::max<std::size_t>(per_copy, std::min<std::size_t>(2 * per_copy, room)));
 }

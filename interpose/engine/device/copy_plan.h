@@ -11,6 +11,7 @@
 #include <cstddef>
 
 #include "common/copy_types.h"
+#include "common/engine_rules.h"
 
 namespace cmt {
 

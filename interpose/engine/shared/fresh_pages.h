@@ -12,16 +12,16 @@
 #include <cstddef>
 
 #include "common/copy_types.h"
+#include "common/engine_rules.h"
 #include "engine/shared/worker_pool.h"
 
 namespace cmt {
 
-constexpr std::size_t kFreshBlock = 2u << 20;  // an x86-64 transparent huge page
-
-// Destinations from this size on are checked for fresh (never written) pages. Smaller ones hold
-// at most one whole huge page, and glibc's heap serves many of them, where splitting its mapping
-// for one block would gain little.
-constexpr std::size_t kFreshPagesFrom = 8u << 20;
+// Blocks of an x86-64 transparent huge page. Destinations from kFreshPagesFrom on are checked
+// for fresh (never written) pages: smaller ones hold at most one whole huge page, and glibc's heap
+// serves many of them, where splitting its mapping for one block would gain little.
+using rules::kFreshBlock;
+using rules::kFreshPagesFrom;
 
 // The whole 2 MiB-aligned blocks inside [p, p + n), the part of a destination that is prepared.
 struct FreshBlocks {

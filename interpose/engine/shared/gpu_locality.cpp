@@ -95,7 +95,7 @@ std::vector<int> split_cores(const std::vector<int>& cpus, const std::vector<int
     std::vector<int> share;
     for (std::size_t c = k * n / parts; c < (k + 1) * n / parts; ++c)
       share.insert(share.end(), cores[c].begin(), cores[c].end());
-    if (share.size() < kMinShare) return cpus;
+    if (share.size() < rules::kMinCoreShare) return cpus;
     if (k == index) mine = std::move(share);
   }
   std::sort(mine.begin(), mine.end());
@@ -159,7 +159,7 @@ void pin_current_thread(const std::vector<int>& cpus) {
 }
 
 unsigned auto_threads(std::size_t local_cpus) {
-  return static_cast<unsigned>(std::clamp<std::size_t>(local_cpus / 2, 1, kAutoThreadsMost));
+  return static_cast<unsigned>(std::clamp<std::size_t>(local_cpus / 2, 1, rules::kAutoThreadsMost));
 }
 
 }  // namespace cmt

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/copy_types.h"
+#include "common/engine_rules.h"
 #include "cuda/driver_api.h"
 
 namespace cmt {
@@ -42,15 +43,13 @@ std::vector<std::string> gpus_on_cores(const std::string& sys_root,
 
 // Share `index` of `parts` of `cpus`: whole cores (hyperthreads of one core, by `core_of`, the
 // core of each of `cpus`, stay together) in contiguous runs, as even as the cores allow. All of
-// `cpus` if a share would have fewer than kMinShare of them, since a few cores cannot stage at
-// the link's speed anyway and the GPUs are then better off sharing all.
-constexpr std::size_t kMinShare = 4;
+// `cpus` if a share would have fewer than rules::kMinCoreShare of them, since a few cores cannot
+// stage at the link's speed anyway and the GPUs are then better off sharing all.
 std::vector<int> split_cores(const std::vector<int>& cpus, const std::vector<int>& core_of,
                              std::size_t parts, std::size_t index);
 
-// Copy threads per copy when the configuration says 0: half the GPU's local cores, at most 8,
-// leaving room for the application and the issuing thread.
-constexpr unsigned kAutoThreadsMost = 8;
+// Copy threads per copy when the configuration says 0: half the GPU's local cores, at most
+// rules::kAutoThreadsMost, leaving room for the application and the issuing thread.
 unsigned auto_threads(std::size_t local_cpus);
 
 // The PCI bus id of the calling thread's current GPU, or "" (no context, or the driver cannot

@@ -11,7 +11,7 @@ std::size_t physical_memory() {
 }
 
 PinnedBudget& PinnedBudget::process() {
-  static auto* budget = new PinnedBudget(physical_memory() / kShare);  // leaked: see the header
+  static auto* budget = new PinnedBudget(physical_memory() / rules::kPinnedShare);  // leaked: see the header
   return *budget;
 }
 

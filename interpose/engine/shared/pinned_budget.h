@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <utility>
 
+#include "common/engine_rules.h"
+
 namespace cmt {
 
 // The machine's physical memory (1 GiB where it cannot be read).
@@ -16,15 +18,11 @@ std::size_t physical_memory();
 
 class PinnedBudget {
  public:
-  // All of the process's pinned staging stays under 1/kShare of the machine's memory.
-  static constexpr unsigned kShare = 8;
-  static constexpr const char* kShareText = "an eighth";
-
   explicit PinnedBudget(std::size_t limit) : limit_(limit) {}
   PinnedBudget(const PinnedBudget&) = delete;
   PinnedBudget& operator=(const PinnedBudget&) = delete;
 
-  // The process's: physical_memory() / kShare. Never destroyed.
+  // The process's: physical_memory() / rules::kPinnedShare. Never destroyed.
   static PinnedBudget& process();
 
   // Bytes of the budget, held until the Hold is destroyed (or kept for good).

@@ -1,0 +1,54 @@
+// The numbers cmt's built-in rules are made of, written once: the engine and the tuner act on
+// them, and the option table (config/options.cpp) quotes them in its help, which `cmt profile
+// options` and the README print. A rule's reason is given where it is applied.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace cmt::rules {
+
+// Copy threads per copy when `threads` is 0: half the GPU's local cores, at most this many
+// (engine/shared/gpu_locality.h).
+inline constexpr unsigned kAutoThreadsMost = 8;
+// A GPU's pool of copy threads leaves this many of its local cores to the issuing threads
+// (engine/device/copy_plan.h's pool_threads).
+inline constexpr unsigned kPoolSpareCores = 2;
+
+// Copies are cut into about this many pieces (engine/device/copy_plan.h)...
+inline constexpr std::size_t kPiecesPerCopy = 8;
+// ...and pieces grow past chunk_bytes, up to a device-to-host slot, only in copies at least this
+// many pieces long.
+inline constexpr std::size_t kPiecesPerLongCopy = 64;
+
+// How copy threads write with store method `auto` (engine/device/copy_plan.h): host-to-device
+// staging streams below this size, device-to-host drains stream from that one on.
+inline constexpr std::size_t kStreamingStageBelow = std::size_t{256} << 20;
+inline constexpr std::size_t kStreamingDrainFrom = std::size_t{32} << 20;
+
+// Lanes per GPU and direction when `lanes` is 0, on streams of the program's own and on the
+// legacy default stream, and how long a copy waits for a free lane before CUDA gets it
+// (engine/device/copy_engine.h).
+inline constexpr unsigned kAutoLanes = 2;
+inline constexpr unsigned kAutoLanesLegacy = 4;
+inline constexpr std::chrono::milliseconds kLaneWait{200};
+
+// All of the process's pinned staging stays under 1/kPinnedShare of the machine's memory
+// (engine/shared/pinned_budget.h).
+inline constexpr unsigned kPinnedShare = 8;
+inline constexpr const char* kPinnedShareText = "an eighth";
+
+// gpu_cores = split gives no GPU fewer cores than this: all of them are shared instead
+// (engine/shared/gpu_locality.h).
+inline constexpr std::size_t kMinCoreShare = 4;
+
+// Fresh (never written) destinations from this size on are prepared, in blocks of this size, an
+// x86-64 transparent huge page (engine/shared/fresh_pages.h).
+inline constexpr std::size_t kFreshPagesFrom = std::size_t{8} << 20;
+inline constexpr std::size_t kFreshBlock = std::size_t{2} << 20;
+
+// `cmt tune` sets the host leg's thresholds where the copy threads beat one thread's libc call by
+// this factor (tuner/pickers.h).
+inline constexpr double kHostLegWin = 1.20;
+
+}  // namespace cmt::rules

@@ -27,10 +27,7 @@
 // GPUs behind each PCIe root port (a switch's uplink) together, those of each NUMA node, all of
 // them. Each GPU's share is reported beside the total.
 //
-// usage: cmt-bench-concurrent [--threads N] [--sizes 256M,1G] [--patterns h2d,d2h,both]
-//          [--seconds S] [--rounds R] [--stream own|null] [--device N | --devices 0,1 |
-//          --sets auto|"0;1;0,1"] [--json FILE]
-//          [--plot FILE.svg]   (the plot is drawn from the JSON by bench/plot_concurrent.py)
+// usage: cmt-bench-concurrent --help (the plot is drawn from the JSON by bench/plot_concurrent.py)
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <strings.h>
@@ -48,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_cli.h"
 #include "bench_process.h"
 #include "common/byte_size.h"
 #include "cuda_check.h"
@@ -74,14 +72,10 @@ struct Options {
   std::string json, plot;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "cmt-bench-concurrent: %s\nusage: cmt-bench-concurrent [--threads N] "
-               "[--sizes 256M,1G] [--patterns h2d,d2h,both] [--seconds S] [--rounds R] "
-               "[--stream own|null] [--device N | --devices 0,1 | --sets auto|\"0;1;0,1\"] "
-               "[--json FILE] [--plot FILE.svg]\n",
-               why.c_str());
-  std::exit(2);
+// A failure after the command line was read: says why and ends the program.
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "cmt-bench-concurrent: %s\n", why.c_str());
+  std::exit(1);
 }
 
 std::vector<std::string> split_on(const std::string& list, char sep) {
@@ -98,83 +92,105 @@ std::vector<std::string> split_on(const std::string& list, char sep) {
   return out;
 }
 
-std::vector<std::string> split(const std::string& list) {
-  return split_on(list, ',');
+// "0,1" (--devices) or "0;1;0,1" (--sets): GPU sets by CUDA ordinal, each listed once.
+std::vector<std::vector<int>> parse_sets(const std::string& flag, const std::string& text) {
+  std::vector<std::vector<int>> sets;
+  for (const std::string& group :
+       flag == "--sets" ? split_on(text, ';') : std::vector<std::string>{text}) {
+    std::vector<int> set;
+    for (const std::string& d : split_on(group, ',')) {
+      char* end = nullptr;
+      const long n = std::strtol(d.c_str(), &end, 10);
+      if (!end || *end || n < 0 || n > 1024)
+        throw CLI::ValidationError(flag,
+                                   "bad GPU '" + d + "' in " + flag + " '" + text +
+                                       "' (expected CUDA ordinals such as 0,1" +
+                                       (flag == "--sets" ? "; sets split by ';', or auto)" : ")"));
+      if (std::find(set.begin(), set.end(), n) == set.end()) set.push_back(static_cast<int>(n));
+    }
+    if (!set.empty()) sets.push_back(set);
+  }
+  if (sets.empty()) throw CLI::ValidationError(flag, "no GPU in " + flag + " '" + text + "'");
+  return sets;
 }
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) usage(a + " needs a value");
-      return argv[++i];
-    };
-    auto number = [&](double lo, double hi) {
-      const std::string v = value();
-      char* end = nullptr;
-      const double x = std::strtod(v.c_str(), &end);
-      if (!end || *end || x < lo || x > hi)
-        usage("bad value '" + v + "' for " + a + " (expected a number from " +
-              std::to_string(static_cast<long>(lo)) + " to " + std::to_string(static_cast<long>(hi)) +
-              ")");
-      return x;
-    };
-    if (a == "--threads") {
-      o.threads = static_cast<unsigned>(number(1, 64));
-    } else if (a == "--sizes") {
-      o.sizes.clear();
-      for (const std::string& s : split(value())) {
-        std::size_t v = 0;
-        if (!cmt::parse_byte_size(s, &v) || v == 0)
-          usage("bad size '" + s + "' for --sizes (expected a size such as 256M)");
-        o.sizes.push_back(v);
-      }
-    } else if (a == "--patterns") {
-      o.patterns = split(value());
-      for (const std::string& p : o.patterns)
-        if (p != "h2d" && p != "d2h" && p != "both")
-          usage("unknown pattern '" + p + "' (expected h2d, d2h or both)");
-    } else if (a == "--seconds") {
-      o.seconds = number(0.1, 600);
-    } else if (a == "--rounds") {
-      o.rounds = static_cast<int>(number(1, 100));
-    } else if (a == "--stream") {
-      const std::string v = value();
-      if (v != "own" && v != "null") usage("bad value '" + v + "' for --stream (expected own or null)");
-      o.null_stream = v == "null";
-    } else if (a == "--device") {
-      o.sets = {{static_cast<int>(number(0, 1024))}};
-    } else if (a == "--devices" || a == "--sets") {
-      // --devices 0,1: one set; --sets "0;1;0,1": several, or auto.
-      const std::string v = value();
-      o.auto_sets = a == "--sets" && v == "auto";
-      if (o.auto_sets) continue;
-      o.sets.clear();
-      for (const std::string& group : a == "--sets" ? split_on(v, ';') : std::vector<std::string>{v}) {
-        std::vector<int> set;
-        for (const std::string& d : split(group)) {
-          char* end = nullptr;
-          const long n = std::strtol(d.c_str(), &end, 10);
-          if (!end || *end || n < 0 || n > 1024)
-            usage("bad GPU '" + d + "' in " + a + " '" + v + "' (expected CUDA ordinals such as 0,1" +
-                  (a == "--sets" ? "; sets split by ';', or auto)" : ")"));
-          if (std::find(set.begin(), set.end(), n) == set.end()) set.push_back(static_cast<int>(n));
-        }
-        if (!set.empty()) o.sets.push_back(set);
-      }
-      if (o.sets.empty()) usage("no GPU in " + a + " '" + v + "'");
-    } else if (a == "--json") {
-      o.json = value();
-    } else if (a == "--plot") {
-      o.plot = value();
-    } else {
-      usage("unknown argument '" + a + "'");
-    }
+// The command line (cmt bench copy --threads and cmt bench topo pass theirs here untouched;
+// topo adds --topo, whose defaults are its own). Returns -1 to go on, else the status to exit
+// with.
+int parse(int argc, char** argv, Options* o) {
+  const bool topo = std::any_of(argv + 1, argv + argc,
+                                [](const char* a) { return std::strcmp(a, "--topo") == 0; });
+  if (topo) {
+    o->threads = 2;
+    o->seconds = 3;
+    o->auto_sets = true;
   }
-  for (const std::string& p : o.patterns)
-    if (p == "both" && o.threads < 2) usage("pattern both needs --threads 2 or more (half each way)");
-  return o;
+  CLI::App app{
+      "Copies from several host threads at once, each direction alone and both: default "
+      "vs cmt vs pinned, barrier start, per-thread windows",
+      "cmt-bench-concurrent"};
+  app.add_flag("--topo",
+               "cmt bench topo: the GPU sets default to auto (each GPU, each PCIe root port's "
+               "GPUs, each NUMA node's, all), 2 threads per GPU, 3 s windows");
+  app.add_option("--threads", o->threads, "Host threads per GPU (both ways: half each way)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  cmt::bench::add_sizes(app, "--sizes", &o->sizes, "Copy sizes");
+  app.add_option("--patterns", o->patterns, "h2d, d2h and/or both (half the threads each way)")
+      ->capture_default_str()
+      ->delimiter(',')
+      ->check(CLI::Validator(
+          [](const std::string& p) {
+            return p == "h2d" || p == "d2h" || p == "both"
+                       ? std::string()
+                       : "unknown pattern '" + p + "' (expected h2d, d2h or both)";
+          },
+          "h2d|d2h|both"));
+  app.add_option("--seconds", o->seconds, "Each timed window")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+  app.add_option("--rounds", o->rounds, "Windows per mode")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
+  std::string stream = "own";
+  app.add_option("--stream", stream,
+                 "own (a stream per thread, cudaMemcpyAsync) or null (cudaMemcpy on the legacy "
+                 "stream)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"own", "null"}));
+  auto* device = app.add_option_function<int>(
+                        "--device", [o](int d) { o->sets = {{d}}; }, "One GPU (CUDA ordinal)")
+                     ->check(CLI::Range(0, 1024));
+  auto* devices = app.add_option_function<std::string>(
+      "--devices", [o](const std::string& v) { o->sets = parse_sets("--devices", v); },
+      "GPUs copying at once, e.g. 0,1");
+  app.add_option_function<std::string>(
+         "--sets",
+         [o](const std::string& v) {
+           o->auto_sets = v == "auto";
+           if (!o->auto_sets) o->sets = parse_sets("--sets", v);
+         },
+         "GPU sets measured one after another: \"0;1;0,1\" measures GPU 0, GPU 1, then both at "
+         "once; auto: each GPU, each PCIe root port's GPUs, each NUMA node's, all")
+      ->excludes(device)
+      ->excludes(devices);
+  device->excludes(devices);
+  app.add_option("--json", o->json, "Write the results as JSON");
+  app.add_option("--plot", o->plot, "Draw them as SVG (needs --json)");
+  const int status = cmt::bench::parse_command_line(app, argc, argv);
+  o->null_stream = stream == "null";
+  if (status >= 0) return status;
+  for (const std::string& p : o->patterns)
+    if (p == "both" && o->threads < 2) {
+      std::fprintf(
+          stderr, "cmt-bench-concurrent: pattern both needs --threads 2 or more (half each way)\n");
+      return 2;
+    }
+  if (!o->plot.empty() && o->json.empty()) {
+    std::fprintf(stderr, "cmt-bench-concurrent: --plot needs --json (the plot is drawn from it)\n");
+    return 2;
+  }
+  return -1;
 }
 
 // Contents that differ by thread, round and mode, cheap to write and to check: 8-byte words.
@@ -187,7 +203,8 @@ void write_pattern(unsigned char* p, std::size_t bytes, std::uint64_t seed) {
     const std::uint64_t w = word(i, seed);
     std::memcpy(p + i, &w, 8);
   }
-  for (std::size_t i = bytes & ~std::size_t{7}; i < bytes; ++i) p[i] = static_cast<unsigned char>(seed + i);
+  for (std::size_t i = bytes & ~std::size_t{7}; i < bytes; ++i)
+    p[i] = static_cast<unsigned char>(seed + i);
 }
 
 bool has_pattern(const unsigned char* p, std::size_t bytes, std::uint64_t seed) {
@@ -227,9 +244,9 @@ struct Window {  // one thread's part of one timed window
 
 // What one window of all threads gave.
 struct Outcome {
-  double h2d = 0, d2h = 0;  // all threads' bytes each way over the span of all windows
+  double h2d = 0, d2h = 0;      // all threads' bytes each way over the span of all windows
   std::vector<double> per_gpu;  // each GPU's threads' bytes over the same span, by set position
-  double sum_of_rates = 0;  // the seeds' aggregate: meaningful only if overlap >= 0.99
+  double sum_of_rates = 0;      // the seeds' aggregate: meaningful only if overlap >= 0.99
   double overlap = 0;
   bool right = true;
 };
@@ -253,7 +270,8 @@ class Bench {
         cmt::pin_current_thread(b.cpus);
         CMT_CHECK_CUDA(cudaSetDevice(b.device));
         b.pageable = static_cast<unsigned char*>(std::malloc(bytes));
-        if (!b.pageable) usage("out of host memory for " + std::to_string(bufs_.size()) + " buffers");
+        if (!b.pageable)
+          fail("out of host memory for " + std::to_string(bufs_.size()) + " buffers");
         std::memset(b.pageable, 0, bytes);  // resident: page faults are another benchmark's
         CMT_CHECK_CUDA(cudaMallocHost(&b.pinned, bytes));
         CMT_CHECK_CUDA(cudaMalloc(&b.dev, bytes));
@@ -353,7 +371,8 @@ class Bench {
       out.sum_of_rates += x.gbps();
       out.right = out.right && x.right;
       const double own = x.end - x.start;
-      out.overlap = std::min(out.overlap, own > 0 ? std::max(0.0, shared_end - shared_start) / own : 0);
+      out.overlap =
+          std::min(out.overlap, own > 0 ? std::max(0.0, shared_end - shared_start) / own : 0);
     }
     return out;
   }
@@ -397,8 +416,6 @@ struct Cell {
   std::vector<double> h2d[3], d2h[3], total[3], sum_of_rates[3], overlap[3];
 };
 
-}  // namespace
-
 // `cmt bench topo`'s sets (topology.h bandwidth_sets): each GPU alone, the GPUs behind each PCIe
 // root port, those of each NUMA node, all of them; where each GPU sits, as hwloc reads it, is
 // added to `placement` ("GPU 0: node 0, root port 0000:00:01.0; ...").
@@ -427,161 +444,194 @@ std::string set_text(const std::vector<int>& set) {
   return t;
 }
 
+// What the results are labelled with, and the host's yardstick (the staging bound).
+struct Setting {
+  std::string date, placement;
+  cudaDeviceProp prop{};
+  int devices = 0;
+  unsigned cpus = 1;
+  double memcpy_one = 0, memcpy_small = 0, memcpy_large = 0, staging_bound = 0;
+};
+
+// Reads the machine, prints the heading and measures the host's memcpy with no GPU traffic.
+Setting describe_setting(const Options& o, int devices, const std::string& placement) {
+  Setting s;
+  s.devices = devices;
+  s.placement = placement;
+  CMT_CHECK_CUDA(cudaGetDeviceProperties(&s.prop, o.sets[0][0]));
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  s.date = date;
+  s.cpus = std::max(1u, std::thread::hardware_concurrency());
+  std::string sets_text;
+  for (const auto& set : o.sets) sets_text += (sets_text.empty() ? "" : "; ") + set_text(set);
+  std::printf(
+      "cmt-bench-concurrent  %s  %d x %s  %u CPUs  GPU sets: %s  %u threads per GPU, %s "
+      "stream%s, %.1f s windows, %d rounds\n",
+      date, devices, s.prop.name, s.cpus, sets_text.c_str(), o.threads,
+      o.null_stream ? "the legacy" : "own", o.null_stream ? "" : "s", o.seconds, o.rounds);
+  if (!placement.empty()) std::printf("%s\n", placement.c_str());
+  s.memcpy_one = host_memcpy_gbps(1u << 30, 1, 1u << 30);
+  s.memcpy_small = host_memcpy_gbps(1u << 30, s.cpus, 256u << 10);
+  s.memcpy_large = host_memcpy_gbps(1u << 30, s.cpus, 4u << 20);
+  s.staging_bound = std::max(s.memcpy_small, s.memcpy_large);
+  std::printf(
+      "host memcpy of 1 GiB, resident: %.1f GB/s on 1 thread; on %u: %.1f GB/s in 256 KiB "
+      "pieces, %.1f in 4 MiB ones; staging bound %.1f GB/s\n",
+      s.memcpy_one, s.cpus, s.memcpy_small, s.memcpy_large, s.staging_bound);
+  return s;
+}
+
+// One cell: `o.rounds` windows of each mode, which mode goes first rotating.
+Cell measure_cell(Bench& bench, const Options& o, const std::vector<int>& set, std::size_t bytes,
+                  const std::string& pattern, std::uint64_t* seed, long* wrong) {
+  Cell cell;
+  cell.gpus = set;
+  cell.bytes = bytes;
+  cell.pattern = pattern;
+  for (auto& v : cell.per_gpu) v.assign(set.size(), {});
+  for (int round = 0; round < o.rounds; ++round)
+    for (int k = 0; k < 3; ++k) {
+      const int mode = (k + round) % 3;
+      const Outcome out = bench.window(mode, pattern, bytes, ++*seed);
+      if (!out.right) ++*wrong;
+      cell.h2d[mode].push_back(out.h2d);
+      cell.d2h[mode].push_back(out.d2h);
+      cell.total[mode].push_back(out.h2d + out.d2h);
+      cell.sum_of_rates[mode].push_back(out.sum_of_rates);
+      cell.overlap[mode].push_back(out.overlap);
+      for (std::size_t g = 0; g < set.size(); ++g) cell.per_gpu[mode][g].push_back(out.per_gpu[g]);
+    }
+  return cell;
+}
+
+void print_cell(const Options& o, const Cell& cell, double staging_bound) {
+  const std::vector<int>& set = cell.gpus;
+  std::printf("%s%s x %u threads%s, %s:\n",
+              o.sets.size() > 1 || set.size() > 1 ? ("GPUs " + set_text(set) + ": ").c_str() : "",
+              cmt::format_byte_size(cell.bytes).c_str(), o.threads,
+              set.size() > 1 ? " per GPU" : "", cell.pattern.c_str());
+  for (int m = 0; m < 3; ++m) {
+    const double ov = *std::min_element(cell.overlap[m].begin(), cell.overlap[m].end());
+    const auto& t = cell.total[m];
+    std::printf("  %-7s %6.1f GB/s [%5.1f-%5.1f]", kModes[m], median(t),
+                *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
+    if (cell.pattern == "both")
+      std::printf(" (h2d %.1f + d2h %.1f)", median(cell.h2d[m]), median(cell.d2h[m]));
+    if (set.size() > 1) {
+      std::printf(" (");
+      for (std::size_t g = 0; g < set.size(); ++g)
+        std::printf("%sGPU %d %.1f", g ? ", " : "", set[g], median(cell.per_gpu[m][g]));
+      std::printf(")");
+    }
+    if (ov >= kOverlapNeeded)
+      std::printf("  windows overlap %.1f%%, sum of rates %.1f\n", 100 * ov,
+                  median(cell.sum_of_rates[m]));
+    else
+      std::printf("  windows overlap %.1f%% (no sum of rates)\n", 100 * ov);
+  }
+  std::printf("  cmt/default %.2fx, cmt/pinned %.2f, cmt/staging bound %.2f\n",
+              median(cell.total[1]) / median(cell.total[0]),
+              median(cell.total[1]) / median(cell.total[2]), median(cell.total[1]) / staging_bound);
+  std::fflush(stdout);
+}
+
+void write_json(const Options& o, const Setting& s, const std::vector<Cell>& cells, long wrong,
+                int argc, char** argv) {
+  std::FILE* f = std::fopen(o.json.c_str(), "w");
+  if (!f) fail("cannot write " + o.json);
+  std::string cmdline;
+  for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
+  std::fprintf(
+      f,
+      "{\n  \"benchmark\": \"cmt-bench-concurrent\",\n  \"cmt_version\": \"%s\",\n  "
+      "\"date\": \"%s\",\n  \"command\": \"%s\",\n  \"gpu\": \"%s\",\n  \"gpus\": %d,\n  "
+      "\"placement\": \"%s\",\n  \"cpus\": %u,\n  "
+      "\"threads\": %u,\n  \"stream\": \"%s\",\n  \"seconds\": %.2f,\n  \"rounds\": %d,\n  "
+      "\"host_memcpy_one_thread_gbps\": %.2f,\n  \"host_memcpy_all_cpus_256k_gbps\": %.2f,\n  "
+      "\"host_memcpy_all_cpus_4m_gbps\": %.2f,\n  \"staging_bound_gbps\": %.2f,\n  "
+      "\"aggregate\": \"all threads' bytes over the span from the first start to the "
+      "last end\",\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
+      CMT_VERSION, s.date.c_str(), cmdline.c_str(), s.prop.name, s.devices, s.placement.c_str(),
+      s.cpus, o.threads, o.null_stream ? "null" : "own", o.seconds, o.rounds, s.memcpy_one,
+      s.memcpy_small, s.memcpy_large, s.staging_bound, wrong);
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const Cell& c = cells[i];
+    std::fprintf(f, "    {\"gpus\": [%s], \"bytes\": %zu, \"pattern\": \"%s\"",
+                 set_text(c.gpus).c_str(), c.bytes, c.pattern.c_str());
+    for (int m = 0; m < 3; ++m) {
+      const auto& t = c.total[m];
+      const double ov = *std::min_element(c.overlap[m].begin(), c.overlap[m].end());
+      std::fprintf(f,
+                   ", \"%s\": {\"total_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f, "
+                   "\"h2d_gbps\": %.3f, \"d2h_gbps\": %.3f, \"overlap_min\": %.4f, "
+                   "\"sum_of_rates_gbps\": %.3f, \"windows_overlap\": %s, \"per_gpu_gbps\": [",
+                   kModes[m], median(t), *std::min_element(t.begin(), t.end()),
+                   *std::max_element(t.begin(), t.end()), median(c.h2d[m]), median(c.d2h[m]), ov,
+                   median(c.sum_of_rates[m]), ov >= kOverlapNeeded ? "true" : "false");
+      for (std::size_t g = 0; g < c.gpus.size(); ++g)
+        std::fprintf(f, "%s%.3f", g ? ", " : "", median(c.per_gpu[m][g]));
+      std::fprintf(f, "]}");
+    }
+    std::fprintf(f,
+                 ", \"cmt_over_default\": %.3f, \"cmt_over_pinned\": %.3f, "
+                 "\"cmt_over_staging_bound\": %.3f}%s\n",
+                 median(c.total[1]) / median(c.total[0]), median(c.total[1]) / median(c.total[2]),
+                 median(c.total[1]) / s.staging_bound, i + 1 < cells.size() ? "," : "");
+  }
+  std::fprintf(f, "  ]\n}\n");
+  std::fclose(f);
+}
+
+// bench/plot_concurrent.py draws the SVG from the JSON.
+void draw_plot(const Options& o) {
+  std::string script;
+  for (const char* rel : {"/../bench/plot_concurrent.py", "/../../share/cmt/plot_concurrent.py"})
+    if (access((cmt::bench::self_dir() + rel).c_str(), R_OK) == 0)
+      script = cmt::bench::self_dir() + rel;
+  if (script.empty()) fail("bench/plot_concurrent.py not found for --plot");
+  const std::string cmd = "python3 '" + script + "' '" + o.json + "' '" + o.plot + "'";
+  if (std::system(cmd.c_str()) != 0) fail("drawing the plot failed: " + cmd);
+  std::printf("plot: %s\n", o.plot.c_str());
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  Options o = parse(argc, argv);
+  Options o;
+  if (int status = parse(argc, argv, &o); status >= 0) return status;
   cmt::bench::ensure_preloaded(argv);
   auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
-  if (!forward) usage("libcmt.so has no cmt_forward_this_thread");
+  if (!forward) fail("libcmt.so has no cmt_forward_this_thread");
   int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "cmt-bench-concurrent: no CUDA GPU found\n");
-    return 1;
-  }
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) fail("no CUDA GPU found");
   std::string placement;
   if (o.auto_sets) o.sets = auto_sets(devices, &placement);
   for (const auto& set : o.sets)
     for (int d : set)
-      if (d >= devices)
-        usage("GPU " + std::to_string(d) + " out of range (this machine has " +
-              std::to_string(devices) + ")");
+      if (d >= devices) {
+        std::fprintf(stderr, "cmt-bench-concurrent: GPU %d out of range (this machine has %d)\n", d,
+                     devices);
+        return 2;
+      }
   CMT_CHECK_CUDA(cudaSetDevice(o.sets[0][0]));
-  cudaDeviceProp prop{};
-  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, o.sets[0][0]));
-  char date[64];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-  std::string sets_text;
-  for (const auto& set : o.sets) sets_text += (sets_text.empty() ? "" : "; ") + set_text(set);
-  std::printf("cmt-bench-concurrent  %s  %d x %s  %u CPUs  GPU sets: %s  %u threads per GPU, %s "
-              "stream%s, %.1f s windows, %d rounds\n",
-              date, devices, prop.name, cpus, sets_text.c_str(), o.threads,
-              o.null_stream ? "the legacy" : "own", o.null_stream ? "" : "s", o.seconds, o.rounds);
-  if (!placement.empty()) std::printf("%s\n", placement.c_str());
-
-  // The host's yardstick first, with no GPU traffic.
-  const double memcpy_one = host_memcpy_gbps(1u << 30, 1, 1u << 30);
-  const double memcpy_small = host_memcpy_gbps(1u << 30, cpus, 256u << 10);
-  const double memcpy_large = host_memcpy_gbps(1u << 30, cpus, 4u << 20);
-  const double staging_bound = std::max(memcpy_small, memcpy_large);
-  std::printf("host memcpy of 1 GiB, resident: %.1f GB/s on 1 thread; on %u: %.1f GB/s in 256 KiB "
-              "pieces, %.1f in 4 MiB ones; staging bound %.1f GB/s\n",
-              memcpy_one, cpus, memcpy_small, memcpy_large, staging_bound);
-
+  const Setting setting = describe_setting(o, devices, placement);
   std::vector<Cell> cells;
   long wrong = 0;
   std::uint64_t seed = 1;
   Bench bench(o, forward);
   for (const std::vector<int>& set : o.sets)
-  for (std::size_t bytes : o.sizes) {
-    bench.allocate(bytes, set);
-    for (const std::string& pattern : o.patterns) {
-      Cell cell;
-      cell.gpus = set;
-      cell.bytes = bytes;
-      cell.pattern = pattern;
-      for (auto& v : cell.per_gpu) v.assign(set.size(), {});
-      for (int round = 0; round < o.rounds; ++round) {
-        for (int k = 0; k < 3; ++k) {
-          const int mode = (k + round) % 3;
-          const Outcome out = bench.window(mode, pattern, bytes, ++seed);
-          if (!out.right) ++wrong;
-          cell.h2d[mode].push_back(out.h2d);
-          cell.d2h[mode].push_back(out.d2h);
-          cell.total[mode].push_back(out.h2d + out.d2h);
-          cell.sum_of_rates[mode].push_back(out.sum_of_rates);
-          cell.overlap[mode].push_back(out.overlap);
-          for (std::size_t g = 0; g < set.size(); ++g) cell.per_gpu[mode][g].push_back(out.per_gpu[g]);
-        }
+    for (std::size_t bytes : o.sizes) {
+      bench.allocate(bytes, set);
+      for (const std::string& pattern : o.patterns) {
+        cells.push_back(measure_cell(bench, o, set, bytes, pattern, &seed, &wrong));
+        print_cell(o, cells.back(), setting.staging_bound);
       }
-      cells.push_back(cell);
-      std::printf("%s%s x %u threads%s, %s:\n",
-                  o.sets.size() > 1 || set.size() > 1 ? ("GPUs " + set_text(set) + ": ").c_str() : "",
-                  cmt::format_byte_size(bytes).c_str(), o.threads,
-                  set.size() > 1 ? " per GPU" : "", pattern.c_str());
-      for (int m = 0; m < 3; ++m) {
-        const double ov = *std::min_element(cell.overlap[m].begin(), cell.overlap[m].end());
-        const auto& t = cell.total[m];
-        std::printf("  %-7s %6.1f GB/s [%5.1f-%5.1f]", kModes[m], median(t),
-                    *std::min_element(t.begin(), t.end()), *std::max_element(t.begin(), t.end()));
-        if (pattern == "both")
-          std::printf(" (h2d %.1f + d2h %.1f)", median(cell.h2d[m]), median(cell.d2h[m]));
-        if (set.size() > 1) {
-          std::printf(" (");
-          for (std::size_t g = 0; g < set.size(); ++g)
-            std::printf("%sGPU %d %.1f", g ? ", " : "", set[g], median(cell.per_gpu[m][g]));
-          std::printf(")");
-        }
-        if (ov >= kOverlapNeeded)
-          std::printf("  windows overlap %.1f%%, sum of rates %.1f\n", 100 * ov,
-                      median(cell.sum_of_rates[m]));
-        else
-          std::printf("  windows overlap %.1f%% (no sum of rates)\n", 100 * ov);
-      }
-      std::printf("  cmt/default %.2fx, cmt/pinned %.2f, cmt/staging bound %.2f\n",
-                  median(cell.total[1]) / median(cell.total[0]),
-                  median(cell.total[1]) / median(cell.total[2]),
-                  median(cell.total[1]) / staging_bound);
-      std::fflush(stdout);
+      bench.release();
     }
-    bench.release();
-  }
   if (wrong) std::printf("WRONG BYTES in %ld windows\n", wrong);
-
-  if (!o.json.empty()) {
-    std::FILE* f = std::fopen(o.json.c_str(), "w");
-    if (!f) usage("cannot write " + o.json);
-    std::string cmdline;
-    for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
-    std::fprintf(
-        f,
-        "{\n  \"benchmark\": \"cmt-bench-concurrent\",\n  \"cmt_version\": \"%s\",\n  "
-        "\"date\": \"%s\",\n  \"command\": \"%s\",\n  \"gpu\": \"%s\",\n  \"gpus\": %d,\n  "
-        "\"placement\": \"%s\",\n  \"cpus\": %u,\n  "
-        "\"threads\": %u,\n  \"stream\": \"%s\",\n  \"seconds\": %.2f,\n  \"rounds\": %d,\n  "
-        "\"host_memcpy_one_thread_gbps\": %.2f,\n  \"host_memcpy_all_cpus_256k_gbps\": %.2f,\n  "
-        "\"host_memcpy_all_cpus_4m_gbps\": %.2f,\n  \"staging_bound_gbps\": %.2f,\n  "
-        "\"aggregate\": \"all threads' bytes over the span from the first start to the "
-        "last end\",\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
-        CMT_VERSION, date, cmdline.c_str(), prop.name, devices, placement.c_str(), cpus, o.threads,
-        o.null_stream ? "null" : "own", o.seconds, o.rounds, memcpy_one, memcpy_small, memcpy_large,
-        staging_bound, wrong);
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      const Cell& c = cells[i];
-      std::fprintf(f, "    {\"gpus\": [%s], \"bytes\": %zu, \"pattern\": \"%s\"",
-                   set_text(c.gpus).c_str(), c.bytes, c.pattern.c_str());
-      for (int m = 0; m < 3; ++m) {
-        const auto& t = c.total[m];
-        const double ov = *std::min_element(c.overlap[m].begin(), c.overlap[m].end());
-        std::fprintf(f,
-                     ", \"%s\": {\"total_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f, "
-                     "\"h2d_gbps\": %.3f, \"d2h_gbps\": %.3f, \"overlap_min\": %.4f, "
-                     "\"sum_of_rates_gbps\": %.3f, \"windows_overlap\": %s, \"per_gpu_gbps\": [",
-                     kModes[m], median(t), *std::min_element(t.begin(), t.end()),
-                     *std::max_element(t.begin(), t.end()), median(c.h2d[m]), median(c.d2h[m]), ov,
-                     median(c.sum_of_rates[m]), ov >= kOverlapNeeded ? "true" : "false");
-        for (std::size_t g = 0; g < c.gpus.size(); ++g)
-          std::fprintf(f, "%s%.3f", g ? ", " : "", median(c.per_gpu[m][g]));
-        std::fprintf(f, "]}");
-      }
-      std::fprintf(f, ", \"cmt_over_default\": %.3f, \"cmt_over_pinned\": %.3f, "
-                      "\"cmt_over_staging_bound\": %.3f}%s\n",
-                   median(c.total[1]) / median(c.total[0]), median(c.total[1]) / median(c.total[2]),
-                   median(c.total[1]) / staging_bound, i + 1 < cells.size() ? "," : "");
-    }
-    std::fprintf(f, "  ]\n}\n");
-    std::fclose(f);
-  }
-  if (!o.plot.empty()) {
-    if (o.json.empty()) usage("--plot needs --json (the plot is drawn from it)");
-    std::string script;
-    for (const char* rel : {"/../bench/plot_concurrent.py", "/../../share/cmt/plot_concurrent.py"})
-      if (access((cmt::bench::self_dir() + rel).c_str(), R_OK) == 0)
-        script = cmt::bench::self_dir() + rel;
-    if (script.empty()) usage("bench/plot_concurrent.py not found for --plot");
-    const std::string cmd = "python3 '" + script + "' '" + o.json + "' '" + o.plot + "'";
-    if (std::system(cmd.c_str()) != 0) usage("drawing the plot failed: " + cmd);
-    std::printf("plot: %s\n", o.plot.c_str());
-  }
+  if (!o.json.empty()) write_json(o, setting, cells, wrong, argc, argv);
+  if (!o.plot.empty()) draw_plot(o);
   return wrong ? 1 : 0;
 }

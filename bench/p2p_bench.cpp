@@ -15,8 +15,7 @@
 //     enabled, the same at the largest size, where cmt must leave the copies to CUDA (exit 1 if
 //     cmt's run is under 0.8 of CUDA's).
 //
-// usage: cmt-bench-p2p [--bytes N] [--reps N] [--latency-bytes N] [--sizes LIST] [--rounds N]
-//                      [--json FILE]
+// usage: cmt-bench-p2p --help
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
@@ -30,8 +29,10 @@
 #include <string>
 #include <vector>
 
+#include "bench_cli.h"
 #include "bench_process.h"
 #include "common/byte_size.h"
+#include "config/options.h"
 #include "cuda_check.h"
 
 namespace {
@@ -44,52 +45,50 @@ struct Options {
   int reps = 10;
   std::size_t latency_bytes = 4;
   int latency_reps = 1000;
-  std::vector<std::size_t> sizes;  // the through-the-host table
+  // The through-the-host table (none: no table, and libcmt.so need not be loaded).
+  std::vector<std::size_t> sizes = {256u << 10, 512u << 10, 1u << 20,   4u << 20,
+                                    16u << 20,  64u << 20,  256u << 20, 1u << 30};
   int rounds = 5;
   std::string json;
 };
 
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "cmt-bench-p2p: %s\nusage: cmt-bench-p2p [--bytes 256M] [--reps N] "
-               "[--latency-bytes 4] [--sizes 1M,16M,1G] [--rounds 5] [--json FILE]\n",
-               why.c_str());
-  std::exit(2);
+// A failure after the command line was read: says why and ends the program.
+[[noreturn]] void fail(const std::string& why) {
+  std::fprintf(stderr, "cmt-bench-p2p: %s\n", why.c_str());
+  std::exit(1);
 }
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) usage(a + " needs a value");
-    const std::string v = argv[++i];
-    std::size_t n = 0;
-    if (a == "--bytes" || a == "--latency-bytes") {
-      if (!cmt::parse_byte_size(v, &n) || n == 0)
-        usage("bad size '" + v + "' for " + a + " (expected a size such as 256M)");
-      (a == "--bytes" ? o.bytes : o.latency_bytes) = n;
-    } else if (a == "--reps") {
-      o.reps = std::atoi(v.c_str());
-      if (o.reps < 1 || o.reps > 10000) usage("bad value '" + v + "' for --reps (expected 1 to 10000)");
-    } else if (a == "--sizes") {
-      for (std::size_t at = 0; at <= v.size();) {
-        std::size_t end = v.find(',', at);
-        if (end == std::string::npos) end = v.size();
-        if (!cmt::parse_byte_size(v.substr(at, end - at), &n) || n == 0)
-          usage("bad size '" + v.substr(at, end - at) + "' in --sizes (expected sizes such as 1M,1G)");
-        o.sizes.push_back(n);
-        at = end + 1;
-      }
-    } else if (a == "--rounds") {
-      o.rounds = std::atoi(v.c_str());
-      if (o.rounds < 1 || o.rounds > 1000) usage("bad value '" + v + "' for --rounds (expected 1 to 1000)");
-    } else if (a == "--json") {
-      o.json = v;
-    } else {
-      usage("unknown argument '" + a + "'");
-    }
-  }
-  return o;
+// The command line (cmt bench p2p passes its arguments here untouched). Returns -1 to go on,
+// else the status to exit with.
+int parse(int argc, char** argv, Options* o) {
+  CLI::App app{
+      "GPU <-> GPU: the peer-access matrix, one-way and both-ways bandwidth and latency "
+      "matrices with peer access disabled and enabled (CUDA's own), then cudaMemcpyPeer "
+      "through the host, CUDA's path against cmt's, by size; bytes checked",
+      "cmt-bench-p2p"};
+  cmt::bench::add_size(app, "--bytes", &o->bytes, "Bytes per bandwidth copy");
+  app.add_option("--reps", o->reps, "Copies per measurement")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmt::bench::add_size(app, "--latency-bytes", &o->latency_bytes, "Bytes per latency copy");
+  std::string shown;
+  for (std::size_t s : o->sizes) shown += (shown.empty() ? "" : ",") + cmt::format_byte_size(s);
+  app.add_option_function<std::string>(
+         "--sizes",
+         [o](const std::string& v) {
+           o->sizes =
+               v == "none" ? std::vector<std::size_t>{} : cmt::bench::parse_sizes(v, "--sizes");
+         },
+         "Sizes of the through-the-host comparison, or none (" +
+             cmt::format_byte_size(cmt::Config{}.peer_threshold) +
+             " is the smallest cmt takes: peer_threshold)")
+      ->type_name("SIZES")
+      ->default_str(shown);
+  app.add_option("--rounds", o->rounds, "Rounds of that comparison, CUDA and cmt alternating")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--json", o->json, "Write the matrices and the comparison as JSON");
+  return cmt::bench::parse_command_line(app, argc, argv);
 }
 
 // Enables (or disables) peer access between every pair that can have it, both ways.
@@ -237,12 +236,14 @@ struct HostPathRow {
 // each mode's first round.
 HostPathRow through_host(int from, int to, std::size_t bytes, int rounds) {
   HostPathRow row{from, to, bytes, 0, {}, {}};
-  row.reps = static_cast<int>(std::max<std::size_t>(3, std::min<std::size_t>(200, (std::size_t{2} << 30) / bytes)));
+  row.reps = static_cast<int>(
+      std::max<std::size_t>(3, std::min<std::size_t>(200, (std::size_t{2} << 30) / bytes)));
   void *src = nullptr, *dst = nullptr;
   CMT_CHECK_CUDA(cudaSetDevice(from));
   CMT_CHECK_CUDA(cudaMalloc(&src, bytes));
   std::vector<unsigned char> want(bytes), got(bytes);
-  for (std::size_t k = 0; k < bytes; ++k) want[k] = static_cast<unsigned char>((k * 13) ^ (k >> 11));
+  for (std::size_t k = 0; k < bytes; ++k)
+    want[k] = static_cast<unsigned char>((k * 13) ^ (k >> 11));
   CMT_CHECK_CUDA(cudaMemcpy(src, want.data(), bytes, cudaMemcpyHostToDevice));
   CMT_CHECK_CUDA(cudaSetDevice(to));
   CMT_CHECK_CUDA(cudaMalloc(&dst, bytes));
@@ -261,7 +262,8 @@ HostPathRow through_host(int from, int to, std::size_t bytes, int rounds) {
         CMT_CHECK_CUDA(cudaSetDevice(to));
         CMT_CHECK_CUDA(cudaMemcpy(got.data(), dst, bytes, cudaMemcpyDeviceToHost));
         CMT_CHECK_CUDA(cudaSetDevice(from));
-        if (std::memcmp(got.data(), want.data(), bytes) != 0) (cuda_path ? row.cuda_ok : row.cmt_ok) = false;
+        if (std::memcmp(got.data(), want.data(), bytes) != 0)
+          (cuda_path ? row.cuda_ok : row.cmt_ok) = false;
         use_cuda_only(cuda_path);
       }
       CMT_CHECK_CUDA(cudaMemcpyPeer(dst, to, src, from, bytes));  // warm
@@ -306,26 +308,11 @@ std::string json_matrix(const Matrix& m) {
   return out + "]";
 }
 
-}  // namespace
+using Access = std::vector<std::vector<int>>;  // can[i][j]: GPU i can reach GPU j's memory
 
-int main(int argc, char** argv) {
-  const Options o = parse(argc, argv);
-  if (!o.sizes.empty()) cmt::bench::ensure_preloaded(argv);  // cmt's column needs libcmt.so
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-    std::fprintf(stderr, "cmt-bench-p2p: no CUDA GPU found\n");
-    return 1;
-  }
-  char date[64];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  cudaDeviceProp prop{};
-  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("cmt-bench-p2p  %s  %d x %s  %s per copy, %d copies; latency %s x %d\n", date, n,
-              prop.name, cmt::format_byte_size(o.bytes).c_str(), o.reps,
-              cmt::format_byte_size(o.latency_bytes).c_str(), o.latency_reps);
-
-  std::vector<std::vector<int>> can(n, std::vector<int>(n, 0));
+// The peer-access matrix, printed.
+Access peer_access(int n) {
+  Access can(n, std::vector<int>(n, 0));
   for (int i = 0; i < n; ++i)
     for (int j = 0; j < n; ++j)
       if (i != j) CMT_CHECK_CUDA(cudaDeviceCanAccessPeer(&can[i][j], i, j));
@@ -337,133 +324,187 @@ int main(int argc, char** argv) {
     for (int j = 0; j < n; ++j) std::printf(" %3d", i == j ? 1 : can[i][j]);
     std::printf("\n");
   }
+  return can;
+}
 
-  use_cuda_only(true);  // the matrices are CUDA's own
-  P2p p2p(n, o);
-  long wrong = 0;
+// CUDA's own matrices, [0] with peer access disabled and [1] enabled.
+struct Matrices {
+  Matrix uni[2], bi[2], lat_gpu[2], lat_host[2];
+};
+
+Matrices measure_matrices(P2p& p2p, int n, const Access& can, const Options& o, long* wrong) {
   const Matrix zero(n, std::vector<double>(n, 0));
-  Matrix uni[2] = {zero, zero}, bi[2] = {zero, zero}, lat_gpu[2] = {zero, zero},
-         lat_host[2] = {zero, zero};
+  Matrices m{{zero, zero}, {zero, zero}, {zero, zero}, {zero, zero}};
   for (int peer = 0; peer < 2; ++peer) {
     set_peer_access(n, can, peer == 1);
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
-        if (!p2p.check(i, j)) ++wrong;
-        uni[peer][i][j] = p2p.one_way(i, j, o.bytes, o.reps);
-        bi[peer][i][j] = p2p.both_ways(i, j, o.reps);
+        if (!p2p.check(i, j)) ++*wrong;
+        m.uni[peer][i][j] = p2p.one_way(i, j, o.bytes, o.reps);
+        m.bi[peer][i][j] = p2p.both_ways(i, j, o.reps);
         const auto l = p2p.latency(i, j);
-        lat_gpu[peer][i][j] = l.first;
-        lat_host[peer][i][j] = l.second;
+        m.lat_gpu[peer][i][j] = l.first;
+        m.lat_host[peer][i][j] = l.second;
       }
-    const char* mode = peer ? "peer access enabled" : "peer access disabled";
-    print((std::string("unidirectional bandwidth, ") + mode).c_str(), uni[peer], "GB/s");
-    print((std::string("bidirectional bandwidth, ") + mode).c_str(), bi[peer], "GB/s");
-    print((std::string("latency, GPU-observed, ") + mode).c_str(), lat_gpu[peer], "us");
-    print((std::string("latency, host-observed, ") + mode).c_str(), lat_host[peer], "us");
+    const std::string mode = peer ? "peer access enabled" : "peer access disabled";
+    print(("unidirectional bandwidth, " + mode).c_str(), m.uni[peer], "GB/s");
+    print(("bidirectional bandwidth, " + mode).c_str(), m.bi[peer], "GB/s");
+    print(("latency, GPU-observed, " + mode).c_str(), m.lat_gpu[peer], "us");
+    print(("latency, host-observed, " + mode).c_str(), m.lat_host[peer], "us");
   }
   set_peer_access(n, can, false);
-  if (wrong) std::printf("WRONG BYTES in %ld pair copies\n", wrong);
+  return m;
+}
 
-  // cudaMemcpyPeer through the host: CUDA's path and cmt's, peer access disabled.
+// cudaMemcpyPeer through the host: CUDA's path and cmt's, peer access disabled, every ordered
+// pair at every size.
+std::vector<HostPathRow> through_host_table(int n, const Options& o, long* wrong) {
   std::vector<HostPathRow> rows;
-  if (!o.sizes.empty()) {
-    std::printf("cudaMemcpyPeer with peer access disabled, %d rounds (GB/s, median [min-max]%s)\n",
-                o.rounds, cmt_switch() ? "" : "; libcmt.so not loaded: cmt column is CUDA again");
-    std::printf("  from->to      size   reps        CUDA                  cmt              cmt/CUDA  bytes\n");
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        if (i == j) continue;
-        for (std::size_t bytes : o.sizes) {
-          HostPathRow r = through_host(i, j, bytes, o.rounds);
-          const auto lo = [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); };
-          const auto hi = [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); };
-          std::printf("  %4d->%-4d %8s %6d %7.2f [%.2f-%.2f] %7.2f [%.2f-%.2f] %8.2fx  %s\n", i, j,
-                      cmt::format_byte_size(bytes).c_str(), r.reps, median(r.cuda), lo(r.cuda),
-                      hi(r.cuda), median(r.cmt), lo(r.cmt), hi(r.cmt),
-                      median(r.cmt) / median(r.cuda), r.cuda_ok && r.cmt_ok ? "ok" : "WRONG");
-          if (!r.cuda_ok || !r.cmt_ok) ++wrong;
-          rows.push_back(std::move(r));
-        }
-      }
-  }
-
-  // With peer access enabled cmt must leave every copy to CUDA's direct path: the same
-  // comparison at the largest size, where a copy taken through the host would run several times
-  // slower. A ratio under 0.8 is reported as a failure.
-  std::vector<HostPathRow> enabled_rows;
-  long taken_with_access = 0;
-  if (!o.sizes.empty() && cmt_switch()) {
-    set_peer_access(n, can, true);
-    const std::size_t bytes = *std::max_element(o.sizes.begin(), o.sizes.end());
-    std::printf("cudaMemcpyPeer with peer access enabled, %s: cmt must leave it to CUDA\n",
-                cmt::format_byte_size(bytes).c_str());
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j) {
-        if (i == j || !can[i][j]) continue;
+  std::printf("cudaMemcpyPeer with peer access disabled, %d rounds (GB/s, median [min-max]%s)\n",
+              o.rounds, cmt_switch() ? "" : "; libcmt.so not loaded: cmt column is CUDA again");
+  std::printf(
+      "  from->to      size   reps        CUDA                  cmt              cmt/CUDA  "
+      "bytes\n");
+  const auto lo = [](const std::vector<double>& v) {
+    return *std::min_element(v.begin(), v.end());
+  };
+  const auto hi = [](const std::vector<double>& v) {
+    return *std::max_element(v.begin(), v.end());
+  };
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      for (std::size_t bytes : o.sizes) {
         HostPathRow r = through_host(i, j, bytes, o.rounds);
-        const double ratio = median(r.cmt) / median(r.cuda);
-        const bool left_alone = ratio >= 0.8;
-        if (!left_alone) ++taken_with_access;
-        if (!r.cuda_ok || !r.cmt_ok) ++wrong;
-        std::printf("  %4d->%-4d CUDA %.2f, with cmt loaded %.2f GB/s (%.2fx): %s\n", i, j,
-                    median(r.cuda), median(r.cmt), ratio,
-                    left_alone ? "left to CUDA" : "TAKEN THOUGH PEER ACCESS IS ON");
-        enabled_rows.push_back(std::move(r));
+        std::printf("  %4d->%-4d %8s %6d %7.2f [%.2f-%.2f] %7.2f [%.2f-%.2f] %8.2fx  %s\n", i, j,
+                    cmt::format_byte_size(bytes).c_str(), r.reps, median(r.cuda), lo(r.cuda),
+                    hi(r.cuda), median(r.cmt), lo(r.cmt), hi(r.cmt), median(r.cmt) / median(r.cuda),
+                    r.cuda_ok && r.cmt_ok ? "ok" : "WRONG");
+        if (!r.cuda_ok || !r.cmt_ok) ++*wrong;
+        rows.push_back(std::move(r));
       }
-    set_peer_access(n, can, false);
-  }
+    }
+  return rows;
+}
 
-  if (!o.json.empty()) {
-    std::FILE* f = std::fopen(o.json.c_str(), "w");
-    if (!f) usage("cannot write " + o.json);
-    Matrix access(n, std::vector<double>(n, 1));
-    for (int i = 0; i < n; ++i)
-      for (int j = 0; j < n; ++j)
-        if (i != j) access[i][j] = can[i][j];
-    std::fprintf(f,
-                 "{\n  \"benchmark\": \"cmt-bench-p2p\",\n  \"cmt_version\": \"%s\",\n  \"date\": "
-                 "\"%s\",\n  \"gpus\": %d,\n  \"gpu\": \"%s\",\n  \"bytes\": %zu,\n  \"reps\": %d,\n  "
-                 "\"latency_bytes\": %zu,\n  \"wrong_copies\": %ld,\n  \"peer_access\": %s",
-                 CMT_VERSION, date, n, prop.name, o.bytes, o.reps, o.latency_bytes, wrong,
-                 json_matrix(access).c_str());
-    for (int peer = 0; peer < 2; ++peer) {
-      const char* key = peer ? "enabled" : "disabled";
-      std::fprintf(f,
-                   ",\n  \"%s\": {\"unidirectional_gbps\": %s, \"bidirectional_gbps\": %s, "
-                   "\"latency_gpu_us\": %s, \"latency_host_us\": %s}",
-                   key, json_matrix(uni[peer]).c_str(), json_matrix(bi[peer]).c_str(),
-                   json_matrix(lat_gpu[peer]).c_str(), json_matrix(lat_host[peer]).c_str());
+// With peer access enabled cmt must leave every copy to CUDA's direct path: the same comparison
+// at the largest size, where a copy taken through the host would run several times slower. A
+// ratio under 0.8 counts in `*taken`.
+std::vector<HostPathRow> peer_enabled_table(int n, const Access& can, const Options& o, long* wrong,
+                                            long* taken) {
+  std::vector<HostPathRow> rows;
+  set_peer_access(n, can, true);
+  const std::size_t bytes = *std::max_element(o.sizes.begin(), o.sizes.end());
+  std::printf("cudaMemcpyPeer with peer access enabled, %s: cmt must leave it to CUDA\n",
+              cmt::format_byte_size(bytes).c_str());
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      if (i == j || !can[i][j]) continue;
+      HostPathRow r = through_host(i, j, bytes, o.rounds);
+      const double ratio = median(r.cmt) / median(r.cuda);
+      const bool left_alone = ratio >= 0.8;
+      if (!left_alone) ++*taken;
+      if (!r.cuda_ok || !r.cmt_ok) ++*wrong;
+      std::printf("  %4d->%-4d CUDA %.2f, with cmt loaded %.2f GB/s (%.2fx): %s\n", i, j,
+                  median(r.cuda), median(r.cmt), ratio,
+                  left_alone ? "left to CUDA" : "TAKEN THOUGH PEER ACCESS IS ON");
+      rows.push_back(std::move(r));
     }
-    std::fprintf(f, ",\n  \"cmt_loaded\": %s,\n  \"through_host\": [", cmt_switch() ? "true" : "false");
-    for (std::size_t k = 0; k < rows.size(); ++k) {
-      const HostPathRow& r = rows[k];
-      auto list = [](const std::vector<double>& v) {
-        std::string out = "[";
-        for (std::size_t q = 0; q < v.size(); ++q) {
-          char b[32];
-          std::snprintf(b, sizeof(b), "%s%.3f", q ? ", " : "", v[q]);
-          out += b;
-        }
-        return out + "]";
-      };
-      std::fprintf(f,
-                   "%s\n    {\"from\": %d, \"to\": %d, \"bytes\": %zu, \"reps\": %d, "
-                   "\"cuda_gbps\": %s, \"cmt_gbps\": %s, \"cuda_median\": %.3f, "
-                   "\"cmt_median\": %.3f, \"ratio\": %.3f, \"bytes_ok\": %s}",
-                   k ? "," : "", r.from, r.to, r.bytes, r.reps, list(r.cuda).c_str(),
-                   list(r.cmt).c_str(), median(r.cuda), median(r.cmt),
-                   median(r.cmt) / median(r.cuda), r.cuda_ok && r.cmt_ok ? "true" : "false");
-    }
-    std::fprintf(f, "\n  ],\n  \"peer_enabled\": [");
-    for (std::size_t k = 0; k < enabled_rows.size(); ++k) {
-      const HostPathRow& r = enabled_rows[k];
-      std::fprintf(f, "%s\n    {\"from\": %d, \"to\": %d, \"bytes\": %zu, \"cuda_median\": %.3f, "
-                   "\"cmt_median\": %.3f, \"ratio\": %.3f}",
-                   k ? "," : "", r.from, r.to, r.bytes, median(r.cuda), median(r.cmt),
-                   median(r.cmt) / median(r.cuda));
-    }
-    std::fprintf(f, "\n  ],\n  \"taken_with_peer_access\": %ld\n}\n", taken_with_access);
-    std::fclose(f);
+  set_peer_access(n, can, false);
+  return rows;
+}
+
+std::string json_list(const std::vector<double>& v) {
+  std::string out = "[";
+  for (std::size_t q = 0; q < v.size(); ++q) {
+    char b[32];
+    std::snprintf(b, sizeof(b), "%s%.3f", q ? ", " : "", v[q]);
+    out += b;
   }
-  return wrong || taken_with_access ? 1 : 0;
+  return out + "]";
+}
+
+struct Report {
+  std::string date, gpu;
+  int n = 0;
+  Access can;
+  Matrices m;
+  std::vector<HostPathRow> rows, enabled_rows;
+  long wrong = 0, taken_with_access = 0;
+};
+
+void write_json(const Options& o, const Report& r) {
+  std::FILE* f = std::fopen(o.json.c_str(), "w");
+  if (!f) fail("cannot write " + o.json);
+  Matrix access(r.n, std::vector<double>(r.n, 1));
+  for (int i = 0; i < r.n; ++i)
+    for (int j = 0; j < r.n; ++j)
+      if (i != j) access[i][j] = r.can[i][j];
+  std::fprintf(
+      f,
+      "{\n  \"benchmark\": \"cmt-bench-p2p\",\n  \"cmt_version\": \"%s\",\n  \"date\": "
+      "\"%s\",\n  \"gpus\": %d,\n  \"gpu\": \"%s\",\n  \"bytes\": %zu,\n  \"reps\": %d,\n  "
+      "\"latency_bytes\": %zu,\n  \"wrong_copies\": %ld,\n  \"peer_access\": %s",
+      CMT_VERSION, r.date.c_str(), r.n, r.gpu.c_str(), o.bytes, o.reps, o.latency_bytes, r.wrong,
+      json_matrix(access).c_str());
+  for (int peer = 0; peer < 2; ++peer)
+    std::fprintf(f,
+                 ",\n  \"%s\": {\"unidirectional_gbps\": %s, \"bidirectional_gbps\": %s, "
+                 "\"latency_gpu_us\": %s, \"latency_host_us\": %s}",
+                 peer ? "enabled" : "disabled", json_matrix(r.m.uni[peer]).c_str(),
+                 json_matrix(r.m.bi[peer]).c_str(), json_matrix(r.m.lat_gpu[peer]).c_str(),
+                 json_matrix(r.m.lat_host[peer]).c_str());
+  std::fprintf(f, ",\n  \"cmt_loaded\": %s,\n  \"through_host\": [",
+               cmt_switch() ? "true" : "false");
+  for (std::size_t k = 0; k < r.rows.size(); ++k) {
+    const HostPathRow& h = r.rows[k];
+    std::fprintf(f,
+                 "%s\n    {\"from\": %d, \"to\": %d, \"bytes\": %zu, \"reps\": %d, "
+                 "\"cuda_gbps\": %s, \"cmt_gbps\": %s, \"cuda_median\": %.3f, "
+                 "\"cmt_median\": %.3f, \"ratio\": %.3f, \"bytes_ok\": %s}",
+                 k ? "," : "", h.from, h.to, h.bytes, h.reps, json_list(h.cuda).c_str(),
+                 json_list(h.cmt).c_str(), median(h.cuda), median(h.cmt),
+                 median(h.cmt) / median(h.cuda), h.cuda_ok && h.cmt_ok ? "true" : "false");
+  }
+  std::fprintf(f, "\n  ],\n  \"peer_enabled\": [");
+  for (std::size_t k = 0; k < r.enabled_rows.size(); ++k) {
+    const HostPathRow& h = r.enabled_rows[k];
+    std::fprintf(f,
+                 "%s\n    {\"from\": %d, \"to\": %d, \"bytes\": %zu, \"cuda_median\": %.3f, "
+                 "\"cmt_median\": %.3f, \"ratio\": %.3f}",
+                 k ? "," : "", h.from, h.to, h.bytes, median(h.cuda), median(h.cmt),
+                 median(h.cmt) / median(h.cuda));
+  }
+  std::fprintf(f, "\n  ],\n  \"taken_with_peer_access\": %ld\n}\n", r.taken_with_access);
+  std::fclose(f);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int status = parse(argc, argv, &o); status >= 0) return status;
+  if (!o.sizes.empty()) cmt::bench::ensure_preloaded(argv);  // cmt's column needs libcmt.so
+  Report r;
+  if (cudaGetDeviceCount(&r.n) != cudaSuccess || r.n == 0) fail("no CUDA GPU found");
+  char date[64];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  r.date = date;
+  cudaDeviceProp prop{};
+  CMT_CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+  r.gpu = prop.name;
+  std::printf("cmt-bench-p2p  %s  %d x %s  %s per copy, %d copies; latency %s x %d\n", date, r.n,
+              prop.name, cmt::format_byte_size(o.bytes).c_str(), o.reps,
+              cmt::format_byte_size(o.latency_bytes).c_str(), o.latency_reps);
+  r.can = peer_access(r.n);
+  use_cuda_only(true);  // the matrices are CUDA's own
+  P2p p2p(r.n, o);
+  r.m = measure_matrices(p2p, r.n, r.can, o, &r.wrong);
+  if (r.wrong) std::printf("WRONG BYTES in %ld pair copies\n", r.wrong);
+  if (!o.sizes.empty()) r.rows = through_host_table(r.n, o, &r.wrong);
+  if (!o.sizes.empty() && cmt_switch())
+    r.enabled_rows = peer_enabled_table(r.n, r.can, o, &r.wrong, &r.taken_with_access);
+  if (!o.json.empty()) write_json(o, r);
+  return r.wrong || r.taken_with_access ? 1 : 0;
 }

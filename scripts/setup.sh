@@ -6,8 +6,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build=${CMT_BUILD_DIR:-$root/build}
 packages=(cmake ninja-build g++ pkg-config python3 libnuma-dev libhwloc-dev libspdlog-dev
           libfmt-dev libtomlplusplus-dev libgtest-dev libcli11-dev)
-# scripts/test.sh also renders the results page in headless Chromium.
-[ "${CMT_SETUP_TESTS:-0}" = 1 ] && packages+=(chromium)
+# scripts/test.sh also renders the results page in headless Chromium, and measures functions'
+# lengths with Universal Ctags.
+[ "${CMT_SETUP_TESTS:-0}" = 1 ] && packages+=(chromium universal-ctags)
 
 missing=()
 for p in "${packages[@]}"; do

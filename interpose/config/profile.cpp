@@ -171,6 +171,121 @@ std::string nearest_option(const std::string& key) {
   return best;
 }
 
+namespace {
+
+// The top level: unknown keys warned about, the schema required and checked, and the machine
+// compared with this one. False (an error in `report`) if the profile must not be applied.
+bool check_header(const toml::table& root, const std::string& name, const MachineFingerprint* here,
+                  ProfileReport& report) {
+  for (auto&& [key, node] : root) {
+    std::string k(key.str());
+    if (std::find(std::begin(kTopLevel), std::end(kTopLevel), k) == std::end(kTopLevel))
+      report.warnings.push_back(where(name, node.source()) + ": unknown top-level key '" + k +
+                                "' is ignored");
+  }
+  const toml::node* schema = root.get("schema");
+  if (!schema) {
+    report.errors.push_back(
+        name + ": no 'schema' key; expected schema = " + std::to_string(kProfileSchema));
+    return false;
+  }
+  if (schema->is_string()) {
+    report.errors.push_back(where(name, schema->source()) +
+                            ": schema must be an integer: write schema = " +
+                            std::to_string(kProfileSchema) + ", without quotes");
+    return false;
+  }
+  if (!schema->is_integer() || schema->as_integer()->get() != kProfileSchema) {
+    std::string got;
+    as_option_text(*schema, &got);
+    report.errors.push_back(where(name, schema->source()) + ": schema " +
+                            (got.empty() ? std::string("of the wrong type") : "'" + got + "'") +
+                            " is not supported; this cmt reads schema " +
+                            std::to_string(kProfileSchema));
+    return false;
+  }
+  if (const toml::node* machine = root.get("machine"); machine && here) {
+    if (const toml::table* m = machine->as_table())
+      check_machine(*m, *here, name, report);
+    else
+      report.errors.push_back(where(name, machine->source()) + ": 'machine' must be a table");
+  }
+  return report.errors.empty();
+}
+
+// [cmt]: the process's knobs, each through its row's parser.
+bool apply_cmt_table(const toml::node& section, const std::string& name, Config& updated,
+                     ProfileReport& report) {
+  const toml::table* knobs = section.as_table();
+  if (!knobs) {
+    report.errors.push_back(where(name, section.source()) + ": 'cmt' must be a table");
+    return false;
+  }
+  for (auto&& [key, node] : *knobs) {
+    std::string k(key.str());
+    const OptionSpec* row = find_option(k);
+    if (row && !row->profile_may_set()) {
+      report.warnings.push_back(where(name, node.source()) + ": 'cmt." + k +
+                                "' is ignored: only the environment sets it (" + row->env +
+                                "); a profile never says which files are read or written");
+      continue;
+    }
+    if (!row) {
+      std::string hint = nearest_option(k);
+      report.warnings.push_back(where(name, node.source()) + ": unknown key 'cmt." + k +
+                                "' is ignored" +
+                                (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+      continue;
+    }
+    if (apply_knob(*row, node, "cmt." + k, name, updated, report))
+      updated.origin[row->name] = "profile " + name;
+  }
+  return true;
+}
+
+// [gpu."BUS"]: per-GPU knobs, checked now and applied to that GPU's lanes when they are built.
+bool apply_gpu_tables(const toml::node& section, const std::string& name, Config& updated,
+                      ProfileReport& report) {
+  const toml::table* gpus = section.as_table();
+  if (!gpus) {
+    report.errors.push_back(where(name, section.source()) +
+                            ": 'gpu' must be a table of tables, e.g. [gpu.\"0000:1b:00.0\"]");
+    return false;
+  }
+  for (auto&& [bus_key, gpu_node] : *gpus) {
+    std::string bus(bus_key.str());
+    const toml::table* knobs = gpu_node.as_table();
+    if (!is_pci_bus_id(bus) || !knobs) {
+      report.errors.push_back(where(name, gpu_node.source()) + ": 'gpu." + bus +
+                              "' must be a table named by a PCI bus id such as "
+                              "\"0000:1b:00.0\" (nvidia-smi, cmt topo)");
+      continue;
+    }
+    for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (auto&& [key, node] : *knobs) {
+      std::string k(key.str());
+      const std::string full = "gpu." + bus + "." + k;
+      if (!is_per_gpu_knob(k)) {
+        std::string hint = nearest_option(k);
+        report.warnings.push_back(where(name, node.source()) + ": '" + full +
+                                  "' is ignored: per GPU, only " + per_gpu_list() + " can be set" +
+                                  (hint.empty() || !is_per_gpu_knob(hint)
+                                       ? std::string()
+                                       : " (did you mean '" + hint + "'?)"));
+        continue;
+      }
+      Config scratch;
+      if (apply_knob(*find_option(k), node, full, name, scratch, report)) {
+        as_option_text(node, &updated.per_gpu[bus][k]);
+        updated.origin["gpu " + bus] = "profile " + name;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config,
                                 const MachineFingerprint* here) {
   ProfileReport report;
@@ -187,105 +302,12 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
       return report;
     }
     const toml::table& root = parsed.table();
-    for (auto&& [key, node] : root) {
-      std::string k(key.str());
-      if (std::find(std::begin(kTopLevel), std::end(kTopLevel), k) == std::end(kTopLevel))
-        report.warnings.push_back(where(name, node.source()) + ": unknown top-level key '" + k +
-                                  "' is ignored");
-    }
-    const toml::node* schema = root.get("schema");
-    if (!schema) {
-      report.errors.push_back(
-          name + ": no 'schema' key; expected schema = " + std::to_string(kProfileSchema));
-      return report;
-    }
-    if (schema->is_string()) {
-      report.errors.push_back(where(name, schema->source()) +
-                              ": schema must be an integer: write schema = " +
-                              std::to_string(kProfileSchema) + ", without quotes");
-      return report;
-    }
-    if (!schema->is_integer() || schema->as_integer()->get() != kProfileSchema) {
-      std::string got;
-      as_option_text(*schema, &got);
-      report.errors.push_back(where(name, schema->source()) + ": schema " +
-                              (got.empty() ? std::string("of the wrong type") : "'" + got + "'") +
-                              " is not supported; this cmt reads schema " +
-                              std::to_string(kProfileSchema));
-      return report;
-    }
-    if (const toml::node* machine = root.get("machine"); machine && here) {
-      if (const toml::table* m = machine->as_table())
-        check_machine(*m, *here, name, report);
-      else
-        report.errors.push_back(where(name, machine->source()) + ": 'machine' must be a table");
-      if (!report.errors.empty()) return report;
-    }
+    if (!check_header(root, name, here, report)) return report;
     Config updated = config;
-    if (const toml::node* section = root.get("cmt")) {
-      const toml::table* knobs = section->as_table();
-      if (!knobs) {
-        report.errors.push_back(where(name, section->source()) + ": 'cmt' must be a table");
-        return report;
-      }
-      for (auto&& [key, node] : *knobs) {
-        std::string k(key.str());
-        const OptionSpec* row = find_option(k);
-        if (row && !row->profile_may_set()) {
-          report.warnings.push_back(where(name, node.source()) + ": 'cmt." + k +
-                                    "' is ignored: only the environment sets it (" + row->env +
-                                    "); a profile never says which files are read or written");
-          continue;
-        }
-        if (!row) {
-          std::string hint = nearest_option(k);
-          report.warnings.push_back(where(name, node.source()) + ": unknown key 'cmt." + k +
-                                    "' is ignored" +
-                                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-          continue;
-        }
-        if (apply_knob(*row, node, "cmt." + k, name, updated, report))
-          updated.origin[row->name] = "profile " + name;
-      }
-    }
-    if (const toml::node* section = root.get("gpu")) {
-      const toml::table* gpus = section->as_table();
-      if (!gpus) {
-        report.errors.push_back(where(name, section->source()) +
-                                ": 'gpu' must be a table of tables, e.g. [gpu.\"0000:1b:00.0\"]");
-        return report;
-      }
-      for (auto&& [bus_key, gpu_node] : *gpus) {
-        std::string bus(bus_key.str());
-        const toml::table* knobs = gpu_node.as_table();
-        if (!is_pci_bus_id(bus) || !knobs) {
-          report.errors.push_back(where(name, gpu_node.source()) + ": 'gpu." + bus +
-                                  "' must be a table named by a PCI bus id such as "
-                                  "\"0000:1b:00.0\" (nvidia-smi, cmt topo)");
-          continue;
-        }
-        for (char& c : bus) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-        for (auto&& [key, node] : *knobs) {
-          std::string k(key.str());
-          const std::string full = "gpu." + bus + "." + k;
-          if (!is_per_gpu_knob(k)) {
-            std::string hint = nearest_option(k);
-            report.warnings.push_back(
-                where(name, node.source()) + ": '" + full + "' is ignored: per GPU, only " +
-                per_gpu_list() + " can be set" +
-                (hint.empty() || !is_per_gpu_knob(hint) ? std::string()
-                                                        : " (did you mean '" + hint + "'?)"));
-            continue;
-          }
-          const OptionSpec* row = find_option(k);
-          Config scratch;  // checked now, applied to the GPU's lanes when they are built
-          if (apply_knob(*row, node, full, name, scratch, report)) {
-            as_option_text(node, &updated.per_gpu[bus][k]);
-            updated.origin["gpu " + bus] = "profile " + name;
-          }
-        }
-      }
-    }
+    if (const toml::node* section = root.get("cmt"))
+      if (!apply_cmt_table(*section, name, updated, report)) return report;
+    if (const toml::node* section = root.get("gpu"))
+      if (!apply_gpu_tables(*section, name, updated, report)) return report;
     if (report.errors.empty()) config = updated;
   } catch (const std::exception& e) {
     report.errors.push_back(name + ": " + e.what());

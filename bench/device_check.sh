@@ -35,7 +35,12 @@
 #   stress     tests/gpu_stress.sh's 16-thread stress for $CMT_STRESS_SECONDS (default 600), in a
 #              new session so it outlives the call: its log is OUT/stress.txt
 #   versus     this build against another ($CMT_VERSUS_BUILD, e.g. the commit before a refactor),
-#              built-in defaults, 256 KiB to 1 GiB, 3 rounds in alternating processes, about 3 minutes
+#              built-in defaults, 256 KiB to 1 GiB, 3 rounds in alternating processes, about 3 minutes;
+#              then the concurrent benchmark of both (bench/versus_concurrent.py: 8 x 256 MiB each
+#              way and both, 1 + 1 x 1 GiB, 8 threads on the legacy stream, 1 x 16 MiB), 2 rounds
+#              in alternating processes, about 5 minutes
+#   hostcost   the 64-byte memcpy's cost and the CPU-bound Python program (bench/host_leg.py small
+#              and python), with $CMT_VERSUS_BUILD's cmt run alternating where it is set, 3 minutes
 # usage: bench/device_check.sh BUILD_DIR OUT_DIR STAGE...
 set -u
 build=$1
@@ -180,11 +185,20 @@ PY
       [ -x "${CMT_VERSUS_BUILD:-}/cmt-bench-copy" ] ||
         { echo "device_check.sh: versus needs CMT_VERSUS_BUILD, a build dir with cmt-bench-copy" >&2; exit 2; }
       timeout 400 python3 "$here/compare.py" "$build/cmt-bench-copy" --sizes 256K,1M,4M,16M,64M,256M,1G \
-        --reps 5 --rounds 3 "before@$CMT_VERSUS_BUILD/cmt-bench-copy:CMT_CONFIGS_DIR=" \
+        --reps 5 --rounds 3 --versus default "before@$CMT_VERSUS_BUILD/cmt-bench-copy:CMT_CONFIGS_DIR=" \
         after:CMT_CONFIGS_DIR= --json "$out/versus.json" > "$out/versus.txt" 2>&1
-      cat "$out/versus.txt" ;;
+      cat "$out/versus.txt"
+      timeout 420 python3 "$here/versus_concurrent.py" "$CMT_VERSUS_BUILD/cmt" "$build/cmt" --rounds 2 \
+        --out "$out/vc" --json "$out/versus-concurrent.json" > "$out/versus-concurrent.txt" 2>&1
+      cat "$out/versus-concurrent.txt" ;;
+    hostcost)
+      versus=""
+      [ -x "${CMT_VERSUS_BUILD:-}/cmt" ] && versus="--versus $CMT_VERSUS_BUILD/cmt"
+      timeout 300 python3 "$here/host_leg.py" "$build/cmt" "$build/cmt-bench-host" --parts small,python \
+        --rounds 5 $versus --json "$out/host-cost.json" > "$out/host-cost.txt" 2>&1
+      cat "$out/host-cost.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, dma, retune, io, torch, hostleg, concurrent, gpus, cores, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, dma, retune, io, torch, hostleg, hostcost, concurrent, gpus, cores, stress or versus)" >&2
       exit 2 ;;
   esac
   # What each stage costs, so the next plan of device calls fits their 10-minute limit.

@@ -15,6 +15,10 @@
           memset of memory already faulted in.
 
 usage: host_leg.py CMT CMT_BENCH_HOST [--rounds N] [--parts fill,small,python,fresh] [--json FILE]
+                   [--versus OTHER_CMT]
+
+With --versus, small and python also run under another build's `cmt run` (e.g. the commit before
+a change), in the same alternation: its figures are the "versus" ones.
 """
 import json
 import os
@@ -53,10 +57,11 @@ def main():
 
     if "fill" in parts:
         fill(cmt, bench, rounds, doc)
+    versus = sys.argv[sys.argv.index("--versus") + 1] if "--versus" in sys.argv else None
     if "small" in parts:
-        small(cmt, bench, rounds, doc)
+        small(cmt, bench, rounds, doc, versus)
     if "python" in parts:
-        python(cmt, rounds, doc)
+        python(cmt, rounds, doc, versus)
     if "fresh" in parts:
         fresh(cmt, bench, rounds, doc)
     if "--json" in sys.argv:
@@ -74,15 +79,19 @@ def fill(cmt, bench, rounds, doc):
         doc["fill"] = json.load(open(f.name)) if p.returncode == 0 else {"error": p.stderr[-500:], "wrong": 1}
 
 
-def small(cmt, bench, rounds, doc):
+def small(cmt, bench, rounds, doc, versus=None):
     runs = {"without": [], "with": [], "host_off": []}
-    # Runs of this loop spread by 30% on the H200's virtual machine: at least 9 rounds.
+    if versus:
+        runs["versus"] = []
+    # Runs of this loop spread by 30% on the H200's virtual machine: at least 9 rounds, each
+    # process on the same core (the last this one may use).
+    core = str(max(os.sched_getaffinity(0)))
     for _ in range(max(rounds, 9)):
         for mode in runs:
-            cmd = [bench, "small", "--calls", "300000000"]
+            cmd = ["taskset", "-c", core, bench, "small", "--calls", "300000000"]
             env = dict(os.environ)
             if mode != "without":
-                cmd = [cmt, "run", "--"] + cmd
+                cmd = [versus if mode == "versus" else cmt, "run", "--"] + cmd
             if mode == "host_off":  # libcmt.so alone: neither copies nor fills, so no hook
                 env["CMT_HOST_COPY"] = "off"
                 env["CMT_HOST_FILL"] = "off"
@@ -93,18 +102,26 @@ def small(cmt, bench, rounds, doc):
                     "host_off_ns": o, "host_off_overhead": o / w - 1,
                     "without_runs": runs["without"], "with_runs": runs["with"],
                     "host_off_runs": runs["host_off"]}
-    print(f"64-byte memcpy: {w:.3f} ns without cmt, {c:.3f} ns under cmt run "
-          f"({100 * (c / w - 1):+.1f}%), {o:.3f} ns with host copies and fills off ({100 * (o / w - 1):+.1f}%)",
-          flush=True)
+    line = (f"64-byte memcpy: {w:.3f} ns without cmt, {c:.3f} ns under cmt run "
+            f"({100 * (c / w - 1):+.1f}%), {o:.3f} ns with host copies and fills off "
+            f"({100 * (o / w - 1):+.1f}%)")
+    if versus:
+        v = statistics.median(runs["versus"])
+        doc["small"].update(versus=versus, versus_ns=v, versus_overhead=v / w - 1,
+                            versus_runs=runs["versus"])
+        line += f", {v:.3f} ns under the other build's cmt run ({100 * (v / w - 1):+.1f}%)"
+    print(line, flush=True)
 
 
-def python(cmt, rounds, doc):
+def python(cmt, rounds, doc, versus=None):
     py = {"without": [], "with": []}
+    if versus:
+        py["versus"] = []
     for _ in range(rounds):
-        for mode in ("without", "with"):
+        for mode in py:
             cmd = [sys.executable, "-c", PYTHON_WORK]
-            if mode == "with":
-                cmd = [cmt, "run", "--"] + cmd
+            if mode != "without":
+                cmd = [versus if mode == "versus" else cmt, "run", "--"] + cmd
             t0 = time.perf_counter()
             subprocess.run(cmd, check=True)
             py[mode].append(time.perf_counter() - t0)
@@ -112,8 +129,12 @@ def python(cmt, rounds, doc):
     doc["python"] = {"without_s": w, "with_s": c, "overhead": c / w - 1,
                      "without_runs": py["without"], "with_runs": py["with"],
                      "spread_without": spread(py["without"]), "spread_with": spread(py["with"])}
-    print(f"CPU-bound Python: {w:.2f} s without cmt, {c:.2f} s with ({100 * (c / w - 1):+.1f}%)",
-          flush=True)
+    line = f"CPU-bound Python: {w:.2f} s without cmt, {c:.2f} s with ({100 * (c / w - 1):+.1f}%)"
+    if versus:
+        v = statistics.median(py["versus"])
+        doc["python"].update(versus_s=v, versus_overhead=v / w - 1, versus_runs=py["versus"])
+        line += f", {v:.2f} s under the other build's ({100 * (v / w - 1):+.1f}%)"
+    print(line, flush=True)
 
 
 def fresh(cmt, bench, rounds, doc):

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Two builds' concurrent benchmark side by side: `cmt bench copy --threads N` of each build,
+processes alternating (before, after, after, before, ...), each run a JSON of cmt-bench-concurrent.
+Prints, for every configuration and pattern, cmt's aggregate GB/s of every run of each build, the
+ratio of their medians (after / before), and the spread within each build's own runs (the noise a
+difference must pass). The default and pinned columns are printed too: a change in the library
+should move cmt's column alone.
+
+usage: versus_concurrent.py BEFORE_CMT AFTER_CMT --rounds N --out DIR [--json FILE]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+CONFIGS = {  # name: cmt bench copy's arguments (a short form of device_check.sh concurrent)
+    "8x256M": ["--threads", "8", "--sizes", "256M", "--seconds", "1", "--rounds", "2"],
+    "2x1G": ["--threads", "2", "--sizes", "1G", "--patterns", "both", "--seconds", "1.5",
+             "--rounds", "2"],
+    "8x256M-null": ["--threads", "8", "--sizes", "256M", "--patterns", "both", "--stream", "null",
+                    "--seconds", "1", "--rounds", "2"],
+    "1x16M": ["--threads", "1", "--sizes", "16M", "--patterns", "h2d,d2h", "--seconds", "1",
+              "--rounds", "2"],
+}
+
+
+def run(cmt, name, path):
+    args = [cmt, "bench", "copy"] + CONFIGS[name] + ["--json", path]
+    p = subprocess.run(args, capture_output=True, text=True, timeout=200,
+                       env=dict(os.environ, CMT_CONFIGS_DIR=""))
+    if p.returncode != 0:
+        sys.exit(f"versus_concurrent.py: {' '.join(args)} failed ({p.returncode}):\n{p.stdout[-2000:]}{p.stderr[-2000:]}")
+    return json.load(open(path))
+
+
+def spread(v):
+    return (max(v) - min(v)) / statistics.median(v) if v and statistics.median(v) else 0
+
+
+def main():
+    before, after = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1])
+    out = sys.argv[sys.argv.index("--out") + 1]
+    os.makedirs(out, exist_ok=True)
+    runs = {"before": {n: [] for n in CONFIGS}, "after": {n: [] for n in CONFIGS}}
+    for r in range(rounds):
+        order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+        for side in order:
+            cmt = before if side == "before" else after
+            for name in CONFIGS:
+                runs[side][name].append(run(cmt, name, f"{out}/vc-{side}-{r}-{name}.json"))
+    summary = []
+    print(f"{'config':12} {'pattern':7} {'mode':7} {'before (runs)':>26} {'after (runs)':>26} "
+          f"{'after/before':>12} {'spread b/a':>12}")
+    for name in CONFIGS:
+        first = runs["before"][name][0]["results"]
+        for k, row in enumerate(first):
+            for mode in ("default", "cmt", "pinned"):
+                b = [d["results"][k][mode]["total_gbps"] for d in runs["before"][name]]
+                a = [d["results"][k][mode]["total_gbps"] for d in runs["after"][name]]
+                ratio = statistics.median(a) / statistics.median(b)
+                summary.append({"config": name, "pattern": row["pattern"], "mode": mode,
+                                "before": b, "after": a, "ratio": ratio,
+                                "spread_before": spread(b), "spread_after": spread(a)})
+                print(f"{name:12} {row['pattern']:7} {mode:7} "
+                      f"{' '.join(f'{x:5.1f}' for x in b):>26} {' '.join(f'{x:5.1f}' for x in a):>26} "
+                      f"{ratio:12.3f} {spread(b):6.2f}/{spread(a):.2f}")
+    wrong = sum(d.get("wrong_windows", 0) for side in runs.values() for v in side.values() for d in v)
+    print(f"wrong windows: {wrong}")
+    if "--json" in sys.argv:
+        json.dump({"benchmark": "versus_concurrent.py", "before": before, "after": after,
+                   "rounds": rounds, "summary": summary, "wrong_windows": wrong},
+                  open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=1)
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -285,11 +285,11 @@ TEST(BatchCopy, InterposerTakesPageableCopiesOfABatch) {
       << interposer.stats().to_json();
 
   // A thread that opted out: the whole batch is CUDA's, untouched.
-  const bool was = this_thread().opted_out;
-  this_thread().opted_out = true;
+  const bool was = t_thread.opted_out;
+  t_thread.opted_out = true;
   BatchRest forwarded;
   interposer.take_batch(a.call(stream), &forwarded);
-  this_thread().opted_out = was;
+  t_thread.opted_out = was;
   EXPECT_TRUE(forwarded.untouched);
 }
 

@@ -118,9 +118,9 @@ TEST(HostLeg, TakesOnlyWhatItShould) {
     InsideCmt inside;
     EXPECT_FALSE(all.take_copy(b.data(), a.data(), a.size()));
   }
-  this_thread().opted_out = true;
+  t_thread.opted_out = true;
   EXPECT_FALSE(all.take_copy(b.data(), a.data(), a.size()));
-  this_thread().opted_out = false;
+  t_thread.opted_out = false;
   // Disarmed (the forked-child rule): libc's again.
   all.disarm();
   EXPECT_FALSE(all.take_copy(b.data(), a.data(), a.size()));

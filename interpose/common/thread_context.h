@@ -29,17 +29,17 @@ struct ThreadContext {
   bool application_call() const { return !inside_cmt && !copy_thread && !opted_out; }
 };
 
-inline thread_local ThreadContext t_thread_context __attribute__((tls_model("initial-exec")));
-
-inline ThreadContext& this_thread() {
-  return t_thread_context;
-}
+// The calling thread's record. Named as a variable, not reached through a function returning a
+// reference: GCC 12's UndefinedBehaviorSanitizer null-checks such a reference to initial-exec TLS
+// with a branch on stale flags (it reported a null pointer whenever the instruction before had
+// left zero), which the sanitizer builds of the tests hit.
+inline thread_local ThreadContext t_thread __attribute__((tls_model("initial-exec")));
 
 // Marks the calling thread as running cmt's own code for the scope's lifetime.
 class InsideCmt {
  public:
-  InsideCmt() : was_(this_thread().inside_cmt) { this_thread().inside_cmt = true; }
-  ~InsideCmt() { this_thread().inside_cmt = was_; }
+  InsideCmt() : was_(t_thread.inside_cmt) { t_thread.inside_cmt = true; }
+  ~InsideCmt() { t_thread.inside_cmt = was_; }
   InsideCmt(const InsideCmt&) = delete;
   InsideCmt& operator=(const InsideCmt&) = delete;
 
@@ -50,12 +50,12 @@ class InsideCmt {
 // Marks the calling thread as inside a CUDA runtime hook for the scope's lifetime.
 class RuntimeHookScope {
  public:
-  RuntimeHookScope() { ++this_thread().runtime_hook_depth; }
-  ~RuntimeHookScope() { --this_thread().runtime_hook_depth; }
+  RuntimeHookScope() { ++t_thread.runtime_hook_depth; }
+  ~RuntimeHookScope() { --t_thread.runtime_hook_depth; }
   RuntimeHookScope(const RuntimeHookScope&) = delete;
   RuntimeHookScope& operator=(const RuntimeHookScope&) = delete;
 
-  static bool active() { return this_thread().runtime_hook_depth > 0; }
+  static bool active() { return t_thread.runtime_hook_depth > 0; }
 };
 
 }  // namespace cmt

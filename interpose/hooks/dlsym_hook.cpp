@@ -31,10 +31,10 @@ __attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const c
     return 1;
   }
   // RTLD_NEXT depends on the caller, which only the real dlsym sees; a nested lookup is cmt's own.
-  if (handle == RTLD_NEXT || cmt::this_thread().deciding_dlsym) return 0;
+  if (handle == RTLD_NEXT || cmt::t_thread.deciding_dlsym) return 0;
   const bool driver = cmt::is_hooked_driver_symbol(name);
   if (!driver && !cmt::is_hooked_runtime_symbol(name)) return 0;
-  cmt::this_thread().deciding_dlsym = true;  // a lookup made from inside goes straight through
+  cmt::t_thread.deciding_dlsym = true;  // a lookup made from inside goes straight through
   void* found = cmt::real_dlsym(handle, name);
   void* hook = nullptr;
   bool answered = false;
@@ -47,7 +47,7 @@ __attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const c
     hook = cmt::driver_hook_for_symbol(name, found);
     answered = hook != found;
   }
-  cmt::this_thread().deciding_dlsym = false;
+  cmt::t_thread.deciding_dlsym = false;
   if (!answered) return 0;
   *answer = hook;
   return 1;

@@ -205,7 +205,7 @@ CMT_RUNTIME_HOOKS(CMT_EXPORT_RUNTIME_HOOK)
 // untouched (nonzero), or is offered to cmt again (zero); returns the previous setting. For benchmarks that time CUDA's own path and cmt's
 // in one process, and for programs that want CUDA's behaviour on one thread.
 extern "C" __attribute__((visibility("default"))) int cmt_forward_this_thread(int forward) {
-  bool& opted_out = cmt::this_thread().opted_out;
+  bool& opted_out = cmt::t_thread.opted_out;
   const bool was = opted_out;
   opted_out = forward != 0;
   return was ? 1 : 0;

@@ -45,7 +45,7 @@ bool HostLeg::take_copy(void* dst, const void* src, std::size_t bytes) noexcept 
   if (bytes == 0 || bytes < threshold || threshold == kNever) return false;  // not armed
   // Overlapping ranges are libc's, memcpy's as well as memmove's: glibc's x86-64 memcpy moves
   // them as memmove does, and programs rely on it.
-  if (!this_thread().application_call() || overlap(dst, src, bytes)) return false;
+  if (!t_thread.application_call() || overlap(dst, src, bytes)) return false;
   HostCopier* copier = copier_.load(std::memory_order_acquire);
   if (!copier) return false;
   const HostCopy mode = copy_mode_.load(std::memory_order_relaxed);
@@ -59,7 +59,7 @@ bool HostLeg::take_copy(void* dst, const void* src, std::size_t bytes) noexcept 
 bool HostLeg::take_fill(void* dst, int value, std::size_t bytes) noexcept {
   const std::size_t threshold = fill_threshold_.load(std::memory_order_acquire);
   if (bytes == 0 || bytes < threshold || threshold == kNever) return false;  // not armed
-  if (!this_thread().application_call()) return false;
+  if (!t_thread.application_call()) return false;
   HostCopier* copier = copier_.load(std::memory_order_acquire);
   if (!copier) return false;
   const HostFill mode = fill_mode_.load(std::memory_order_relaxed);

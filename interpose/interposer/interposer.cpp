@@ -273,7 +273,7 @@ PeerCopier* Interposer::peer_copier() {
 
 std::size_t Interposer::take_peer_copy(const PeerCall& call, Entry entry) noexcept {
   try {
-    if (config_.disable || !config_.peer || this_thread().opted_out) {
+    if (config_.disable || !config_.peer || t_thread.opted_out) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }
@@ -330,7 +330,7 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
     if (kind == kDeviceToDevice)
       return take_peer_copy(
           PeerCall::of(as_device(dst), as_device(src), bytes, stream, peer_synchronous), entry);
-    if (config_.disable || this_thread().opted_out) {
+    if (config_.disable || t_thread.opted_out) {
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }

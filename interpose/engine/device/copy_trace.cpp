@@ -21,7 +21,7 @@ CopyTrace::CopyTrace() : on_(log_enabled(LogLevel::debug)), t0_(Clock::now()) {}
 
 void CopyTrace::unit_started() {
   if (!on_) return;
-  if (!this_thread().copy_thread) {
+  if (!t_thread.copy_thread) {
     issuer_units_.fetch_add(1, std::memory_order_relaxed);
     return;
   }

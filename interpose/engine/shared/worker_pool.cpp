@@ -87,7 +87,7 @@ void WorkerPool::start_threads(unsigned threads) {
       threads_.emplace_back([this, i] {
         pthread_setname_np(pthread_self(), kThreadName);  // what top -H and debuggers show
         pin_current_thread(cpus_);
-        this_thread().copy_thread = true;
+        t_thread.copy_thread = true;
         worker_main(i);
       });
       size_.store(i + 1, std::memory_order_release);

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "common/host_files.h"
 #include "config/profile.h"
 
 namespace cmt::cli {
@@ -21,6 +22,8 @@ int validate_profile(const std::string& path, bool quiet, const char* prefix) {
   Config config;
   const MachineFingerprint here = read_fingerprint();
   ProfileReport report = load_profile_file(path, config, &here);
+  // What loading does past this process's cores, said where the profile is checked.
+  if (report.ok()) cap_threads(config, allowed_cpus().size(), &report.warnings);
   print_problems(report.warnings, report.errors, prefix);
   if (!report.ok()) return 1;
   if (!quiet)
@@ -40,6 +43,10 @@ int show_configuration(const std::string& profile) {
                 loaded.shared_profile.c_str());
   print_problems(loaded.profile.warnings, loaded.profile.errors, "");
   print_problems({}, loaded.env_errors, "");
+  std::vector<std::string> capped;  // what the library will do with these values here
+  Config as_run = loaded.config;
+  cap_threads(as_run, allowed_cpus().size(), &capped);
+  print_problems(capped, {}, "");
   std::printf("%s", describe(loaded.config).c_str());
   return loaded.profile.ok() && loaded.env_errors.empty() ? 0 : 1;
 }

@@ -37,6 +37,19 @@ rm -f /tmp/cmt_cli_err.$$
 out=$("$cmt" run -v -- true 2>&1)
 case "$out" in *CMT_CHUNK_BYTES=*) r=0;; *) r=1;; esac
 check "-v prints the effective configuration" $r
+# Profiles that ask for too much: threads past the cores validate with a warning naming the limit;
+# spinning past its bound is an error naming it (issue 31, finding 6).
+ptmp=$(mktemp -d)
+printf 'schema = 1\n[cmt]\nthreads = 256\n' > "$ptmp/many.toml"
+"$cmt" profile validate "$ptmp/many.toml" >/dev/null 2>"$ptmp/err"; rc=$?
+check "threads = 256 validates (rc=$rc)" $rc
+grep -q "threads (profile .*many.toml) = 256 is more than the [0-9]* cores this process may run on" "$ptmp/err"
+check "with a warning naming the cores" $?
+printf 'schema = 1\n[cmt]\nspin_us = 1000000\n' > "$ptmp/spin.toml"
+"$cmt" profile validate "$ptmp/spin.toml" >/dev/null 2>"$ptmp/err"; rc=$?
+check "spin_us = 1000000 is refused (rc=$rc)" $(( rc == 0 ))
+grep -q "expected an integer from 0 to 20000" "$ptmp/err"; check "naming the bound" $?
+rm -rf "$ptmp"
 # Profiles: a bad one stops `cmt run` with its reasons; validate and show say what is wrong or
 # where each value comes from.
 tmp=$(mktemp -d)

@@ -14,8 +14,8 @@
 
 #include "common/log.h"
 #include "engine/device/copy_engine.h"
-#include "engine/shared/fresh_pages.h"
 #include "engine/shared/cpu_copy.h"
+#include "engine/shared/fresh_pages.h"
 #include "engine/shared/gpu_locality.h"
 #include "engine/shared/pinned_budget.h"
 #include "fake_driver.h"
@@ -540,14 +540,15 @@ TEST(PinnedBudget, RingsTakeAndGiveBackOneBudget) {
   {
     // Two lanes (one each way) of 4 x 1 MiB fit 7 MiB of room only one at a time.
     CopyEngine engine(fake.api(), small_config(2, 1 << 20, 4), budget);
-    EXPECT_EQ(engine.copy({Direction::HostToDevice, host.data(), dev, host.size(),
-                           CU_STREAM_LEGACY, true})
-                  .bytes_done,
-              host.size());
+    EXPECT_EQ(
+        engine
+            .copy({Direction::HostToDevice, host.data(), dev, host.size(), CU_STREAM_LEGACY, true})
+            .bytes_done,
+        host.size());
     EXPECT_EQ(budget.taken(), std::size_t{5} << 20);
     testing::internal::CaptureStderr();
-    CopyOutcome down =
-        engine.copy({Direction::DeviceToHost, host.data(), dev, host.size(), CU_STREAM_LEGACY, true});
+    CopyOutcome down = engine.copy(
+        {Direction::DeviceToHost, host.data(), dev, host.size(), CU_STREAM_LEGACY, true});
     testing::internal::GetCapturedStderr();
     EXPECT_EQ(down.bytes_done, 0u);
     EXPECT_EQ(down.status, CUDA_ERROR_OUT_OF_MEMORY);

@@ -35,6 +35,11 @@ grep -q "bad.toml:3:9: key 'cmt.slots' = 'many' is not valid: expected an intege
   || { echo "FAIL: no profile warning"; cat "$tmp/err2.txt"; exit 1; }
 grep -q "CMT_THREADS='lots' is not valid" "$tmp/err2.txt" || { echo "FAIL: no variable warning"; exit 1; }
 [ "$(grep -c "not valid" "$tmp/err2.txt")" -eq 2 ] || { echo "FAIL: expected each warning once"; cat "$tmp/err2.txt"; exit 1; }
+# Copy threads past this process's cores are capped, and said once (issue 31, finding 6).
+LD_PRELOAD=$lib CMT_THREADS=256 "$app" > "$tmp/cmt3.txt" 2> "$tmp/err3.txt"
+cmp -s "$tmp/plain.txt" "$tmp/cmt3.txt" || { echo "FAIL: output differs with CMT_THREADS=256"; exit 1; }
+grep -q "threads (env CMT_THREADS) = 256 is more than the [0-9]* cores this process may run on; using" "$tmp/err3.txt" ||
+  { echo "FAIL: threads not capped with a warning"; cat "$tmp/err3.txt"; exit 1; }
 # CMT_STATS replaces what is at its path, never following or opening it: a symlink's target is
 # untouched, a FIFO does not hang the exit, and the file is the user's alone.
 echo "precious" > "$tmp/target"

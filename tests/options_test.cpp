@@ -133,8 +133,8 @@ TEST(OptionTable, ScopesMakeTheKnobLists) {
     // The full search moves exactly the tuned lane knobs, through values their rows parse.
     EXPECT_EQ(!row.search.empty(), lane_knob) << row.name;
     std::string values = row.search + ",";
-    for (std::size_t at = 0, comma; !row.search.empty() &&
-                                    (comma = values.find(',', at)) != std::string::npos;
+    for (std::size_t at = 0, comma;
+         !row.search.empty() && (comma = values.find(',', at)) != std::string::npos;
          at = comma + 1) {
       Config c;
       EXPECT_EQ(row.apply(c, values.substr(at, comma - at)), "") << row.name;
@@ -152,6 +152,24 @@ TEST(OptionTable, ScopesMakeTheKnobLists) {
   EXPECT_TRUE(same_lane_knobs(a, b));
   EXPECT_EQ(scope_text(*find_option("threads")), "per GPU, tuned");
   EXPECT_EQ(scope_text(*find_option("stats_file")), "environment only");
+}
+
+// spin_us has a sane bound, named in the message (issue 31, finding 6: a second of spinning
+// validated).
+TEST(OptionTable, SpinningIsBounded) {
+  Config c;
+  std::vector<std::string> errors;
+  apply_environment(c, errors, [](const char* name) -> const char* {
+    return std::string(name) == "CMT_SPIN_US" ? "1000000" : nullptr;
+  });
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("CMT_SPIN_US='1000000' is not valid: expected an integer from 0 to "
+                           "20000"),
+            std::string::npos)
+      << errors[0];
+  EXPECT_EQ(c.spin_us, Config().spin_us);
+  EXPECT_EQ(find_option("spin_us")->apply(c, "20000"), "");
+  EXPECT_EQ(c.spin_us, 20000u);
 }
 
 TEST(OptionTable, EnvironmentRowsCanBeReadApart) {

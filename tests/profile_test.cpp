@@ -1,6 +1,7 @@
 // Profiles: what is applied, what each bad input says (file, line, column, key, expectation),
 // precedence under the environment, and a fuzz run of the loader over random and mutated text.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -489,9 +490,79 @@ TEST(ProfileFuzz, NonAsciiIsRefusedBeforeParsing) {
           << r.errors[0];
       EXPECT_EQ(config.threads, Config().threads);
     }
-  EXPECT_EQ(non_ascii_error("schema = 1\n# ok\n", "a.toml"), "");
-  EXPECT_EQ(non_ascii_error("schema = 1\nx = \"\xC3\xA9\"\n", "a.toml"),
+  EXPECT_EQ(profile_text_error("schema = 1\n# ok\n", "a.toml"), "");
+  EXPECT_EQ(profile_text_error("schema = 1\nx = \"\xC3\xA9\"\n", "a.toml"),
             "a.toml:2:6: byte 0xC3 is not ASCII; profiles are ASCII");
+}
+
+// Deep nesting is refused before the parser sees it: the library parses on the thread of the
+// first CUDA call, and arrays 250 deep overflowed a 256 KiB stack there (issue 31, finding 4).
+// Run on such a thread, as a program's worker may be.
+TEST(ProfileLimits, DeepNestingIsRefusedBeforeParsingOnASmallStack) {
+  const std::string deep =
+      "schema = 1\n[cmt]\nx = " + std::string(250, '[') + std::string(250, ']') + "\n";
+  struct Run {
+    std::string text;
+    ProfileReport report;
+  } run{deep, {}};
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, 256u << 10);
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(
+                &thread, &attr,
+                [](void* p) -> void* {
+                  auto* r = static_cast<Run*>(p);
+                  Config c;
+                  r->report = load_profile_text(r->text, "deep.toml", c);
+                  return nullptr;
+                },
+                &run),
+            0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  ASSERT_FALSE(run.report.ok());
+  EXPECT_EQ(run.report.errors[0],
+            "deep.toml:3:13: nested more than 8 deep (arrays and tables); a profile needs 2");
+  // What profiles hold stays within it: table headers, arrays of tables, inline tables, and
+  // brackets inside strings and comments do not count.
+  Config c;
+  EXPECT_TRUE(load_profile_text("schema = 1\n[cmt]\nthreads = 6\n[[measured.copies]]\n"
+                                "x = [[1, 2], {a = [3]}]\ns = \"[[[[[[[[[[\"\n# [[[[[[[[[[\n",
+                                "ok.toml", c)
+                  .ok());
+  EXPECT_EQ(profile_text_error("x = " + std::string(8, '[') + std::string(8, ']'), "n"), "");
+  EXPECT_NE(profile_text_error("x = " + std::string(9, '[') + std::string(9, ']'), "n"), "");
+}
+
+// Copy threads past this process's cores are capped where the configuration is loaded, each cap
+// said, naming where the value came from (issue 31, finding 6).
+TEST(ProfileLimits, ThreadsPastTheCoresAreCapped) {
+  Config c;
+  c.threads = 256;
+  c.origin["threads"] = "env CMT_THREADS";
+  c.per_gpu["0000:1b:00.0"] = {{"threads", "64"}, {"slots", "5"}};
+  c.per_gpu["0000:3b:00.0"] = {{"threads", "3"}};
+  std::vector<std::string> warnings;
+  cap_threads(c, 4, &warnings);
+  EXPECT_EQ(c.threads, 4u);
+  EXPECT_EQ(c.per_gpu["0000:1b:00.0"]["threads"], "4");
+  EXPECT_EQ(c.per_gpu["0000:1b:00.0"]["slots"], "5");
+  EXPECT_EQ(c.per_gpu["0000:3b:00.0"]["threads"], "3");
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0],
+            "threads (env CMT_THREADS) = 256 is more than the 4 cores this process may run on; "
+            "using 4");
+  EXPECT_EQ(warnings[1],
+            "gpu.0000:1b:00.0.threads = 64 is more than the 4 cores this process may run on; "
+            "using 4");
+  // Within the cores: nothing to say.
+  Config fits;
+  fits.threads = 2;
+  warnings.clear();
+  cap_threads(fits, 2, &warnings);
+  EXPECT_EQ(fits.threads, 2u);
+  EXPECT_TRUE(warnings.empty());
 }
 
 // Inputs that once tripped toml++'s internal assertions (an abort in debug builds).

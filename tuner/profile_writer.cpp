@@ -14,7 +14,7 @@ std::string profile_toml(const MachineFingerprint& machine, const Config& tuned,
                          const TuneRecord& record, const std::string& gpu_bus_id,
                          const std::string& existing) {
   toml::table root;
-  if (!gpu_bus_id.empty() && !existing.empty() && non_ascii_error(existing, "").empty()) {
+  if (!gpu_bus_id.empty() && !existing.empty() && profile_text_error(existing, "").empty()) {
     toml::parse_result old = toml::parse(existing);
     if (old) root = std::move(old).table();
   }

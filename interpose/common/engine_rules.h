@@ -47,6 +47,9 @@ inline constexpr std::size_t kMinCoreShare = 4;
 inline constexpr std::size_t kFreshPagesFrom = std::size_t{8} << 20;
 inline constexpr std::size_t kFreshBlock = std::size_t{2} << 20;
 
+// Idle copy threads spin at most this long before they sleep (spin_us's bound).
+inline constexpr unsigned kMaxSpinUs = 20000;
+
 // `cmt tune` sets the host leg's thresholds where the copy threads beat one thread's libc call by
 // this factor (tuner/pickers.h).
 inline constexpr double kHostLegWin = 1.20;

@@ -1,5 +1,7 @@
 #include "common/host_files.h"
 
+#include <sched.h>
+
 #include <dirent.h>
 
 #include <algorithm>
@@ -31,6 +33,18 @@ std::vector<std::string> nvidia_gpu_devices(const std::string& pci_devices) {
   }
   std::sort(gpus.begin(), gpus.end());
   return gpus;
+}
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  }
+  if (cpus.empty()) cpus.push_back(0);
+  return cpus;
 }
 
 }  // namespace cmt

@@ -260,8 +260,11 @@ std::vector<OptionSpec> build_table() {
                           &Config::d2h_warm_threshold, 0, std::size_t{1} << 40));
   t.push_back(count_option("spin_us", "CMT_SPIN_US", Scope::PerGpu, false,
                            "Microseconds an idle copy thread spins before it sleeps: longer "
-                           "answers the next copy sooner and costs CPU time.",
-                           &Config::spin_us, 0, 1000000));
+                           "answers the next copy sooner and costs CPU time; at most " +
+                               std::to_string(kMaxSpinUs / 1000) +
+                               " ms, past which spinning threads take the cores the program "
+                               "needs between its copies.",
+                           &Config::spin_us, 0, kMaxSpinUs));
   t.push_back(flag_option("ramp", "CMT_RAMP", Scope::PerGpu,
                           "Start and end each copy with smaller pieces (doubling up to the piece "
                           "size, then halving), so the first DMA starts and the last one ends "

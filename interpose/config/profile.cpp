@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "common/host_files.h"
 #include "config/tomlpp.h"
 
 namespace cmt {
@@ -138,21 +139,48 @@ std::string per_gpu_list() {
 
 }  // namespace
 
-std::string non_ascii_error(std::string_view text, const std::string& name) {
+std::string profile_text_error(std::string_view text, const std::string& name) {
   std::size_t line = 1, column = 1;
+  int depth = 0;
+  char quote = 0;  // inside a string opened by this quote
+  bool comment = false, escaped = false;
+  auto at = [&] { return name + ":" + std::to_string(line) + ":" + std::to_string(column); };
   for (unsigned char c : text) {
     if (c >= 0x80) {
       char hex[8];
       std::snprintf(hex, sizeof(hex), "0x%02X", c);
-      return name + ":" + std::to_string(line) + ":" + std::to_string(column) + ": byte " + hex +
-             " is not ASCII; profiles are ASCII";
+      return at() + ": byte " + hex + " is not ASCII; profiles are ASCII";
     }
     if (c == '\n') {
       ++line;
       column = 1;
-    } else {
-      ++column;
+      comment = false;
+      escaped = false;
+      continue;
     }
+    if (comment) {
+      ++column;
+      continue;
+    }
+    if (quote) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\' && quote == '"')
+        escaped = true;
+      else if (c == static_cast<unsigned char>(quote))
+        quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = static_cast<char>(c);
+    } else if (c == '#') {
+      comment = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxProfileNesting)
+        return at() + ": nested more than " + std::to_string(kMaxProfileNesting) +
+               " deep (arrays and tables); a profile needs 2";
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+    ++column;
   }
   return {};
 }
@@ -290,7 +318,7 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
                                 const MachineFingerprint* here) {
   ProfileReport report;
   try {
-    if (std::string e = non_ascii_error(text, name); !e.empty()) {
+    if (std::string e = profile_text_error(text, name); !e.empty()) {
       report.errors.push_back(e);
       return report;
     }
@@ -340,7 +368,7 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
     Config config = out.config;
     std::string text, unused;
     if (shared.match != "exact machine" && read_profile_file(shared.path, &text, &unused) &&
-        non_ascii_error(text, shared.path).empty()) {
+        profile_text_error(text, shared.path).empty()) {
       toml::parse_result parsed = toml::parse(text, shared.path);
       if (parsed)
         if (auto cpus = parsed.table()["machine"]["cpus"].value<int64_t>())
@@ -360,6 +388,28 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
   if (!explicit_profile.empty()) absorb(load_profile_file(explicit_profile, out.config, &here));
   apply_environment(out.config, out.env_errors, getenv_fn, EnvRows::Knobs);
   return out;
+}
+
+void cap_threads(Config& config, std::size_t cores, std::vector<std::string>* warnings) {
+  cores = std::max<std::size_t>(cores, 1);
+  auto cap = [&](unsigned threads, const std::string& what) {
+    if (threads <= cores) return threads;
+    warnings->push_back(what + " = " + std::to_string(threads) + " is more than the " +
+                        std::to_string(cores) + " cores this process may run on; using " +
+                        std::to_string(cores));
+    return static_cast<unsigned>(cores);
+  };
+  const auto from = config.origin.find("threads");
+  config.threads = cap(config.threads,
+                       from == config.origin.end() ? "threads" : "threads (" + from->second + ")");
+  for (auto& [bus, knobs] : config.per_gpu) {
+    auto it = knobs.find("threads");
+    unsigned long long n = 0;
+    if (it != knobs.end() && std::sscanf(it->second.c_str(), "%llu", &n) == 1 && n > cores)
+      it->second =
+          std::to_string(cap(static_cast<unsigned>(std::min<unsigned long long>(n, 1u << 20)),
+                             "gpu." + bus + ".threads"));
+  }
 }
 
 std::string shared_profiles_dir(const std::optional<std::string>& configured) {
@@ -402,7 +452,8 @@ SharedProfile find_shared_profile(const std::string& dir, const MachineFingerpri
   for (const std::string& n : names) {
     const std::string path = dir + "/" + n;
     std::string text, unused;
-    if (!read_profile_file(path, &text, &unused) || !non_ascii_error(text, path).empty()) continue;
+    if (!read_profile_file(path, &text, &unused) || !profile_text_error(text, path).empty())
+      continue;
     toml::parse_result parsed = toml::parse(text, path);
     if (!parsed) continue;
     const toml::node_view<const toml::node> m = std::as_const(parsed.table())["machine"];

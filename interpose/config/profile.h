@@ -22,11 +22,16 @@ constexpr int kProfileSchema = 1;
 // program for ever, and /dev/zero would grow its memory without end.
 constexpr std::size_t kMaxProfileBytes = 1u << 20;
 
-// Profiles are ASCII: toml++ 3.3 (Debian's) runs into undefined behaviour on some non-ASCII
-// characters (U+FB36-U+FEFE, found by fuzzing under UBSan), and a profile needs none, so such
-// text is refused before the parser sees it. Returns "" for ASCII text, else an error naming
-// `name`, the line and column of the first other byte.
-std::string non_ascii_error(std::string_view text, const std::string& name);
+// What a profile's text must be before the TOML parser sees it, else it is refused:
+// - ASCII: toml++ 3.3 (Debian's) runs into undefined behaviour on some non-ASCII characters
+//   (U+FB36-U+FEFE, found by fuzzing under UBSan), and a profile needs none;
+// - nested at most kMaxProfileNesting deep (arrays and inline tables, table headers counted): the
+//   parser recurses once per level, and the library parses on whichever thread makes the first
+//   CUDA call, whose stack may be small (arrays 250 deep overflowed a 256 KiB stack; 10 levels
+//   already took 16 KiB). A profile needs 2.
+// Returns "" for such text, else an error naming `name`, the line and column, and what was found.
+constexpr int kMaxProfileNesting = 8;
+std::string profile_text_error(std::string_view text, const std::string& name);
 
 // Reads the profile at `path` into `*text`. False, with `*error` saying why ("No such file or
 // directory", "is a directory, not a profile", "is a FIFO, not a regular file", "is 3 MiB; a
@@ -47,6 +52,13 @@ ProfileReport load_profile_file(const std::string& path, Config& config,
 // The same, from text; `name` stands for the file in messages.
 ProfileReport load_profile_text(std::string_view text, const std::string& name, Config& config,
                                 const MachineFingerprint* here = nullptr);
+
+// More copy threads than the cores this process may run on only take turns on them and spin
+// against each other (threads 256 with spin_us 1 s took a 20-copy program on 2 cores from 0.91 to
+// 110.9 s): `config`'s threads, and each GPU's, are capped at `cores`, each cap said in `warnings`
+// (naming where the value came from). The library applies it to the configuration it loads, with
+// this process's cores; `cmt profile validate` and `show` say what it would do.
+void cap_threads(Config& config, std::size_t cores, std::vector<std::string>* warnings);
 
 // The configuration libcmt.so runs with, by precedence: each CMT_* variable > the profile named
 // by `profile_path` (or, when that is "", by CMT_PROFILE) > this user's tuned profile for `here`,

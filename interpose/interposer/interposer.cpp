@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "common/host_files.h"
 #include "common/log.h"
 #include "common/thread_context.h"
 #include "config/profile.h"
@@ -216,6 +217,7 @@ Interposer::Interposer() {
   // Precedence: environment > CMT_PROFILE > the user's profile for this machine > built-in
   // defaults. A bad profile is reported and ignored as a whole; a bad variable keeps its default.
   LoadedConfiguration loaded = load_configuration("", read_fingerprint());
+  cap_threads(loaded.config, allowed_cpus().size(), &loaded.profile.warnings);
   config_ = loaded.config;
   set_log_level(config_.log_level);
   for (const std::string& e : loaded.profile.errors) CMT_LOG(warn, "{} (profile ignored)", e);

@@ -50,18 +50,6 @@ bool parse_cpu_list(const std::string& text, std::vector<int>* cpus) {
   return true;
 }
 
-std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  if (cpus.empty()) cpus.push_back(0);
-  return cpus;
-}
-
 std::vector<std::string> gpus_on_cores(const std::string& sys_root,
                                        const std::vector<int>& local_cpulist) {
   const std::string pci = sys_root + "/bus/pci/devices";

@@ -12,6 +12,7 @@
 
 #include "common/copy_types.h"
 #include "common/engine_rules.h"
+#include "common/host_files.h"
 #include "cuda/driver_api.h"
 
 namespace cmt {
@@ -20,9 +21,6 @@ struct GpuLocality {
   int numa_node = -1;     // -1: unknown or a single-node machine
   std::vector<int> cpus;  // cores to run copy workers on; never empty
 };
-
-// The cores this process may run on.
-std::vector<int> allowed_cpus();
 
 // Parses a Linux cpulist such as "0-7,16-23". Returns false on malformed input.
 bool parse_cpu_list(const std::string& text, std::vector<int>* cpus);
@@ -51,6 +49,7 @@ std::vector<int> split_cores(const std::vector<int>& cpus, const std::vector<int
 // Copy threads per copy when the configuration says 0: half the GPU's local cores, at most
 // rules::kAutoThreadsMost, leaving room for the application and the issuing thread.
 unsigned auto_threads(std::size_t local_cpus);
+
 
 // The PCI bus id of the calling thread's current GPU, or "" (no context, or the driver cannot
 // say): what gpu_locality takes.

@@ -28,7 +28,7 @@ rm -f /tmp/cmt_cli_err.$$
 "$cmt" run 2>/dev/null; rc=$?
 check "no command is an error (rc=$rc)" $(( rc == 0 ))
 "$cmt" --bogus-flag 2>/tmp/cmt_cli_err.$$; rc=$?
-check "an unknown flag is an error (rc=$rc)" $(( rc == 0 ))
+check "an unknown flag is a usage error, status 2 (rc=$rc)" $(( rc != 2 ))
 grep -q "not expected: --bogus-flag" /tmp/cmt_cli_err.$$; check "and names the flag" $?
 "$cmt" 2>/tmp/cmt_cli_err.$$; rc=$?
 check "no command is an error (rc=$rc)" $(( rc != 2 ))
@@ -115,7 +115,7 @@ grep -q "the command failed (status 5); nothing was tuned" "$tmp/err"; check "an
 check "and leaves no temporary files (in TMPDIR: $(ls -A "$tmp/scratch"); in /tmp: $before -> $after)" $?
 # cmt bench copy: bad input fails with a message.
 "$cmt" bench copy --reps 0 2>"$tmp/err"; rc=$?
-check "bench copy --reps 0 is an error (rc=$rc)" $(( rc == 0 ))
+check "bench copy --reps 0 is a usage error, status 2 (rc=$rc)" $(( rc != 2 ))
 grep -q -e "--reps" "$tmp/err" && grep -q "1000" "$tmp/err"; check "and names the option and its range" $?
 "$cmt" bench copy --threads 2 --stream sideways 2>"$tmp/err"; rc=$?
 check "bench copy --stream sideways is an error (rc=$rc)" $(( rc == 0 ))
@@ -143,7 +143,15 @@ if [ -x "$bench_dir/cmt-bench-p2p" ]; then
   grep -q "bad size '12Q' for --bytes" "$tmp/err"; check "and names it" $?
 fi
 "$cmt" bench bogus 2>/dev/null; rc=$?
-check "an unknown bench is an error (rc=$rc)" $(( rc == 0 ))
+check "an unknown bench is a usage error, status 2 (rc=$rc)" $(( rc != 2 ))
+# Usage errors are cmt's: status 2 and a range in words, not CLI11's codes or a 300-digit bound
+# (issue 31, finding 10).
+"$cmt" tune --device -1 2>"$tmp/err"; rc=$?
+check "tune --device -1 is a usage error, status 2 (rc=$rc)" $(( rc != 2 ))
+grep -q "not in range 0 to 1023" "$tmp/err" && [ "$(wc -c < "$tmp/err")" -lt 200 ]
+check "and names the range in a short line: $(head -c 200 "$tmp/err")" $?
+"$cmt" profile 2>/dev/null; rc=$?
+check "profile without a subcommand is a usage error, status 2 (rc=$rc)" $(( rc != 2 ))
 rm -rf "$tmp"
 # cmt topo: a table, and JSON that parses, with or without a GPU.
 "$cmt" topo | grep -q "^layout"; check "cmt topo prints the layout" $?

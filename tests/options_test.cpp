@@ -172,6 +172,24 @@ TEST(OptionTable, SpinningIsBounded) {
   EXPECT_EQ(c.spin_us, 20000u);
 }
 
+// A value is quoted cut short, its length said: a 120 KB variable once came back whole in the
+// warning (issue 31, finding 10).
+TEST(OptionTable, LongValuesAreQuotedShort) {
+  const std::string huge(120u << 10, '7');
+  Config c;
+  std::vector<std::string> errors;
+  apply_environment(c, errors, [&](const char* name) -> const char* {
+    return std::string(name) == "CMT_SLOTS" ? huge.c_str() : nullptr;
+  });
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_LT(errors[0].size(), 300u) << errors[0].substr(0, 300);
+  EXPECT_NE(errors[0].find("CMT_SLOTS='" + std::string(64, '7') + "... (122880 bytes)' is not valid"),
+            std::string::npos)
+      << errors[0].substr(0, 300);
+  EXPECT_EQ(quoted_value("a\x1b[31mb"), "a\\x1B[31mb");
+  EXPECT_EQ(quoted_value(std::string(64, 'x')), std::string(64, 'x'));
+}
+
 TEST(OptionTable, EnvironmentRowsCanBeReadApart) {
   std::map<std::string, std::string> env = {
       {"CMT_THREADS", "6"}, {"CMT_PROFILE", "/p.toml"}, {"CMT_CONFIGS_DIR", ""}};

@@ -29,23 +29,6 @@ bool parse_unsigned(std::string_view text, unsigned long long* out) {
   return true;
 }
 
-// `text` for a message on a terminal: control and non-ASCII bytes as \xNN, so that a value cannot
-// move the cursor, change colours or pass for more than it is.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c >= 0x20 && c < 0x7F) {
-      out += static_cast<char>(c);
-    } else {
-      static const char kHex[] = "0123456789ABCDEF";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
-
 // Row builders: each option is declared once with its range, and parsing and printing follow.
 OptionSpec size_option(const char* name, const char* env, Scope scope, bool tuned, std::string help,
                        std::size_t Config::*field, std::size_t min, std::size_t max) {
@@ -430,10 +413,27 @@ void apply_environment(Config& config, std::vector<std::string>& errors,
     if (expected.empty())
       config.origin[row.name] = std::string("env ") + row.env;
     else
-      errors.push_back(std::string(row.env) + "='" + printable(value) +
+      errors.push_back(std::string(row.env) + "='" + quoted_value(value) +
                        "' is not valid: expected " + expected + "; using the default " +
                        row.default_text());
   }
+}
+
+std::string quoted_value(std::string_view text) {
+  constexpr std::size_t kShown = 64;
+  std::string out;
+  for (unsigned char c : text.substr(0, kShown)) {
+    if (c >= 0x20 && c < 0x7F) {
+      out += static_cast<char>(c);
+    } else {
+      static const char kHex[] = "0123456789ABCDEF";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (text.size() > kShown) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
 }
 
 std::string describe(const Config& config) {

@@ -117,6 +117,11 @@ void apply_environment(Config& config, std::vector<std::string>& errors,
                        const std::function<const char*(const char*)>& getenv_fn = nullptr,
                        EnvRows rows = EnvRows::All);
 
+// `text` as a message quotes it: control and non-ASCII bytes as \xNN, so that a value cannot move
+// the cursor, change colours or pass for more than it is; and past 64 characters cut, with its
+// length said, so that a 120 KB variable is not echoed whole.
+std::string quoted_value(std::string_view text);
+
 // One line per option with its effective value, for logs and `cmt run -v`.
 std::string describe(const Config& config);
 

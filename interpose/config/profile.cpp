@@ -72,8 +72,8 @@ bool apply_knob(const OptionSpec& row, const toml::node& node, const std::string
   }
   std::string expected = row.apply(config, value);
   if (!expected.empty()) {
-    report.errors.push_back(where(name, node.source()) + ": key '" + key + "' = '" + value +
-                            "' is not valid: expected " + expected);
+    report.errors.push_back(where(name, node.source()) + ": key '" + key + "' = '" +
+                            quoted_value(value) + "' is not valid: expected " + expected);
     return false;
   }
   return true;

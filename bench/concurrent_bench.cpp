@@ -47,6 +47,7 @@
 
 #include "bench_cli.h"
 #include "bench_process.h"
+#include "common/output_file.h"
 #include "common/byte_size.h"
 #include "cuda_check.h"
 #include "engine/shared/gpu_locality.h"
@@ -539,8 +540,9 @@ void print_cell(const Options& o, const Cell& cell, double staging_bound) {
 
 void write_json(const Options& o, const Setting& s, const std::vector<Cell>& cells, long wrong,
                 int argc, char** argv) {
-  std::FILE* f = std::fopen(o.json.c_str(), "w");
-  if (!f) fail("cannot write " + o.json);
+  cmt::OutputFile out(o.json);
+  std::FILE* f = out.stream();
+  if (!f) fail("cannot write " + o.json + ": " + out.why());
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
   std::fprintf(
@@ -581,7 +583,7 @@ void write_json(const Options& o, const Setting& s, const std::vector<Cell>& cel
                  median(c.total[1]) / s.staging_bound, i + 1 < cells.size() ? "," : "");
   }
   std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
+  if (!out.commit()) fail("cannot write " + o.json + ": " + out.why());
 }
 
 // bench/plot_concurrent.py draws the SVG from the JSON.

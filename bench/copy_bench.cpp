@@ -33,6 +33,7 @@
 
 #include "bench_cli.h"
 #include "bench_process.h"
+#include "common/output_file.h"
 #include "config/fingerprint.h"
 #include "config/profile.h"
 #include "cuda_check.h"
@@ -393,8 +394,9 @@ Row measure_row(const Options& opt, const CopyPaths& paths, Buffers& b, const st
 // loader), the command, the CMT_* variables, and each row's three modes.
 void write_json(const Options& opt, const Machine& m, const std::vector<Row>& rows, long wrong,
                 int argc, char** argv) {
-  std::FILE* f = std::fopen(opt.json.c_str(), "w");
-  if (!f) fail("cannot write " + opt.json);
+  cmt::OutputFile out(opt.json);
+  std::FILE* f = out.stream();
+  if (!f) fail("cannot write " + opt.json + ": " + out.why());
   std::string cmdline;
   for (int i = 0; i < argc; ++i) cmdline += std::string(i ? " " : "") + argv[i];
   const cmt::MachineFingerprint machine = cmt::read_fingerprint();
@@ -440,12 +442,13 @@ void write_json(const Options& opt, const Machine& m, const std::vector<Row>& ro
                  i + 1 < rows.size() ? "," : "");
   }
   std::fprintf(f, "  ]\n}\n");
-  std::fclose(f);
+  if (!out.commit()) fail("cannot write " + opt.json + ": " + out.why());
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) fail("cannot write " + path);
+  cmt::OutputFile out(path);
+  std::FILE* f = out.stream();
+  if (!f) fail("cannot write " + path + ": " + out.why());
   std::fprintf(f, "case,bytes,direction");
   for (const char* m : kModes) std::fprintf(f, ",%s_median_gbps,%s_min_gbps,%s_max_gbps", m, m, m);
   std::fprintf(f, ",cmt_over_default,cmt_over_pinned\n");
@@ -456,7 +459,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
     std::fprintf(f, ",%.3f,%.3f\n", r.s[1].median() / r.s[0].median(),
                  r.s[1].median() / r.s[2].median());
   }
-  std::fclose(f);
+  if (!out.commit()) fail("cannot write " + path + ": " + out.why());
 }
 
 // bench/plot.py draws the SVG from the JSON (beside this program's source tree, or installed with

@@ -2,7 +2,8 @@
 //
 //   fill   A program that stages through its own pinned buffer, as safetensors and framework
 //          loaders do: memmove a pageable array into a cudaHostAlloc buffer, then cudaMemcpy that
-//          buffer to the GPU. Timed in one process (under libcmt.so) three ways, rounds alternating:
+//          buffer to the GPU. Timed in one process (under libcmt.so) three ways, rounds
+//          alternating:
 //            default  the thread opted out (cmt_forward_this_thread): libc's memmove
 //            cmt      the same memmove, taken by libcmt.so's host copier
 //            dma      the cudaMemcpy alone, from the pinned buffer: the ceiling of the pair
@@ -26,6 +27,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -34,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/output_file.h"
 #include "cuda_check.h"
 
 namespace {
@@ -67,6 +70,28 @@ double spread(std::vector<double> v) {
   return v.empty() ? 0.0 : (v.back() - v.front()) / v[v.size() / 2];
 }
 
+// printf into a string, for the JSON files.
+std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char* fmt, ...) {
+  va_list args, again;
+  va_start(args, fmt);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, fmt, args);
+  va_end(args);
+  std::string out(n > 0 ? static_cast<std::size_t>(n) : 0, '\0');
+  std::vsnprintf(out.data(), out.size() + 1, fmt, again);
+  va_end(again);
+  return out;
+}
+
+// `text` as the file at `path` (common/output_file.h); false, said, if it cannot be written.
+bool save_json(const std::string& path, const std::string& text) {
+  std::string why;
+  if (cmt::write_output_file(path, text, &why)) return true;
+  std::fprintf(stderr, "cmt-bench-host: cannot write %s: %s\n", path.c_str(), why.c_str());
+  return false;
+}
+
 int fill(std::size_t bytes, int reps, const std::string& json) {
   auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
   if (!forward) {
@@ -74,7 +99,8 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
     return 2;
   }
   std::vector<unsigned char> src(bytes), back(bytes);
-  for (std::size_t i = 0; i < bytes; ++i) src[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
+  for (std::size_t i = 0; i < bytes; ++i)
+    src[i] = static_cast<unsigned char>(i * 2654435761u >> 13);
   void* pinned = nullptr;
   void* dev = nullptr;
   CMT_CHECK_CUDA(cudaHostAlloc(&pinned, bytes, cudaHostAllocDefault));
@@ -112,8 +138,10 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
     t_dma.push_back(x[0]);
   }
   const double gb = static_cast<double>(bytes) / 1e9;
-  std::printf("memmove %zu MiB into a cudaHostAlloc buffer, then cudaMemcpy to the GPU (%d rounds, "
-              "medians):\n", bytes >> 20, reps);
+  std::printf(
+      "memmove %zu MiB into a cudaHostAlloc buffer, then cudaMemcpy to the GPU (%d rounds, "
+      "medians):\n",
+      bytes >> 20, reps);
   std::printf("  default  pair %.1f GB/s  (memmove %.1f GB/s)\n", gb / median(t_default),
               gb / median(m_default));
   std::printf("  cmt      pair %.1f GB/s  (memmove %.1f GB/s)\n", gb / median(t_cmt),
@@ -121,19 +149,17 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
   std::printf("  dma      alone %.1f GB/s (the pair's ceiling)\n", gb / median(t_dma));
   std::printf("  cmt/default %.2fx, cmt/dma %.2f; wrong %ld\n", median(t_default) / median(t_cmt),
               median(t_dma) / median(t_cmt), wrong);
-  if (!json.empty()) {
-    FILE* f = std::fopen(json.c_str(), "w");
-    if (!f) return 1;
-    std::fprintf(f,
-                 "{\"bytes\": %zu, \"rounds\": %d, \"default_pair_gbps\": %.2f, "
+  if (!json.empty() &&
+      !save_json(
+          json,
+          format("{\"bytes\": %zu, \"rounds\": %d, \"default_pair_gbps\": %.2f, "
                  "\"cmt_pair_gbps\": %.2f, \"dma_gbps\": %.2f, \"default_memmove_gbps\": %.2f, "
                  "\"cmt_memmove_gbps\": %.2f, \"ratio\": %.3f, \"spread_default\": %.3f, "
                  "\"spread_cmt\": %.3f, \"wrong\": %ld}\n",
                  bytes, reps, gb / median(t_default), gb / median(t_cmt), gb / median(t_dma),
                  gb / median(m_default), gb / median(m_cmt), median(t_default) / median(t_cmt),
-                 spread(t_default), spread(t_cmt), wrong);
-    std::fclose(f);
-  }
+                 spread(t_default), spread(t_cmt), wrong)))
+    return 1;
   CMT_CHECK_CUDA(cudaFreeHost(pinned));
   CMT_CHECK_CUDA(cudaFree(dev));
   return wrong == 0 ? 0 : 1;
@@ -145,9 +171,11 @@ int fill(std::size_t bytes, int reps, const std::string& json) {
 double populate_limit(std::size_t bytes, unsigned threads, bool huge) {
   constexpr std::size_t kBlock = 2u << 20;
   const std::size_t blocks = bytes / kBlock;
-  void* p = mmap(nullptr, bytes + kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  void* p =
+      mmap(nullptr, bytes + kBlock, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) std::exit(1);
-  auto* first = reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(p) + kBlock - 1) & ~(kBlock - 1));
+  auto* first =
+      reinterpret_cast<char*>((reinterpret_cast<std::uintptr_t>(p) + kBlock - 1) & ~(kBlock - 1));
   auto t0 = Clock::now();
   if (huge) (void)madvise(first, blocks * kBlock, MADV_HUGEPAGE);
   std::atomic<std::size_t> next{0};
@@ -242,42 +270,45 @@ int fresh(std::size_t bytes, int reps, const std::string& json) {
                    ", \"huge_gbps\": " + std::to_string(gb / h) +
                    ", \"small_gbps\": " + std::to_string(gb / p) + "}";
   }
-  std::printf("std::vector<float>(%zu) (%zu MiB, a memset of new memory), then cudaMemcpy D2H into "
-              "it (%d rounds, medians):\n", n, bytes >> 20, reps);
+  std::printf(
+      "std::vector<float>(%zu) (%zu MiB, a memset of new memory), then cudaMemcpy D2H into "
+      "it (%d rounds, medians):\n",
+      n, bytes >> 20, reps);
   std::printf("  default  memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_d),
               gb / median(pair_d));
   std::printf("  cmt      memset %.1f GB/s, pair %.1f GB/s\n", gb / median(fill_c),
               gb / median(pair_c));
-  std::printf("  fresh-page limit (the fastest population of a new mapping, nothing written): "
-              "%.1f GB/s, %u threads, %s pages\n", gb / limit, limit_threads,
-              limit_huge_pages ? "huge" : "4 KiB");
+  std::printf(
+      "  fresh-page limit (the fastest population of a new mapping, nothing written): "
+      "%.1f GB/s, %u threads, %s pages\n",
+      gb / limit, limit_threads, limit_huge_pages ? "huge" : "4 KiB");
   std::printf("    populate GB/s by threads (huge / 4 KiB pages):");
   for (std::size_t i = 0; i < counts.size(); ++i)
-    std::printf(" %u: %.1f / %.1f;", counts[i], gb / median(limit_huge[i]), gb / median(limit_small[i]));
+    std::printf(" %u: %.1f / %.1f;", counts[i], gb / median(limit_huge[i]),
+                gb / median(limit_small[i]));
   std::printf("\n");
   std::printf("  memset of memory already faulted in (one thread): %.1f GB/s\n",
               gb / median(fill_resident));
-  std::printf("  pair cmt/default %.2fx, memset cmt/default %.2fx, cmt memset/limit %.2f; wrong %ld\n",
-              median(pair_d) / median(pair_c), median(fill_d) / median(fill_c),
-              limit / median(fill_c), wrong);
-  if (!json.empty()) {
-    FILE* f = std::fopen(json.c_str(), "w");
-    if (!f) return 1;
-    std::fprintf(f,
-                 "{\"bytes\": %zu, \"rounds\": %d, \"default_memset_gbps\": %.2f, "
-                 "\"cmt_memset_gbps\": %.2f, \"resident_memset_gbps\": %.2f, "
-                 "\"fresh_page_limit_gbps\": %.2f, \"limit_threads\": %u, \"limit_huge\": %s, "
-                 "\"populate\": [%s], "
-                 "\"default_pair_gbps\": %.2f, \"cmt_pair_gbps\": %.2f, \"pair_ratio\": %.3f, "
-                 "\"memset_ratio\": %.3f, \"spread_pair_default\": %.3f, \"spread_pair_cmt\": %.3f, "
-                 "\"wrong\": %ld}\n",
-                 bytes, reps, gb / median(fill_d), gb / median(fill_c), gb / median(fill_resident),
-                 gb / limit, limit_threads, limit_huge_pages ? "true" : "false", limits_json.c_str(),
-                 gb / median(pair_d), gb / median(pair_c),
-                 median(pair_d) / median(pair_c), median(fill_d) / median(fill_c), spread(pair_d),
-                 spread(pair_c), wrong);
-    std::fclose(f);
-  }
+  std::printf(
+      "  pair cmt/default %.2fx, memset cmt/default %.2fx, cmt memset/limit %.2f; wrong %ld\n",
+      median(pair_d) / median(pair_c), median(fill_d) / median(fill_c), limit / median(fill_c),
+      wrong);
+  if (!json.empty() &&
+      !save_json(
+          json,
+          format(
+              "{\"bytes\": %zu, \"rounds\": %d, \"default_memset_gbps\": %.2f, "
+              "\"cmt_memset_gbps\": %.2f, \"resident_memset_gbps\": %.2f, "
+              "\"fresh_page_limit_gbps\": %.2f, \"limit_threads\": %u, \"limit_huge\": %s, "
+              "\"populate\": [%s], "
+              "\"default_pair_gbps\": %.2f, \"cmt_pair_gbps\": %.2f, \"pair_ratio\": %.3f, "
+              "\"memset_ratio\": %.3f, \"spread_pair_default\": %.3f, \"spread_pair_cmt\": %.3f, "
+              "\"wrong\": %ld}\n",
+              bytes, reps, gb / median(fill_d), gb / median(fill_c), gb / median(fill_resident),
+              gb / limit, limit_threads, limit_huge_pages ? "true" : "false", limits_json.c_str(),
+              gb / median(pair_d), gb / median(pair_c), median(pair_d) / median(pair_c),
+              median(fill_d) / median(fill_c), spread(pair_d), spread(pair_c), wrong)))
+    return 1;
   CMT_CHECK_CUDA(cudaFree(dev));
   return wrong == 0 ? 0 : 1;
 }
@@ -322,11 +353,16 @@ int main(int argc, char** argv) {
   long calls = 200000000;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--bytes") bytes = parse_bytes(v);
-    else if (k == "--reps") reps = std::atoi(v.c_str());
-    else if (k == "--json") json = v;
-    else if (k == "--size") size = parse_bytes(v);
-    else if (k == "--calls") calls = std::atol(v.c_str());
+    if (k == "--bytes")
+      bytes = parse_bytes(v);
+    else if (k == "--reps")
+      reps = std::atoi(v.c_str());
+    else if (k == "--json")
+      json = v;
+    else if (k == "--size")
+      size = parse_bytes(v);
+    else if (k == "--calls")
+      calls = std::atol(v.c_str());
     else {
       std::fprintf(stderr, "cmt-bench-host: unknown option '%s'\n", k.c_str());
       return 2;

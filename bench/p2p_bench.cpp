@@ -31,6 +31,7 @@
 
 #include "bench_cli.h"
 #include "bench_process.h"
+#include "common/output_file.h"
 #include "common/byte_size.h"
 #include "config/options.h"
 #include "cuda_check.h"
@@ -434,8 +435,9 @@ struct Report {
 };
 
 void write_json(const Options& o, const Report& r) {
-  std::FILE* f = std::fopen(o.json.c_str(), "w");
-  if (!f) fail("cannot write " + o.json);
+  cmt::OutputFile out(o.json);
+  std::FILE* f = out.stream();
+  if (!f) fail("cannot write " + o.json + ": " + out.why());
   Matrix access(r.n, std::vector<double>(r.n, 1));
   for (int i = 0; i < r.n; ++i)
     for (int j = 0; j < r.n; ++j)
@@ -476,7 +478,7 @@ void write_json(const Options& o, const Report& r) {
                  median(h.cmt) / median(h.cuda));
   }
   std::fprintf(f, "\n  ],\n  \"taken_with_peer_access\": %ld\n}\n", r.taken_with_access);
-  std::fclose(f);
+  if (!out.commit()) fail("cannot write " + o.json + ": " + out.why());
 }
 
 }  // namespace

@@ -5,6 +5,8 @@ direction, from a cmt-bench-copy JSON result, as a standalone SVG (no plotting l
 usage: bench/plot.py RESULT.json OUT.svg
 """
 import json
+import os
+import tempfile
 import math
 import sys
 
@@ -75,10 +77,26 @@ def svg_for(r):
     return svg
 
 
+
+def write_replacing(path, text):
+    """Writes `text` as the file at `path` through a new file beside it, renamed over it: a
+    symlink or FIFO at `path` is replaced, never followed or opened (as cmt's own outputs)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                               prefix=os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    open(sys.argv[2], "w").write(svg_for(json.load(open(sys.argv[1]))))
+    write_replacing(sys.argv[2], svg_for(json.load(open(sys.argv[1]))))
 
 
 if __name__ == "__main__":

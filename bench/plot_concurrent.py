@@ -8,6 +8,8 @@ host's best all-CPU memcpy rate).
 usage: bench/plot_concurrent.py RESULT.json OUT.svg
 """
 import json
+import os
+import tempfile
 import sys
 
 MODES = (("default", "#d62728"), ("cmt", "#1f77b4"), ("pinned", "#2ca02c"))
@@ -21,6 +23,22 @@ def size_label(n):
             return f"{n >> shift}{unit}"
     return str(n)
 
+
+
+def write_replacing(path, text):
+    """Writes `text` as the file at `path` through a new file beside it, renamed over it: a
+    symlink or FIFO at `path` is replaced, never followed or opened (as cmt's own outputs)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
+                               prefix=os.path.basename(path) + ".")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
 
 def main():
     doc = json.load(open(sys.argv[1]))
@@ -74,7 +92,7 @@ def main():
     out.append(f'<text x="{L}" y="{H - 12}">both: solid host-to-device, light device-to-host; '
                f'aggregate: all bytes over the span of all windows</text>')
     out.append("</svg>")
-    open(sys.argv[2], "w").write("\n".join(out) + "\n")
+    write_replacing(sys.argv[2], "\n".join(out) + "\n")
 
 
 if __name__ == "__main__":

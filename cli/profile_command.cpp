@@ -1,10 +1,9 @@
 #include "profile_command.h"
 
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "common/host_files.h"
+#include "common/output_file.h"
 #include "config/profile.h"
 
 namespace cmt::cli {
@@ -115,12 +114,9 @@ int export_profile(const std::string& output) {
   }
   if (output.empty() || output == "-") {
     std::fputs(text.c_str(), stdout);
-  } else {
-    std::ofstream out(output);
-    if (!(out << text) || !out.flush()) {
-      std::fprintf(stderr, "cmt profile export: cannot write %s\n", output.c_str());
-      return 1;
-    }
+  } else if (std::string why; !write_output_file(output, text, &why)) {
+    std::fprintf(stderr, "cmt profile export: cannot write %s: %s\n", output.c_str(), why.c_str());
+    return 1;
   }
   std::fprintf(stderr,
                "# to share it: save it as configs/%s.toml in cmt's repository and open a pull "

@@ -9,8 +9,9 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
+#include <cstring>
 
+#include "common/output_file.h"
 #include "config/fingerprint.h"
 #include "config/profile.h"
 #include "profile_writer.h"
@@ -74,14 +75,11 @@ bool write_profile(const std::string& path, const std::string& text,
                    const MachineFingerprint& machine) {
   Config check;
   ProfileReport report = load_profile_text(text, path, check, &machine);
-  std::ofstream out;
-  if (report.ok() && make_parents(path)) out.open(path);
-  if (!report.ok() || !(out << text) || !(out.flush())) {
-    std::fprintf(stderr, "cmt tune: cannot write the profile to %s%s%s\n", path.c_str(),
-                 report.ok() ? "" : ": ", report.ok() ? "" : report.errors.front().c_str());
-    return false;
-  }
-  return true;
+  std::string why = report.ok() ? "" : report.errors.front();
+  if (why.empty() && !make_parents(path)) why = std::strerror(errno);
+  if (why.empty() && write_output_file(path, text, &why)) return true;
+  std::fprintf(stderr, "cmt tune: cannot write the profile to %s: %s\n", path.c_str(), why.c_str());
+  return false;
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 
 #include "common/host_files.h"
 #include "common/log.h"
+#include "common/output_file.h"
 #include "common/thread_context.h"
 #include "config/profile.h"
 #include "cuda/real_dl.h"
@@ -55,35 +56,14 @@ void after_fork_child() {
   engine_mu().unlock();
 }
 
-// Writes `text` as the file at `path`: into a new file of its own directory, private to the user
-// (mkstemp: 0600, created exclusively), then renamed over `path`. Whatever was at `path` (a
-// symlink, a FIFO, another user's file) is replaced, never followed, opened or truncated.
-bool replace_file(const std::string& path, const std::string& text) {
-  std::string temporary = path + ".XXXXXX";
-  const int fd = mkstemp(temporary.data());
-  if (fd < 0) return false;
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    done += static_cast<std::size_t>(n);
-  }
-  bool ok = done == text.size();
-  if (close(fd) != 0) ok = false;
-  if (ok && rename(temporary.c_str(), path.c_str()) == 0) return true;
-  const int why = errno;
-  unlink(temporary.c_str());
-  errno = why;
-  return false;
-}
-
 void write_stats_at_exit() {
   Interposer& self = Interposer::instance();
   const std::string& path = self.config().stats_file;
   if (path.empty()) return;
-  if (!replace_file(path, self.stats().to_json()))
-    CMT_WARN_ONCE("CMT_STATS: cannot write '{}': {}", path, std::strerror(errno));
+  std::string why;
+  // Private to the user, replacing whatever is at the path, never following it.
+  if (!write_output_file(path, self.stats().to_json(), &why, 0600))
+    CMT_WARN_ONCE("CMT_STATS: cannot write '{}': {}", path, why);
 }
 
 // `cmt run -v` (or CMT_LOG=info) ends with what cmt did in the process.

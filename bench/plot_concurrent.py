@@ -8,9 +8,9 @@ host's best all-CPU memcpy rate).
 usage: bench/plot_concurrent.py RESULT.json OUT.svg
 """
 import json
-import os
-import tempfile
 import sys
+
+from plot import write_replacing  # the copy plot, installed beside this one
 
 MODES = (("default", "#d62728"), ("cmt", "#1f77b4"), ("pinned", "#2ca02c"))
 BAR, GAP, GROUP_GAP = 26, 4, 34
@@ -24,21 +24,6 @@ def size_label(n):
     return str(n)
 
 
-
-def write_replacing(path, text):
-    """Writes `text` as the file at `path` through a new file beside it, renamed over it: a
-    symlink or FIFO at `path` is replaced, never followed or opened (as cmt's own outputs)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)),
-                               prefix=os.path.basename(path) + ".")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 def main():
     doc = json.load(open(sys.argv[1]))

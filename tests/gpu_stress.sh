@@ -23,6 +23,10 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 taken = s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"]
 print(f"{sys.argv[2]}: cmt took {taken} copies; forwarded {dict((k, v) for k, v in s['forwarded'].items() if v)}")
+h = s["host_copies"]
+if h["armed"]:  # CMT_HOST_COPY / CMT_HOST_FILL on: the host leg's share
+    print(f"{sys.argv[2]}: host leg took {h['calls']} memcpy ({h['bytes'] / 2**30:.2f} GiB) and "
+          f"{h['fills']['calls']} memset ({h['fills']['bytes'] / 2**30:.2f} GiB); faults {h['faults']}")
 assert taken > 0, "cmt took no copy"
 PY
 done

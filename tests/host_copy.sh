@@ -13,6 +13,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 threshold=65536
 fails=0
+# Against the real driver (gpu_host_copy), skipped where there is no GPU.
+timeout 120 "$app" 1 0 11 "$threshold" > /dev/null 2>&1; rc=$?
+[ $rc -eq 77 ] || [ $rc -eq 127 ] && { echo "no GPU or no CUDA driver: skipped"; exit 77; }
 
 # run NAME MODE FILL_MODE THREADS CALLS [PRELOAD]
 run() {

@@ -7,8 +7,8 @@
 // forms. Every call is repeated on mirror buffers with the C library's own functions (looked up in
 // libc.so.6 itself, past any preload), and the destination with 64 bytes either side must match.
 // A timer signal's handler makes large copies of its own meanwhile, and a forked child copies too.
-// Linked against the fake libcuda (fake_libcuda_engine.cpp): its cuMemAllocHost reaches libcmt.so's
-// host-memory hook when preloaded.
+// Linked against the fake libcuda (fake_libcuda_engine.cpp), or the real one for the GPU machine:
+// its cuMemAllocHost reaches libcmt.so's host-memory hook when preloaded. Exit 77 without a GPU.
 //
 // usage: host_copy_app THREADS CALLS SEED THRESHOLD
 // Prints "calls N large N large_pinned N wrong 0 ..."; exits 1 on any difference.
@@ -285,7 +285,14 @@ int main(int argc, char** argv) {
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   g_libc_memmove = libc ? reinterpret_cast<CopyFn>(dlsym(libc, "memmove")) : nullptr;
   g_libc_memset = libc ? reinterpret_cast<FillFn>(dlsym(libc, "memset")) : nullptr;
-  if (!g_libc_memmove || !g_libc_memset || cuInit(0) != CUDA_SUCCESS) return 2;
+  if (!g_libc_memmove || !g_libc_memset) return 2;
+  // A context, which real CUDA's cuMemAllocHost needs (the fake's does not).
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&device, 0) != CUDA_SUCCESS) return 77;  // no GPU
+  if (cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS ||
+      cuCtxSetCurrent(context) != CUDA_SUCCESS)
+    return 2;
   if (long wrong = small_sizes_wrong() + small_fills_wrong()) {
     std::fprintf(stderr, "%ld small-size cases differ\n", wrong);
     return 1;

@@ -5,12 +5,17 @@
 // version) libcmt-host.so hands every call to libc.
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <cstddef>
 
+#include "common/caller_hold.h"
+
 namespace cmt {
 
-inline constexpr unsigned kHostLegAbiVersion = 1;
+inline constexpr unsigned kHostLegAbiVersion = 2;
+using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 inline constexpr const char* kHostLegAbiSymbol = "cmt_host_leg_abi";
 
 struct HostLegAbi {
@@ -19,14 +24,20 @@ struct HostLegAbi {
   // are SIZE_MAX while the host leg is not armed (before a copier exists, in a forked child).
   const std::atomic<std::size_t>* copy_threshold;
   const std::atomic<std::size_t>* fill_threshold;
-  // Copies (fills) on cmt's threads and returns 1, or returns 0 having touched nothing: libc must
-  // do it. memcpy and memmove alike: overlapping ranges are always left to libc.
-  int (*copy)(void* dst, const void* src, std::size_t bytes) noexcept;
-  int (*fill)(void* dst, int value, std::size_t bytes) noexcept;
-  // libcmt-host.so says it is loaded: only then does libcmt.so start threads for the host leg.
-  // Called from libcmt-host.so's constructor, which may run before libcmt.so's: it only sets a
-  // flag that is constant-initialized.
-  void (*hooks_loaded)() noexcept;
+  // Copies (fills) on cmt's threads and returns how many leading bytes are done; libc must make
+  // the rest, on the calling thread (all of it after 0: not taken; some after a fault stopped
+  // cmt's threads, which libc's memcpy then meets where the program expects it). memcpy and
+  // memmove alike: overlapping ranges are always left to libc. A taken call leaves the thread
+  // held (common/caller_hold.h): the hook releases it once back.
+  std::size_t (*copy)(void* dst, const void* src, std::size_t bytes, CallerHold* hold) noexcept;
+  std::size_t (*fill)(void* dst, int value, std::size_t bytes, CallerHold* hold) noexcept;
+  // libcmt-host.so says it is loaded, and which sigaction lies below its own: only then does
+  // libcmt.so start threads for the host leg and put its fault handler in front. Called from
+  // libcmt-host.so's constructor, which may run before libcmt.so's: it only sets state that is
+  // constant-initialized.
+  void (*hooks_loaded)(SigactionFn next_sigaction) noexcept;
+  // sigaction for SIGSEGV and SIGBUS as the program sees it (interposer/fault_signals.h).
+  int (*sigaction)(int sig, const struct sigaction* act, struct sigaction* old) noexcept;
 };
 
 }  // namespace cmt

@@ -2,21 +2,27 @@
 // call into the host leg (interposer/host_leg.h), which decides.
 #include "hooks/host_leg_abi.h"
 
+#include "interposer/fault_signals.h"
 #include "interposer/host_leg.h"
 
 namespace cmt::hooks {
 namespace {
 
-int copy(void* dst, const void* src, std::size_t bytes) noexcept {
-  return host_leg().take_copy(dst, src, bytes) ? 1 : 0;
+std::size_t copy(void* dst, const void* src, std::size_t bytes, CallerHold* hold) noexcept {
+  return host_leg().take_copy(dst, src, bytes, hold);
 }
 
-int fill(void* dst, int value, std::size_t bytes) noexcept {
-  return host_leg().take_fill(dst, value, bytes) ? 1 : 0;
+std::size_t fill(void* dst, int value, std::size_t bytes, CallerHold* hold) noexcept {
+  return host_leg().take_fill(dst, value, bytes, hold);
 }
 
-void hooks_loaded() noexcept {
+void hooks_loaded(SigactionFn next_sigaction) noexcept {
+  set_next_sigaction(next_sigaction);
   host_leg().note_hooks_loaded();
+}
+
+int sigaction_for_program(int sig, const struct sigaction* act, struct sigaction* old) noexcept {
+  return program_sigaction(sig, act, old);
 }
 
 }  // namespace
@@ -30,6 +36,7 @@ cmt_host_leg_abi() noexcept {
                                    &cmt::host_leg().fill_threshold(),
                                    cmt::hooks::copy,
                                    cmt::hooks::fill,
-                                   cmt::hooks::hooks_loaded};
+                                   cmt::hooks::hooks_loaded,
+                                   cmt::hooks::sigaction_for_program};
   return &abi;
 }

@@ -6,13 +6,18 @@
 //
 // Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing:
 // up to 128 bytes it copies or fills them itself, as fast as libc's own small path
-// (small_copies.h), with the variant for this processor chosen once by the loader (an indirect
-// function); a call below the threshold (every call until the host leg is armed) jumps to libc's
+// (small_copies.h), in the variant for this processor (AVX2 or SSE2, one branch on a flag); a
+// call below the threshold (every call until the host leg is armed) jumps to libc's
 // function after one compare. Larger ones are handed to the host leg (interposer/host_leg.h),
 // which declines whatever it should not take.
 //
 // libc's functions are found once, in a constructor, with dlvsym (which cmt does not hook). A call
 // made before that, by a library initialised earlier, is copied by a plain byte loop here.
+//
+// A call the host leg takes leaves the thread held (common/caller_hold.h) and the hook releases
+// it; a fault that stopped cmt's threads leaves the rest of the call to libc's function, here, on
+// the program's thread. Neither the hooks nor their slow paths are noexcept: a cancellation acting
+// at the release, or in libc's function, unwinds through them as through libc's own memcpy.
 #include <dlfcn.h>
 
 #include <atomic>
@@ -20,7 +25,7 @@
 #include <cstdint>
 #include <limits>
 
-#include "hooks/host_leg_abi.h"
+#include "hooks/host_library.h"
 #include "hooks/small_copies.h"
 
 namespace cmt::hooks {
@@ -79,7 +84,8 @@ void* early_checked_fill(void* dst, int value, std::size_t n, std::size_t) noexc
 const std::atomic<std::size_t> kNever{std::numeric_limits<std::size_t>::max()};
 const std::atomic<std::size_t>* g_threshold = &kNever;
 const std::atomic<std::size_t>* g_fill_threshold = &kNever;
-const cmt::HostLegAbi* g_host_leg = nullptr;
+// Whether the AVX2 variants run here; set by the constructor, SSE2's until then.
+bool g_avx2 = false;
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
 
@@ -87,6 +93,12 @@ CopyFn g_memcpy = early_move;
 CopyFn g_memmove = early_move;
 CheckedCopyFn g_memcpy_chk = early_checked_move;
 CheckedCopyFn g_memmove_chk = early_checked_move;
+
+}  // namespace
+
+const cmt::HostLegAbi* g_host_leg = nullptr;
+
+namespace {
 
 template <typename Fn>
 void find(Fn* slot, const char* name, const char* version) {
@@ -97,12 +109,14 @@ void find(Fn* slot, const char* name, const char* version) {
 // preloaded, so its constructors run after those of the libraries it needs (libc, libstdc++).
 __attribute__((constructor(101))) void find_libc_copies() {
 #if defined(__x86_64__)
+  g_avx2 = cmt::small::cpu_has_avx2();
   find(&g_memcpy, "memcpy", "GLIBC_2.14");
   find(&g_memmove, "memmove", "GLIBC_2.2.5");
   find(&g_memcpy_chk, "__memcpy_chk", "GLIBC_2.3.4");
   find(&g_memmove_chk, "__memmove_chk", "GLIBC_2.3.4");
   find(&g_memset, "memset", "GLIBC_2.2.5");
   find(&g_memset_chk, "__memset_chk", "GLIBC_2.3.4");
+  find_signal_functions("GLIBC_2.2.5");
 #else
   find(&g_memcpy, "memcpy", "GLIBC_2.17");
   find(&g_memmove, "memmove", "GLIBC_2.17");
@@ -110,6 +124,7 @@ __attribute__((constructor(101))) void find_libc_copies() {
   find(&g_memmove_chk, "__memmove_chk", "GLIBC_2.17");
   find(&g_memset, "memset", "GLIBC_2.17");
   find(&g_memset_chk, "__memset_chk", "GLIBC_2.17");
+  find_signal_functions("GLIBC_2.17");
 #endif
   // libcmt.so is preloaded before this library, so it is loaded (if it is) by now.
   using AbiFn = const cmt::HostLegAbi* (*)() noexcept;
@@ -119,28 +134,47 @@ __attribute__((constructor(101))) void find_libc_copies() {
     g_host_leg = table;
     g_threshold = table->copy_threshold;
     g_fill_threshold = table->fill_threshold;
-    table->hooks_loaded();
+    table->hooks_loaded(g_next_sigaction);
   }
 }
 
-// The slow paths, out of line so that the hooks' fast path is a compare and a jump.
-__attribute__((noinline)) void* large_memcpy(void* dst, const void* src, std::size_t n) noexcept {
-  if (g_host_leg && g_host_leg->copy(dst, src, n)) return dst;
-  return g_memcpy(dst, src, n);
+// The slow paths, out of line so that the hooks' fast path is a compare and a jump. `done`
+// leading bytes made by cmt, the rest by libc (all of it when cmt took nothing).
+__attribute__((noinline)) void* large_copy(CopyFn libc, void* dst, const void* src,
+                                           std::size_t n) {
+  std::size_t done = 0;
+  if (g_host_leg) {
+    cmt::CallerHold hold;
+    done = g_host_leg->copy(dst, src, n, &hold);
+    hold.release();
+    if (done == n) return dst;
+  }
+  libc(static_cast<char*>(dst) + done, static_cast<const char*>(src) + done, n - done);
+  return dst;
 }
 
-__attribute__((noinline)) void* large_memmove(void* dst, const void* src, std::size_t n) noexcept {
-  if (g_host_leg && g_host_leg->copy(dst, src, n)) return dst;
-  return g_memmove(dst, src, n);
+inline void* large_memcpy(void* dst, const void* src, std::size_t n) {
+  return large_copy(g_memcpy, dst, src, n);
+}
+
+inline void* large_memmove(void* dst, const void* src, std::size_t n) {
+  return large_copy(g_memmove, dst, src, n);
 }
 
 inline std::size_t host_copy_threshold() {
   return g_threshold->load(std::memory_order_relaxed);
 }
 
-__attribute__((noinline)) void* large_memset(void* dst, int value, std::size_t n) noexcept {
-  if (g_host_leg && g_host_leg->fill(dst, value, n)) return dst;
-  return g_memset(dst, value, n);
+__attribute__((noinline)) void* large_memset(void* dst, int value, std::size_t n) {
+  std::size_t done = 0;
+  if (g_host_leg) {
+    cmt::CallerHold hold;
+    done = g_host_leg->fill(dst, value, n, &hold);
+    hold.release();
+    if (done == n) return dst;
+  }
+  g_memset(static_cast<char*>(dst) + done, value, n - done);
+  return dst;
 }
 
 inline std::size_t host_fill_threshold() {
@@ -157,33 +191,33 @@ inline std::size_t host_fill_threshold() {
 // the host leg. A fortified call past the destination's known size goes to libc, which reports it.
 #define CMT_LIBC_HOOKS(isa, attributes)                                                 \
   namespace cmt::hooks {                                                                \
-  attributes void* memcpy_##isa(void* dst, const void* src, std::size_t n) noexcept {   \
+  attributes void* memcpy_##isa(void* dst, const void* src, std::size_t n) {            \
     if (__builtin_expect(small::move_##isa(dst, src, n), 1)) return dst;                \
     if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memcpy(dst, src, n);   \
     return large_memcpy(dst, src, n);                                                   \
   }                                                                                     \
-  attributes void* memmove_##isa(void* dst, const void* src, std::size_t n) noexcept {  \
+  attributes void* memmove_##isa(void* dst, const void* src, std::size_t n) {           \
     if (__builtin_expect(small::move_##isa(dst, src, n), 1)) return dst;                \
     if (__builtin_expect(n < host_copy_threshold(), 1)) return g_memmove(dst, src, n);  \
     return large_memmove(dst, src, n);                                                  \
   }                                                                                     \
   attributes void* memcpy_chk_##isa(void* dst, const void* src, std::size_t n,          \
-                                    std::size_t room) noexcept {                        \
+                                    std::size_t room) {                                 \
     if (__builtin_expect(n > room, 0)) return g_memcpy_chk(dst, src, n, room);          \
     return memcpy_##isa(dst, src, n);                                                   \
   }                                                                                     \
   attributes void* memmove_chk_##isa(void* dst, const void* src, std::size_t n,         \
-                                     std::size_t room) noexcept {                       \
+                                     std::size_t room) {                                \
     if (__builtin_expect(n > room, 0)) return g_memmove_chk(dst, src, n, room);         \
     return memmove_##isa(dst, src, n);                                                  \
   }                                                                                     \
-  attributes void* memset_##isa(void* dst, int value, std::size_t n) noexcept {         \
+  attributes void* memset_##isa(void* dst, int value, std::size_t n) {         \
     if (__builtin_expect(small::fill_##isa(dst, value, n), 1)) return dst;              \
     if (__builtin_expect(n < host_fill_threshold(), 1)) return g_memset(dst, value, n); \
     return large_memset(dst, value, n);                                                 \
   }                                                                                     \
   attributes void* memset_chk_##isa(void* dst, int value, std::size_t n,                \
-                                    std::size_t room) noexcept {                        \
+                                    std::size_t room) {                                 \
     if (__builtin_expect(n > room, 0)) return g_memset_chk(dst, value, n, room);        \
     return memset_##isa(dst, value, n);                                                 \
   }                                                                                     \
@@ -194,36 +228,25 @@ inline std::size_t host_fill_threshold() {
 CMT_LIBC_HOOKS(sse2, )
 CMT_LIBC_HOOKS(avx2, CMT_AVX2)
 
-// Each exported name is a GNU indirect function: the loader asks its resolver once, when it binds
-// a program's reference, and the program then calls the variant for this processor directly, with
-// no test of a CPU flag on any call. The resolvers run before any constructor (small_copies.h).
-#define CMT_RESOLVER(name, type)                                                           \
-  extern "C" __attribute__((visibility("hidden"))) type* cmt_resolve_##name() {            \
-    return cmt::small::cpu_has_avx2() ? cmt::hooks::name##_avx2 : cmt::hooks::name##_sse2; \
+// Each exported name takes the variant for this processor on one well-predicted branch of a flag
+// the constructor sets (SSE2, which every x86-64 processor runs, until then). Not a GNU indirect
+// function: the loader would call its resolver while relocating the program's libraries that bind
+// at load time (-z now, as Debian's libtinfo under bash), before libcmt-host.so itself, and print
+// "Relink ... for IFUNC symbol" on stderr in every such process.
+#define CMT_DISPATCH(exported, variant, params, args)                              \
+  CMT_LIBC_EXPORT void* exported params {                                          \
+    return cmt::hooks::g_avx2 ? cmt::hooks::variant##_avx2 args                    \
+                              : cmt::hooks::variant##_sse2 args;                   \
   }
-using CopyType = void*(void*, const void*, std::size_t) noexcept;
-using CheckedCopyType = void*(void*, const void*, std::size_t, std::size_t) noexcept;
-using FillType = void*(void*, int, std::size_t) noexcept;
-using CheckedFillType = void*(void*, int, std::size_t, std::size_t) noexcept;
-CMT_RESOLVER(memcpy, CopyType)
-CMT_RESOLVER(memmove, CopyType)
-CMT_RESOLVER(memcpy_chk, CheckedCopyType)
-CMT_RESOLVER(memmove_chk, CheckedCopyType)
-CMT_RESOLVER(memset, FillType)
-CMT_RESOLVER(memset_chk, CheckedFillType)
-
-CMT_LIBC_EXPORT void* memcpy(void*, const void*, std::size_t) noexcept
-    __attribute__((ifunc("cmt_resolve_memcpy")));
-CMT_LIBC_EXPORT void* memmove(void*, const void*, std::size_t) noexcept
-    __attribute__((ifunc("cmt_resolve_memmove")));
-CMT_LIBC_EXPORT void* __memcpy_chk(void*, const void*, std::size_t, std::size_t) noexcept
-    __attribute__((ifunc("cmt_resolve_memcpy_chk")));
-CMT_LIBC_EXPORT void* __memmove_chk(void*, const void*, std::size_t, std::size_t) noexcept
-    __attribute__((ifunc("cmt_resolve_memmove_chk")));
-CMT_LIBC_EXPORT void* memset(void*, int, std::size_t) noexcept
-    __attribute__((ifunc("cmt_resolve_memset")));
-CMT_LIBC_EXPORT void* __memset_chk(void*, int, std::size_t, std::size_t) noexcept
-    __attribute__((ifunc("cmt_resolve_memset_chk")));
+CMT_DISPATCH(memcpy, memcpy, (void* d, const void* s, std::size_t n), (d, s, n))
+CMT_DISPATCH(memmove, memmove, (void* d, const void* s, std::size_t n), (d, s, n))
+CMT_DISPATCH(__memcpy_chk, memcpy_chk, (void* d, const void* s, std::size_t n, std::size_t r),
+             (d, s, n, r))
+CMT_DISPATCH(__memmove_chk, memmove_chk, (void* d, const void* s, std::size_t n, std::size_t r),
+             (d, s, n, r))
+CMT_DISPATCH(memset, memset, (void* d, int v, std::size_t n), (d, v, n))
+CMT_DISPATCH(__memset_chk, memset_chk, (void* d, int v, std::size_t n, std::size_t r),
+             (d, v, n, r))
 
 #else  // elsewhere: libc copies small calls too, after one compare
 
@@ -237,24 +260,24 @@ CMT_SMALL bool fill_generic(void*, int, std::size_t) {
 }  // namespace cmt::small
 CMT_LIBC_HOOKS(generic, )
 
-CMT_LIBC_EXPORT void* memcpy(void* dst, const void* src, std::size_t n) noexcept {
+CMT_LIBC_EXPORT void* memcpy(void* dst, const void* src, std::size_t n) {
   return cmt::hooks::memcpy_generic(dst, src, n);
 }
-CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) noexcept {
+CMT_LIBC_EXPORT void* memmove(void* dst, const void* src, std::size_t n) {
   return cmt::hooks::memmove_generic(dst, src, n);
 }
 CMT_LIBC_EXPORT void* __memcpy_chk(void* dst, const void* src, std::size_t n,
-                                   std::size_t room) noexcept {
+                                   std::size_t room) {
   return cmt::hooks::memcpy_chk_generic(dst, src, n, room);
 }
 CMT_LIBC_EXPORT void* __memmove_chk(void* dst, const void* src, std::size_t n,
-                                    std::size_t room) noexcept {
+                                    std::size_t room) {
   return cmt::hooks::memmove_chk_generic(dst, src, n, room);
 }
-CMT_LIBC_EXPORT void* memset(void* dst, int value, std::size_t n) noexcept {
+CMT_LIBC_EXPORT void* memset(void* dst, int value, std::size_t n) {
   return cmt::hooks::memset_generic(dst, value, n);
 }
-CMT_LIBC_EXPORT void* __memset_chk(void* dst, int value, std::size_t n, std::size_t room) noexcept {
+CMT_LIBC_EXPORT void* __memset_chk(void* dst, int value, std::size_t n, std::size_t room) {
   return cmt::hooks::memset_chk_generic(dst, value, n, room);
 }
 

@@ -196,8 +196,8 @@ CMT_AVX2 CMT_SMALL bool fill_avx2(void* dst, int value, std::size_t n) {
   return true;
 }
 
-// Whether this processor (and the kernel, which must save its registers) runs AVX2. Safe in an
-// IFUNC resolver, before any constructor: libgcc's own probe, linked in, with no relocation.
+// Whether this processor (and the kernel, which must save its registers) runs AVX2: libgcc's own
+// probe, linked in, safe before any other constructor.
 inline bool cpu_has_avx2() {
   __builtin_cpu_init();
   return __builtin_cpu_supports("avx2");

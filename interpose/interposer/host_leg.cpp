@@ -1,11 +1,14 @@
 #include "interposer/host_leg.h"
 
+#include <time.h>
+
 #include <cstdint>
 #include <mutex>
 
 #include "common/log.h"
 #include "common/thread_context.h"
 #include "engine/shared/fresh_pages.h"
+#include "interposer/fault_signals.h"
 
 namespace cmt {
 namespace {
@@ -17,6 +20,17 @@ bool overlap(const void* a, const void* b, std::size_t bytes) {
 }
 
 HostLeg g_host_leg;  // constant-initialized (constexpr constructor), trivially destructible
+
+// How often the kernel is asked whether cmt's fault handler is still in front: a program that
+// replaces it past the hooks (a raw system call) is noticed within this, and each question costs
+// two system calls, too many for every call.
+constexpr long long kHandlerCheckNs = 10'000'000;
+
+long long monotonic_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return ts.tv_sec * 1'000'000'000LL + ts.tv_nsec;
+}
 
 }  // namespace
 
@@ -40,32 +54,52 @@ void HostLeg::disarm() noexcept {
   fill_threshold_.store(kNever, std::memory_order_relaxed);
 }
 
-bool HostLeg::take_copy(void* dst, const void* src, std::size_t bytes) noexcept {
+bool HostLeg::faults_caught() noexcept {
+  if (pinned_) return true;  // a test's leg
+  const long long now = monotonic_ns();
+  long long checked = handlers_checked_ns_.load(std::memory_order_relaxed);
+  if (checked > 0 && now - checked < kHandlerCheckNs) return true;
+  if (!fault_handlers_in_front()) {
+    // Said in the statistics, not logged: this may run inside malloc, where logging may not.
+    handler_displaced_.store(true, std::memory_order_relaxed);
+    disarm();
+    return false;
+  }
+  handlers_checked_ns_.store(now, std::memory_order_relaxed);
+  return true;
+}
+
+std::size_t HostLeg::take_copy(void* dst, const void* src, std::size_t bytes,
+                               CallerHold* hold) noexcept {
   const std::size_t threshold = copy_threshold_.load(std::memory_order_acquire);
-  if (bytes == 0 || bytes < threshold || threshold == kNever) return false;  // not armed
+  if (bytes == 0 || bytes < threshold || threshold == kNever) return 0;  // not armed
   // Overlapping ranges are libc's, memcpy's as well as memmove's: glibc's x86-64 memcpy moves
   // them as memmove does, and programs rely on it.
-  if (!t_thread.application_call() || overlap(dst, src, bytes)) return false;
+  if (!t_thread.application_call() || overlap(dst, src, bytes)) return 0;
   HostCopier* copier = copier_.load(std::memory_order_acquire);
-  if (!copier) return false;
+  if (!copier) return 0;
   const HostCopy mode = copy_mode_.load(std::memory_order_relaxed);
-  if (mode == HostCopy::Off) return false;
+  if (mode == HostCopy::Off) return 0;
   // pinned: only a copy that fills or empties CUDA host memory (a library's own staging buffer).
   if (mode == HostCopy::Pinned && !pinned().overlaps(dst, bytes) && !pinned().overlaps(src, bytes))
-    return false;
+    return 0;
+  if (!faults_caught()) return 0;
+  if (hold) hold->hold();
   return copier->copy(dst, src, bytes);
 }
 
-bool HostLeg::take_fill(void* dst, int value, std::size_t bytes) noexcept {
+std::size_t HostLeg::take_fill(void* dst, int value, std::size_t bytes, CallerHold* hold) noexcept {
   const std::size_t threshold = fill_threshold_.load(std::memory_order_acquire);
-  if (bytes == 0 || bytes < threshold || threshold == kNever) return false;  // not armed
-  if (!t_thread.application_call()) return false;
+  if (bytes == 0 || bytes < threshold || threshold == kNever) return 0;  // not armed
+  if (!t_thread.application_call()) return 0;
   HostCopier* copier = copier_.load(std::memory_order_acquire);
-  if (!copier) return false;
+  if (!copier) return 0;
   const HostFill mode = fill_mode_.load(std::memory_order_relaxed);
-  if (mode == HostFill::Off) return false;
+  if (mode == HostFill::Off) return 0;
   // fresh: only a destination none of whose sampled pages exists yet (a new buffer's first fill).
-  if (mode == HostFill::Fresh && !find_fresh(FreshPages::Populate, dst, bytes).count) return false;
+  if (mode == HostFill::Fresh && !find_fresh(FreshPages::Populate, dst, bytes).count) return 0;
+  if (!faults_caught()) return 0;
+  if (hold) hold->hold();
   return copier->fill(dst, value, bytes);
 }
 
@@ -78,6 +112,11 @@ bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>
   if (leg.copier()) return true;
   static bool failed = false;
   if (failed) return false;
+  if (!install_fault_handlers()) {
+    failed = true;
+    CMT_WARN_ONCE("cmt's SIGSEGV/SIGBUS handler could not be installed; libc makes every memcpy");
+    return false;
+  }
   try {
     auto* copier = new HostCopier(config, threads, cpus);  // lives as long as the process
     leg.arm(*copier, config);

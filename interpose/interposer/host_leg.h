@@ -9,7 +9,13 @@
 // It runs inside malloc (realloc copies with memcpy), signal handlers and forked children, so a
 // decision never allocates, never waits for a lock, and declines (the caller then uses libc)
 // whenever in doubt: not armed, in a forked child, on cmt's own threads or code, an opted-out
-// thread, overlapping ranges, another copy holding the threads.
+// thread, overlapping ranges, another copy holding the threads, cmt's fault handler displaced.
+//
+// A taken call behaves as libc's would for the program: a fault comes back as the part left for
+// libc to make on the calling thread (interposer/fault_signals.h), and while cmt's threads work
+// on the caller's buffers the caller takes no asynchronous signal and no cancellation, so no
+// handler can leave the call (siglongjmp) with copy threads still writing; they arrive when the
+// call is done, as they would during libc's own memcpy of the same bytes a moment later.
 #pragma once
 
 #include <atomic>
@@ -19,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/caller_hold.h"
 #include "common/copy_types.h"
 #include "config/options.h"
 #include "engine/host/host_copier.h"
@@ -31,7 +38,8 @@ class HostLeg {
   static constexpr std::size_t kNever = std::numeric_limits<std::size_t>::max();
 
   constexpr HostLeg() = default;
-  // A host leg that reads `pinned` for CUDA host memory instead of the process's map (tests).
+  // A host leg for tests: reads `pinned` for CUDA host memory instead of the process's map, and
+  // does not ask whether cmt's fault handler is in front (a test process installs none).
   explicit constexpr HostLeg(const HostMemoryMap* pinned) : pinned_(pinned) {}
 
   // Starts taking calls with `copier` (which must outlive every call): copies in `config`'s
@@ -42,12 +50,20 @@ class HostLeg {
   void disarm() noexcept;
   HostCopier* copier() const { return copier_.load(std::memory_order_acquire); }
 
-  // The hooks' questions: true when cmt copied (filled) the bytes, false having touched nothing.
-  bool take_copy(void* dst, const void* src, std::size_t bytes) noexcept;
-  bool take_fill(void* dst, int value, std::size_t bytes) noexcept;
+  // The hooks' questions: how many leading bytes cmt copied (filled). `bytes`: all; 0: none, it
+  // touched nothing or a fault stopped it at once; between: the rest is for libc, on this thread.
+  // A call taken holds the calling thread in `hold` (common/caller_hold.h) for the caller to
+  // release once out of libcmt.so; without one (tests), it is not held.
+  std::size_t take_copy(void* dst, const void* src, std::size_t bytes,
+                        CallerHold* hold = nullptr) noexcept;
+  std::size_t take_fill(void* dst, int value, std::size_t bytes,
+                        CallerHold* hold = nullptr) noexcept;
 
   const std::atomic<std::size_t>& copy_threshold() const { return copy_threshold_; }
   const std::atomic<std::size_t>& fill_threshold() const { return fill_threshold_; }
+
+  // Whether the program displaced cmt's fault handler past sigaction, which disarmed the leg.
+  bool handler_displaced() const { return handler_displaced_.load(std::memory_order_relaxed); }
 
   // Whether libcmt-host.so is loaded (hooks/host_leg_abi.h): without it no call can arrive.
   void note_hooks_loaded() noexcept { hooks_loaded_.store(true, std::memory_order_relaxed); }
@@ -55,6 +71,8 @@ class HostLeg {
 
  private:
   const HostMemoryMap& pinned() const { return pinned_ ? *pinned_ : cuda_host_memory(); }
+  // Whether a fault on a copy thread would reach cmt's handler (asked of the kernel now and then).
+  bool faults_caught() noexcept;
 
   std::atomic<std::size_t> copy_threshold_{kNever};
   std::atomic<std::size_t> fill_threshold_{kNever};
@@ -62,6 +80,8 @@ class HostLeg {
   std::atomic<HostCopy> copy_mode_{HostCopy::Off};
   std::atomic<HostFill> fill_mode_{HostFill::Off};
   std::atomic<bool> hooks_loaded_{false};
+  std::atomic<long long> handlers_checked_ns_{0};
+  std::atomic<bool> handler_displaced_{false};
   const HostMemoryMap* pinned_ = nullptr;
 };
 
@@ -72,9 +92,10 @@ static_assert(std::is_trivially_destructible_v<HostLeg>);
 // The process's host leg.
 HostLeg& host_leg();
 
-// Builds the process's copier (`threads` threads on `cpus`, none: anywhere) and arms the process's
-// host leg with it, once; true if it is armed. False if both modes are off, the hooks are not
-// loaded, or the threads could not start (said once in the log).
+// Builds the process's copier (`threads` threads on `cpus`, none: anywhere), puts cmt's fault
+// handler in front and arms the process's host leg, once; true if it is armed. False if both
+// modes are off, the hooks are not loaded, the handler cannot be installed or the threads could
+// not start (said once in the log).
 bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>& cpus) noexcept;
 
 }  // namespace cmt

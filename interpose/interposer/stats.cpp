@@ -62,21 +62,26 @@ std::string Stats::host_copies_json() {
   HostCopier::Counts c{};
   const HostCopier* copier = host_leg().copier();
   if (copier) c = copier->counts();
-  char buf[512];
+  char buf[640];
+  // faults: taken calls a fault stopped, their rest left to libc on the program's thread.
   std::snprintf(buf, sizeof(buf),
                 "{\"armed\": %s, \"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
                 "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"declined_busy\": %llu, "
+                "\"faults\": %llu, \"fault_handler_displaced\": %s, "
                 "\"fills\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
-                "\"gbps\": %.2f, \"fresh_bytes\": %llu}}",
+                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"faults\": %llu}}",
                 copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
                 static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
                 c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
                 static_cast<unsigned long long>(c.fresh_bytes),
                 static_cast<unsigned long long>(c.busy),
+                static_cast<unsigned long long>(c.faults),
+                host_leg().handler_displaced() ? "true" : "false",
                 static_cast<unsigned long long>(c.fill_calls),
                 static_cast<unsigned long long>(c.fill_bytes), static_cast<double>(c.fill_ns) / 1e9,
                 c.fill_ns ? static_cast<double>(c.fill_bytes) / static_cast<double>(c.fill_ns) : 0.0,
-                static_cast<unsigned long long>(c.fill_fresh_bytes));
+                static_cast<unsigned long long>(c.fill_fresh_bytes),
+                static_cast<unsigned long long>(c.fill_faults));
   return buf;
 }
 

@@ -6,6 +6,7 @@
 
 #include "common/thread_context.h"
 #include "engine/shared/cpu_copy.h"
+#include "engine/shared/fault_guard.h"
 #include "engine/shared/fresh_pages.h"
 #include "engine/shared/worker_pool.h"
 
@@ -23,7 +24,7 @@ constexpr std::size_t kStreamFrom = 8u << 20;
 }  // namespace
 
 // One copy (src set) or fill (src null: memset with `value`) cut into units, each run by one
-// thread.
+// thread under a fault guard.
 class HostCopier::Job final : public UnitTask {
  public:
   Job(char* dst, const char* src, int value, std::size_t bytes, std::size_t unit)
@@ -31,22 +32,43 @@ class HostCopier::Job final : public UnitTask {
         streaming_(bytes >= kStreamFrom) {}
   std::size_t units() const { return (bytes_ + unit_ - 1) / unit_; }
   void run_unit(std::size_t i) override {
-    const std::size_t off = i * unit_;
-    const std::size_t n = std::min(unit_, bytes_ - off);
-    if (!src_)
-      std::memset(dst_ + off, value_, n);  // libc's: this is cmt's own thread
-    else if (streaming_)
-      copy_streaming(dst_ + off, src_ + off, n);
-    else
-      copy_memcpy(dst_ + off, src_ + off, n);
+    Piece piece{this, i * unit_, std::min(unit_, bytes_ - i * unit_)};
+    if (!run_fault_guarded(&Job::move, &piece)) {
+      std::size_t first = first_fault_.load(std::memory_order_relaxed);
+      while (i < first && !first_fault_.compare_exchange_weak(first, i)) {
+      }
+    }
+  }
+  // The leading bytes done: all, or those before the first unit a fault stopped.
+  std::size_t done() const {
+    const std::size_t first = first_fault_.load(std::memory_order_acquire);
+    return first == kNone ? bytes_ : first * unit_;
   }
 
  private:
+  static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  struct Piece {
+    const Job* job;
+    std::size_t off, n;
+  };
+  // The guarded part: nothing here may hold a resource, a fault jumps out of the middle of it.
+  static void move(void* arg) {
+    const Piece& p = *static_cast<const Piece*>(arg);
+    const Job& j = *p.job;
+    if (!j.src_)
+      std::memset(j.dst_ + p.off, j.value_, p.n);  // libc's: this is cmt's own code
+    else if (j.streaming_)
+      copy_streaming(j.dst_ + p.off, j.src_ + p.off, p.n);
+    else
+      copy_memcpy(j.dst_ + p.off, j.src_ + p.off, p.n);
+  }
+
   char* dst_;
   const char* src_;
   int value_;
   std::size_t bytes_, unit_;
   bool streaming_;
+  std::atomic<std::size_t> first_fault_{kNone};
 };
 
 namespace {
@@ -60,7 +82,8 @@ std::size_t unit_for(std::size_t bytes, std::size_t threads) {
 HostCopier::HostCopier(const Config& config, unsigned threads, const std::vector<int>& cpus)
     : fresh_pages_(config.fresh_pages),
       pool_(std::make_unique<WorkerPool>(std::max(1u, threads), cpus,
-                                         std::chrono::microseconds(config.spin_us))) {}
+                                         std::chrono::microseconds(config.spin_us),
+                                         FaultSignals::Delivered)) {}
 
 HostCopier::~HostCopier() = default;
 
@@ -68,12 +91,12 @@ unsigned HostCopier::threads() const {
   return pool_->size();
 }
 
-bool HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept {
+std::size_t HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept {
   const auto t0 = std::chrono::steady_clock::now();
   bool expected = false;
   if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
     declined_busy_.fetch_add(1, std::memory_order_relaxed);
-    return false;
+    return 0;
   }
   InsideCmt inside;  // the issuer's own memcpy calls while it helps are libc's
   WorkQueue& pool = pool_->queue();
@@ -102,16 +125,18 @@ bool HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexc
   tally.calls.fetch_add(1, std::memory_order_relaxed);
   tally.bytes.fetch_add(bytes, std::memory_order_relaxed);
   tally.ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
-  return true;
+  const std::size_t done = job.done();
+  if (done < bytes) tally.faults.fetch_add(1, std::memory_order_relaxed);
+  return done;
 }
 
-bool HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
+std::size_t HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
   Job job(static_cast<char*>(dst), static_cast<const char*>(src), 0, bytes,
           unit_for(bytes, pool_->size() + 1));
   return run(job, dst, bytes, copies_);
 }
 
-bool HostCopier::fill(void* dst, int value, std::size_t bytes) noexcept {
+std::size_t HostCopier::fill(void* dst, int value, std::size_t bytes) noexcept {
   Job job(static_cast<char*>(dst), nullptr, value, bytes, unit_for(bytes, pool_->size() + 1));
   return run(job, dst, bytes, fills_);
 }
@@ -119,7 +144,8 @@ bool HostCopier::fill(void* dst, int value, std::size_t bytes) noexcept {
 HostCopier::Counts HostCopier::counts() const {
   return {copies_.calls.load(),      copies_.bytes.load(), copies_.ns.load(),
           copies_.fresh_bytes.load(), declined_busy_.load(), fills_.calls.load(),
-          fills_.bytes.load(),        fills_.ns.load(),     fills_.fresh_bytes.load()};
+          fills_.bytes.load(),        fills_.ns.load(),     fills_.fresh_bytes.load(),
+          copies_.faults.load(),      fills_.faults.load()};
 }
 
 }  // namespace cmt

@@ -29,18 +29,19 @@ class HostCopier {
   HostCopier(const HostCopier&) = delete;
   HostCopier& operator=(const HostCopier&) = delete;
 
-  // memcpy(dst, src, bytes) on all threads; false, having touched nothing, if another job holds
-  // the threads. The ranges must not overlap.
-  bool copy(void* dst, const void* src, std::size_t bytes) noexcept;
-  // memset(dst, value, bytes) on all threads; false, having touched nothing, if another job holds
-  // the threads.
-  bool fill(void* dst, int value, std::size_t bytes) noexcept;
+  // memcpy(dst, src, bytes) on all threads. Returns how many leading bytes are copied: `bytes`;
+  // 0, having touched nothing, if another job holds the threads; fewer if a fault stopped a unit
+  // (bytes past that may be written too, with the source's bytes). The ranges must not overlap.
+  std::size_t copy(void* dst, const void* src, std::size_t bytes) noexcept;
+  // memset(dst, value, bytes) on all threads; returns how many leading bytes are set, as copy().
+  std::size_t fill(void* dst, int value, std::size_t bytes) noexcept;
 
   unsigned threads() const;
 
   struct Counts {
     std::uint64_t calls, bytes, ns, fresh_bytes, busy;  // busy: declined, threads held
     std::uint64_t fill_calls, fill_bytes, fill_ns, fill_fresh_bytes;
+    std::uint64_t faults, fill_faults;  // calls stopped by a fault, their rest left to libc
   };
   Counts counts() const;
 
@@ -49,11 +50,11 @@ class HostCopier {
 
   // What one kind of job (copies, fills) has done.
   struct Tally {
-    std::atomic<std::uint64_t> calls{0}, bytes{0}, ns{0}, fresh_bytes{0};
+    std::atomic<std::uint64_t> calls{0}, bytes{0}, ns{0}, fresh_bytes{0}, faults{0};
   };
   // Runs `job` over [dst, dst + bytes) on all threads, a fresh destination prepared first, and
-  // counts it in `tally`. False if another job holds the threads.
-  bool run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept;
+  // counts it in `tally`. Returns the leading bytes done, as copy().
+  std::size_t run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept;
 
   const FreshPages fresh_pages_;
   std::unique_ptr<WorkerPool> pool_;

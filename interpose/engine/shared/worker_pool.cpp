@@ -57,8 +57,8 @@ void Backoff::pause() {
 }
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
-                       std::chrono::microseconds idle_spin)
-    : idle_spin_(idle_spin), cpus_(cpus) {
+                       std::chrono::microseconds idle_spin, FaultSignals faults)
+    : idle_spin_(idle_spin), cpus_(cpus), faults_(faults) {
   add_queue();  // queue(): every thread
   std::lock_guard<std::mutex> lk(add_mu_);
   try {
@@ -88,6 +88,13 @@ void WorkerPool::start_threads(unsigned threads) {
         pthread_setname_np(pthread_self(), kThreadName);  // what top -H and debuggers show
         pin_current_thread(cpus_);
         t_thread.copy_thread = true;
+        if (faults_ == FaultSignals::Delivered) {
+          sigset_t faults;
+          sigemptyset(&faults);
+          sigaddset(&faults, SIGSEGV);
+          sigaddset(&faults, SIGBUS);
+          pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
+        }
         worker_main(i);
       });
       size_.store(i + 1, std::memory_order_release);

@@ -2,7 +2,8 @@
 // publishes unit indices as they become runnable (a staging slot frees up, a DMA lands) and the
 // workers claim them in order. A pool serves several job queues at once, in turn. Workers are
 // pinned to the GPU's local cores, block every signal (the host application's handlers never run
-// on them), spin briefly when idle and then sleep.
+// on them; a pool whose units run under a fault guard takes SIGSEGV and SIGBUS, which cmt's own
+// handler catches: engine/shared/fault_guard.h), spin briefly when idle and then sleep.
 #pragma once
 
 #include <atomic>
@@ -74,13 +75,18 @@ class WorkQueue {
   alignas(64) std::atomic<unsigned> working_{0};  // of them, the pool's (limited to limit_)
 };
 
+// Whether a pool's threads take SIGSEGV and SIGBUS. Blocked, a fault kills the process (the
+// kernel's rule); delivered, cmt's handler turns a fault under a guard into a failed unit.
+enum class FaultSignals { Blocked, Delivered };
+
 class WorkerPool {
  public:
   // Starts `threads` workers allowed on `cpus` (empty: anywhere); an idle worker spins for
   // `idle_spin` before it sleeps, bridging the gaps between units and between back-to-back
   // copies. Throws std::system_error if a thread cannot start; the caller then forwards.
   WorkerPool(unsigned threads, const std::vector<int>& cpus,
-             std::chrono::microseconds idle_spin = std::chrono::microseconds(1000));
+             std::chrono::microseconds idle_spin = std::chrono::microseconds(1000),
+             FaultSignals faults = FaultSignals::Blocked);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -110,6 +116,7 @@ class WorkerPool {
 
   const std::chrono::microseconds idle_spin_;
   const std::vector<int> cpus_;
+  const FaultSignals faults_;
   std::vector<std::thread> threads_;  // changed under add_mu_ only
   std::atomic<unsigned> size_{0};
   // Set once each, in order; workers read the first queue_count_ of them without a lock.

@@ -1,0 +1,93 @@
+// What CUDA 12.8's cuMemcpyBatchAsync writes to failIdx, on success and on failure, printed one
+// line per case, so that failidx.sh can compare a run under cmt with one without (issue 31,
+// finding 9). The form with failIdx is reached as old programs reach it: cuGetProcAddress at
+// version 12080. Cases (every copy host to device, pageable sources; "large" is 8 MiB, which cmt
+// takes; "small" 4 KiB, which it leaves to CUDA):
+//   all-large     three large copies, all fine
+//   mixed         small, large, small, large, all fine
+//   bad-large     large, large, a copy to an invalid device address, large
+//   bad-first     a copy to an invalid device address, then two large
+//   no-copies     count 0 (the whole batch refused)
+// Each starts with failIdx set to 777. Exit 77 without a GPU or without the 12.8 form.
+#include <cuda.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+using BatchV1 = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*,
+                             size_t*, size_t, size_t*, CUstream);
+
+constexpr size_t kLarge = 8u << 20, kSmall = 4096;
+constexpr CUdeviceptr kInvalid = 0x10;  // no allocation of any context lies there
+
+struct Case {
+  const char* name;
+  std::vector<size_t> sizes;  // 0: the invalid copy (of kLarge bytes)
+};
+
+void run(BatchV1 batch, CUstream stream, CUdeviceptr dev, const Case& c) {
+  const size_t count = c.sizes.size();
+  std::vector<std::vector<char>> host(count);
+  std::vector<CUdeviceptr> dsts(count), srcs(count);
+  std::vector<size_t> sizes(count);
+  size_t offset = 0;
+  for (size_t i = 0; i < count; ++i) {
+    sizes[i] = c.sizes[i] ? c.sizes[i] : kLarge;
+    host[i].assign(sizes[i], static_cast<char>(i + 1));
+    srcs[i] = reinterpret_cast<CUdeviceptr>(host[i].data());
+    dsts[i] = c.sizes[i] ? dev + offset : kInvalid;
+    offset += sizes[i];
+  }
+  CUmemcpyAttributes attr{};
+  attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  attr.srcLocHint.type = CU_MEM_LOCATION_TYPE_HOST;
+  attr.dstLocHint.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  size_t attr_idx = 0;
+  size_t fail = 777;
+  const CUresult r = batch(count ? dsts.data() : nullptr, count ? srcs.data() : nullptr,
+                           count ? sizes.data() : nullptr, count, &attr, &attr_idx, 1, &fail,
+                           stream);
+  const CUresult s = cuStreamSynchronize(stream);
+  std::printf("%s: result %d, failIdx %s%zu, synchronize %d\n", c.name, static_cast<int>(r),
+              fail == SIZE_MAX ? "SIZE_MAX " : "", fail == SIZE_MAX ? size_t{0} : fail,
+              static_cast<int>(s));
+}
+
+}  // namespace
+
+int main() {
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  int count = 0;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+    std::printf("no GPU\n");
+    return 77;
+  }
+  cuDeviceGet(&dev, 0);
+  cuDevicePrimaryCtxRetain(&ctx, dev);
+  cuCtxSetCurrent(ctx);
+  void* fn = nullptr;
+  CUdriverProcAddressQueryResult found{};
+  if (cuGetProcAddress("cuMemcpyBatchAsync", &fn, 12080, CU_GET_PROC_ADDRESS_DEFAULT, &found) !=
+          CUDA_SUCCESS ||
+      !fn) {
+    std::printf("no cuMemcpyBatchAsync at 12.8\n");
+    return 77;
+  }
+  CUstream stream = nullptr;
+  CUdeviceptr buf = 0;
+  if (cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+      cuMemAlloc(&buf, 64u << 20) != CUDA_SUCCESS)
+    return 1;
+  const Case cases[] = {{"all-large", {kLarge, kLarge, kLarge}},
+                        {"mixed", {kSmall, kLarge, kSmall, kLarge}},
+                        {"bad-large", {kLarge, kLarge, 0, kLarge}},
+                        {"bad-first", {0, kLarge, kLarge}},
+                        {"no-copies", {}}};
+  for (const Case& c : cases) run(reinterpret_cast<BatchV1>(fn), stream, buf, c);
+  return 0;
+}

@@ -1,0 +1,155 @@
+// The fault guard, the host copier under faults, and cmt's SIGSEGV/SIGBUS handler in front of the
+// program's (interposer/fault_signals.h), called directly. Each test is a process of its own
+// (gtest_discover_tests), so the handler installed here stays inside it.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "config/options.h"
+#include "engine/host/host_copier.h"
+#include "engine/shared/fault_guard.h"
+#include "interposer/fault_signals.h"
+
+namespace cmt {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+// cmt's handler in front, over libc's own sigaction (as libcmt-host.so gives it).
+void install_cmt_handler() {
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(libc, nullptr);
+  set_next_sigaction(reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction")));
+  ASSERT_TRUE(install_fault_handlers());
+  ASSERT_TRUE(fault_handlers_in_front());
+}
+
+// `bytes` of memory whose page at `bad` is protected with `prot`.
+struct Guarded {
+  Guarded(std::size_t bytes, std::size_t bad, int prot) : n(bytes) {
+    void* m = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p = static_cast<char*>(m);
+    for (std::size_t i = 0; i < n; ++i) p[i] = static_cast<char>(i * 31 + 7);
+    mprotect(p + bad, kPage, prot);
+  }
+  ~Guarded() { munmap(p, n); }
+  char* p;
+  std::size_t n;
+};
+
+void read_page(void* arg) {
+  volatile char* p = static_cast<volatile char*>(arg);
+  (void)p[0];
+}
+
+TEST(FaultGuard, AFaultInsideReturnsFalseAndTheThreadGoesOn) {
+  install_cmt_handler();
+  Guarded g(4 * kPage, kPage, PROT_NONE);
+  for (int i = 0; i < 100; ++i) {
+    EXPECT_FALSE(run_fault_guarded(read_page, g.p + kPage));
+    EXPECT_FALSE(inside_fault_guard());
+  }
+  EXPECT_TRUE(run_fault_guarded(read_page, g.p));
+}
+
+Config copier_config() {
+  Config c;
+  c.fresh_pages = FreshPages::Off;
+  return c;
+}
+
+TEST(HostCopier, AFaultLeavesTheFrontDoneAndTheRestToTheCaller) {
+  install_cmt_handler();
+  HostCopier copier(copier_config(), 3, {});
+  const std::size_t n = 16u << 20, bad = (10u << 20) + 100 * kPage;
+  Guarded src(n, bad, PROT_NONE);
+  std::vector<char> dst(n);
+  for (int round = 0; round < 20; ++round) {
+    const std::size_t done = copier.copy(dst.data(), src.p, n);
+    ASSERT_LE(done, bad);
+    EXPECT_EQ(std::memcmp(dst.data(), src.p, done), 0);
+  }
+  EXPECT_EQ(copier.counts().faults, 20u);
+  // A read-only page in a fill's way: the same.
+  Guarded ro(n, bad, PROT_READ);
+  const std::size_t done = copier.fill(ro.p, 0x11, n);
+  EXPECT_LE(done, bad);
+  EXPECT_EQ(copier.counts().fill_faults, 1u);
+  for (std::size_t i = 0; i < done; ++i) ASSERT_EQ(ro.p[i], 0x11);
+  // And a clean copy after all that: whole.
+  mprotect(src.p + bad, kPage, PROT_READ | PROT_WRITE);
+  EXPECT_EQ(copier.copy(dst.data(), src.p, n), n);
+  EXPECT_EQ(std::memcmp(dst.data(), src.p, n), 0);
+}
+
+sigjmp_buf g_back;
+void* g_fault_address = nullptr;
+bool g_usr1_blocked_inside = false;
+
+void program_handler(int, siginfo_t* info, void*) {
+  g_fault_address = info->si_addr;
+  sigset_t now;
+  pthread_sigmask(SIG_BLOCK, nullptr, &now);
+  g_usr1_blocked_inside = sigismember(&now, SIGUSR1) == 1;
+  siglongjmp(g_back, 1);
+}
+
+TEST(FaultSignals, TheProgramSeesAndGetsItsOwnHandler) {
+  install_cmt_handler();
+  struct sigaction mine {};
+  mine.sa_sigaction = program_handler;
+  mine.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sigemptyset(&mine.sa_mask);
+  sigaddset(&mine.sa_mask, SIGUSR1);
+  struct sigaction old {};
+  ASSERT_EQ(program_sigaction(SIGSEGV, &mine, &old), 0);
+  EXPECT_EQ(old.sa_handler, SIG_DFL);  // what the test process had
+  struct sigaction seen {};
+  ASSERT_EQ(program_sigaction(SIGSEGV, nullptr, &seen), 0);
+  EXPECT_EQ(seen.sa_sigaction, program_handler);
+  EXPECT_TRUE(fault_handlers_in_front());  // cmt's stays installed
+
+  // A fault of the thread's own, outside any guard: the program's handler, with its mask, at the
+  // faulting address; SA_RESETHAND leaves the default behind it.
+  Guarded g(2 * kPage, kPage, PROT_NONE);
+  if (sigsetjmp(g_back, 1) == 0) {
+    read_page(g.p + kPage);
+    FAIL() << "no fault";
+  }
+  EXPECT_EQ(g_fault_address, g.p + kPage);
+  EXPECT_TRUE(g_usr1_blocked_inside);
+  ASSERT_EQ(program_sigaction(SIGSEGV, nullptr, &seen), 0);
+  EXPECT_EQ(seen.sa_handler, SIG_DFL);
+}
+
+TEST(FaultSignals, ASentSignalTheProgramIgnoresIsDropped) {
+  install_cmt_handler();
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ASSERT_EQ(program_sigaction(SIGBUS, &ignore, nullptr), 0);
+  raise(SIGBUS);  // would end the process were it not ignored
+  SUCCEED();
+}
+
+TEST(FaultSignals, OtherSignalsPassThrough) {
+  install_cmt_handler();
+  struct sigaction ignore {}, old {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  ASSERT_EQ(program_sigaction(SIGUSR2, &ignore, &old), 0);
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  auto real = reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction"));
+  struct sigaction now {};
+  real(SIGUSR2, nullptr, &now);
+  EXPECT_EQ(now.sa_handler, SIG_IGN);
+}
+
+}  // namespace
+}  // namespace cmt

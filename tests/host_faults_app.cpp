@@ -1,0 +1,352 @@
+// Faults, signals and cancellation inside large memcpy and memset calls, for host_faults.sh: each
+// scenario behaves as it does with libc alone, whether or not cmt's copy threads take the call
+// (issue 31, findings 1 and 2). Run once per scenario, with and without the preload.
+//
+//   guard-src, guard-dst, truncated-src: memcpy reading a PROT_NONE page, writing a read-only page,
+//       reading a file mapping past its file's end (SIGBUS); fill-readonly, fill-truncated: memset
+//       writing a read-only page, a shared file mapping past its end. The program's SA_SIGINFO
+//       handler must run on the calling thread with an address inside the range and in the bad
+//       page, and siglongjmp out; ten rounds, then the page is mended and a copy is checked.
+//   mend: the handler makes the page readable and returns; the copy completes, byte-exact.
+//   signal-api: the handler installed with signal() (no siginfo), left by siglongjmp.
+//   no-handler: no handler; the process must die of SIGSEGV.
+//   alarm-longjmp: a one-shot timer, 20 us to 3 ms ahead, whose handler siglongjmps out of a loop
+//       of 32 MiB copies, 300 times (the driver's threads block SIGALRM, as CUDA's block signals:
+//       cmt holds a signal back until its threads are done, and a process-directed one then goes
+//       to any other thread of the program that takes it, which POSIX allows); right after each jump the destination is written with a marker, which must stay
+//       (no copy thread may still be writing it); then the timer stops and copies are checked.
+//   cancel: threads copying 32 MiB in a loop, asynchronously cancellable, are cancelled; then
+//       the main thread's copies are checked.
+//   query: sigaction(SIGSEGV, NULL, &old) returns the program's own handler.
+//
+// Linked against the fake libcuda, or the real one for the GPU machine: cuInit and cuMemAllocHost
+// reach libcmt.so, which arms the host leg. Prints "ok SCENARIO ..." and exits 0 when it behaves
+// as libc's; 77 without a GPU.
+#include <cuda.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t kPage = 4096;
+constexpr std::size_t kBytes = 16u << 20;
+constexpr std::size_t kBadAt = 10u << 20;  // the bad page, in the middle of a unit past the first
+
+sigjmp_buf g_jump;
+std::atomic<int> g_handled{0}, g_wrong_thread{0}, g_wrong_address{0};
+pid_t g_caller = 0;
+char* g_lo = nullptr;  // the range asked for
+char* g_hi = nullptr;
+char* g_bad = nullptr;  // the bad page's first byte
+std::size_t g_bad_len = kPage;
+
+pid_t tid() {
+  return static_cast<pid_t>(syscall(SYS_gettid));
+}
+
+void check_fault(void* addr) {
+  g_handled.fetch_add(1);
+  if (tid() != g_caller) g_wrong_thread.fetch_add(1);
+  char* a = static_cast<char*>(addr);
+  if (a < g_lo || a >= g_hi || a < g_bad || a >= g_bad + g_bad_len) g_wrong_address.fetch_add(1);
+}
+
+void on_fault_jump(int, siginfo_t* info, void*) {
+  check_fault(info->si_addr);
+  siglongjmp(g_jump, 1);
+}
+
+void on_fault_mend(int, siginfo_t* info, void*) {
+  check_fault(info->si_addr);
+  mprotect(g_bad, g_bad_len, PROT_READ | PROT_WRITE);
+}
+
+void on_fault_plain(int) {
+  g_handled.fetch_add(1);
+  if (tid() != g_caller) g_wrong_thread.fetch_add(1);
+  siglongjmp(g_jump, 1);
+}
+
+void install(int sig, void (*fn)(int, siginfo_t*, void*)) {
+  struct sigaction sa {};
+  sa.sa_sigaction = fn;
+  sa.sa_flags = SA_SIGINFO;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, nullptr);
+}
+
+char* map_anon(std::size_t n) {
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) std::exit(3);
+  std::memset(p, 0x5a, n);  // written: not fresh pages
+  return static_cast<char*>(p);
+}
+
+// A shared mapping of a file of kBytes, whose file is then cut to kBadAt: past it, SIGBUS.
+char* map_truncated(int fill_byte) {
+  char name[] = "/tmp/cmt-faults-XXXXXX";
+  int fd = mkstemp(name);
+  if (fd < 0) std::exit(3);
+  unlink(name);
+  if (ftruncate(fd, kBytes) != 0) std::exit(3);
+  void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) std::exit(3);
+  std::memset(p, fill_byte, kBytes);
+  if (ftruncate(fd, kBadAt) != 0) std::exit(3);
+  close(fd);
+  g_bad_len = kBytes - kBadAt;
+  return static_cast<char*>(p);
+}
+
+int report(const char* name, int rounds) {
+  const bool ok = g_handled.load() == rounds && g_wrong_thread.load() == 0 &&
+                  g_wrong_address.load() == 0;
+  std::printf("%s %s handled %d of %d, on another thread %d, outside the range %d\n",
+              ok ? "ok" : "FAIL", name, g_handled.load(), rounds, g_wrong_thread.load(),
+              g_wrong_address.load());
+  return ok ? 0 : 1;
+}
+
+// Ten faulting calls left by siglongjmp, then one after the page is mended: byte-exact.
+int faulting_rounds(const std::string& name, char* dst, char* src, bool fill) {
+  install(SIGSEGV, on_fault_jump);
+  install(SIGBUS, on_fault_jump);
+  g_lo = fill ? dst : (name == "guard-dst" ? dst : src);
+  g_hi = g_lo + kBytes;
+  constexpr int kRounds = 10;
+  for (int i = 0; i < kRounds; ++i)
+    if (sigsetjmp(g_jump, 1) == 0) {
+      if (fill)
+        std::memset(dst, i, kBytes);
+      else
+        std::memcpy(dst, src, kBytes);
+      std::printf("FAIL %s: the call returned without a fault\n", name.c_str());
+      return 1;
+    }
+  if (report(name.c_str(), kRounds) != 0) return 1;
+  if (name.find("truncated") != std::string::npos) return 0;  // the file's end stays
+  mprotect(g_bad, kPage, PROT_READ | PROT_WRITE);
+  std::vector<char> expect(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) src[i] = static_cast<char>(i * 7 + 3);
+  std::memcpy(dst, src, kBytes);
+  if (std::memcmp(dst, src, kBytes) != 0) {
+    std::printf("FAIL %s: the copy after mending differs\n", name.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int fault_scenario(const std::string& name) {
+  char* src = map_anon(kBytes);
+  char* dst = map_anon(kBytes);
+  if (name == "guard-src") {
+    g_bad = src + kBadAt;
+    mprotect(g_bad, kPage, PROT_NONE);
+    return faulting_rounds(name, dst, src, false);
+  }
+  if (name == "guard-dst") {
+    g_bad = dst + kBadAt;
+    mprotect(g_bad, kPage, PROT_READ);
+    return faulting_rounds(name, dst, src, false);
+  }
+  if (name == "fill-readonly") {
+    g_bad = dst + kBadAt;
+    mprotect(g_bad, kPage, PROT_READ);
+    return faulting_rounds(name, dst, src, true);
+  }
+  if (name == "truncated-src") {
+    src = map_truncated(0x33);
+    g_bad = src + kBadAt;
+    return faulting_rounds(name, dst, src, false);
+  }
+  dst = map_truncated(0x44);  // fill-truncated
+  g_bad = dst + kBadAt;
+  return faulting_rounds(name, dst, src, true);
+}
+
+int mend() {
+  char* src = map_anon(kBytes);
+  char* dst = map_anon(kBytes);
+  for (std::size_t i = 0; i < kBytes; ++i) src[i] = static_cast<char>(i * 13 + 1);
+  g_bad = src + kBadAt;
+  g_lo = src;
+  g_hi = src + kBytes;
+  mprotect(g_bad, kPage, PROT_NONE);
+  install(SIGSEGV, on_fault_mend);
+  std::memcpy(dst, src, kBytes);
+  if (std::memcmp(dst, src, kBytes) != 0) {
+    std::printf("FAIL mend: the copy differs\n");
+    return 1;
+  }
+  return report("mend", 1);
+}
+
+int signal_api() {
+  char* src = map_anon(kBytes);
+  char* dst = map_anon(kBytes);
+  mprotect(src + kBadAt, kPage, PROT_NONE);
+  signal(SIGSEGV, on_fault_plain);
+  for (int i = 0; i < 5; ++i)
+    if (sigsetjmp(g_jump, 1) == 0) {
+      std::memcpy(dst, src, kBytes);
+      std::printf("FAIL signal-api: no fault\n");
+      return 1;
+    }
+  const bool ok = g_handled.load() == 5 && g_wrong_thread.load() == 0;
+  std::printf("%s signal-api handled %d of 5, on another thread %d\n", ok ? "ok" : "FAIL",
+              g_handled.load(), g_wrong_thread.load());
+  return ok ? 0 : 1;
+}
+
+int no_handler() {
+  char* src = map_anon(kBytes);
+  char* dst = map_anon(kBytes);
+  mprotect(src + kBadAt, kPage, PROT_NONE);
+  std::memcpy(dst, src, kBytes);
+  std::printf("FAIL no-handler: survived\n");
+  return 1;
+}
+
+constexpr std::size_t kBig = 32u << 20;
+constexpr unsigned char kMarker = 0xee;
+sigjmp_buf g_alarm_jump;
+std::atomic<int> g_alarms{0};
+
+void on_alarm(int) {
+  g_alarms.fetch_add(1);
+  siglongjmp(g_alarm_jump, 1);
+}
+
+// The pages copied to must be the last writes: a copy thread still at work would change them.
+bool marker_stays(const char* dst) {
+  usleep(2000);
+  for (std::size_t i = 0; i < kBig; i += 997)
+    if (static_cast<unsigned char>(dst[i]) != kMarker) return false;
+  return true;
+}
+
+// Copies checked after the interruptions: every byte, with fresh content each time.
+bool copies_check(char* dst, char* src, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < kBig; i += 4096) src[i] = static_cast<char>(r + i / 4096);
+    std::memcpy(dst, src, kBig);
+    if (std::memcmp(dst, src, kBig) != 0) return false;
+  }
+  return true;
+}
+
+int alarm_longjmp() {
+  char* src = map_anon(kBig);
+  char* dst = map_anon(kBig);
+  signal(SIGALRM, on_alarm);
+  int jumps = 0, overwritten = 0;
+  for (int i = 0; i < 300; ++i) {
+    // One shot, 20 us to 3 ms ahead: it lands anywhere in a copy (one takes about 3 ms).
+    itimerval once{{0, 0}, {0, 20 + (i * 7919) % 3000}};
+    if (sigsetjmp(g_alarm_jump, 1) == 0) {
+      setitimer(ITIMER_REAL, &once, nullptr);
+      for (;;) std::memcpy(dst, src, kBig);
+    }
+    ++jumps;
+    std::memset(dst, kMarker, kBig);
+    if (!marker_stays(dst)) ++overwritten;
+  }
+  const bool after = copies_check(dst, src, 20);
+  const bool ok = overwritten == 0 && after;
+  std::printf("%s alarm-longjmp jumps %d, destination written after the jump %d, copies after %s\n",
+              ok ? "ok" : "FAIL", jumps, overwritten, after ? "exact" : "DIFFER");
+  return ok ? 0 : 1;
+}
+
+void* copy_forever(void* arg) {
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, nullptr);
+  auto** bufs = static_cast<char**>(arg);
+  for (;;) std::memcpy(bufs[0], bufs[1], kBig);
+  return nullptr;
+}
+
+int cancel() {
+  constexpr int kThreads = 4;
+  std::vector<char*> bufs;
+  for (int t = 0; t < 2 * kThreads; ++t) bufs.push_back(map_anon(kBig));
+  for (int round = 0; round < 10; ++round) {
+    pthread_t th[kThreads];
+    for (int t = 0; t < kThreads; ++t) pthread_create(&th[t], nullptr, copy_forever, &bufs[2 * t]);
+    usleep(3000 + round * 700);
+    for (int t = 0; t < kThreads; ++t) pthread_cancel(th[t]);
+    for (int t = 0; t < kThreads; ++t) pthread_join(th[t], nullptr);
+  }
+  char* src = map_anon(kBig);
+  char* dst = map_anon(kBig);
+  const bool ok = copies_check(dst, src, 20);
+  std::printf("%s cancel: copies after the cancellations %s\n", ok ? "ok" : "FAIL",
+              ok ? "exact" : "DIFFER");
+  return ok ? 0 : 1;
+}
+
+int query() {
+  install(SIGSEGV, on_fault_jump);
+  // A large copy first: with cmt it arms the host leg, which puts its own handler in front.
+  char* src = map_anon(kBytes);
+  char* dst = map_anon(kBytes);
+  std::memcpy(dst, src, kBytes);
+  struct sigaction now {};
+  sigaction(SIGSEGV, nullptr, &now);
+  const bool ok = (now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault_jump;
+  signal(SIGSEGV, SIG_DFL);
+  sigaction(SIGSEGV, nullptr, &now);
+  const bool dfl = !(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL;
+  std::printf("%s query: the program's handler %s, SIG_DFL %s\n", ok && dfl ? "ok" : "FAIL",
+              ok ? "seen" : "NOT SEEN", dfl ? "seen" : "NOT SEEN");
+  return ok && dfl ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s SCENARIO\n", argv[0]);
+    return 2;
+  }
+  g_caller = tid();
+  // The driver's threads (made by cuInit) take no timer signal: CUDA's block them too.
+  sigset_t alarm;
+  sigemptyset(&alarm);
+  sigaddset(&alarm, SIGALRM);
+  pthread_sigmask(SIG_BLOCK, &alarm, nullptr);
+  void* pinned = nullptr;
+  CUdevice device = 0;
+  CUcontext context = nullptr;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&device, 0) != CUDA_SUCCESS) return 77;  // no GPU
+  if (cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS ||
+      cuCtxSetCurrent(context) != CUDA_SUCCESS || cuMemAllocHost(&pinned, 1u << 20) != CUDA_SUCCESS)
+    return 2;
+  pthread_sigmask(SIG_UNBLOCK, &alarm, nullptr);
+  const std::string name = argv[1];
+  if (name == "guard-src" || name == "guard-dst" || name == "truncated-src" ||
+      name == "fill-readonly" || name == "fill-truncated")
+    return fault_scenario(name);
+  if (name == "mend") return mend();
+  if (name == "signal-api") return signal_api();
+  if (name == "no-handler") return no_handler();
+  if (name == "alarm-longjmp") return alarm_longjmp();
+  if (name == "cancel") return cancel();
+  if (name == "query") return query();
+  if (name == "probe") return 0;  // CUDA is there
+  std::fprintf(stderr, "unknown scenario %s\n", argv[1]);
+  return 2;
+}

@@ -49,7 +49,9 @@ void add_run(CLI::App& app, Action* action, const std::vector<std::string>& comm
       "Run a command with libcmt.so preloaded: cmt run [-v] [--profile FILE] -- CMD [ARGS...]");
   static bool verbose = false;
   static std::string profile;
-  run->add_flag("-v,--verbose", verbose, "Print the effective configuration and log what cmt does");
+  run->add_flag("-v,--verbose", verbose,
+                "Print the effective configuration, log what cmt does, and end with the totals of "
+                "the command's processes (CMD then runs as a child)");
   run->add_option("--profile", profile, "Use this profile (TOML); CMT_* variables still win");
   run->callback([action, command] {
     *action = [command] {

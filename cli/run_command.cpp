@@ -1,5 +1,7 @@
 #include "run_command.h"
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +15,7 @@
 #include "config/options.h"
 #include "preload.h"
 #include "profile_command.h"
+#include "stats_files.h"
 
 namespace cmt::cli {
 namespace {
@@ -85,6 +88,66 @@ std::string host_library_beside(const std::string& library) {
   return is_file(path) ? canonical(path) : std::string();
 }
 
+namespace {
+
+// Runs `argv` as a child and waits, as system() does (this process ignores the terminal's
+// interrupt and quit meanwhile: the child decides); its exit status, or -signal.
+int run_child(std::vector<char*>& argv) {
+  struct sigaction ignore {}, old_int {}, old_quit {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &old_int);
+  sigaction(SIGQUIT, &ignore, &old_quit);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGQUIT, &old_quit, nullptr);
+    execvp(argv[0], argv.data());
+    const int err = errno;
+    std::fprintf(stderr, "cmt run: cannot run '%s': %s\n", argv[0], std::strerror(err));
+    _exit(err == ENOENT ? 127 : 126);
+  }
+  int status = 0;
+  while (pid > 0 && waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGQUIT, &old_quit, nullptr);
+  if (pid < 0) {
+    std::fprintf(stderr, "cmt run: cannot start a process: %s\n", std::strerror(errno));
+    return 126;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+}
+
+// `cmt run -v`: the command as a child, each of its processes writing its own statistics (a
+// private directory, CMT_STATS with %p), and their sum said at the end; then this process ends as
+// the command did (the same status, or the same signal).
+int run_with_totals(std::vector<char*>& argv) {
+  int result = 0;
+  {
+    const PrivateTempDir scratch;
+    const char* own = std::getenv("CMT_STATS");
+    const bool theirs = own && std::strstr(own, "%p");
+    const std::string pattern = theirs ? own : scratch.path() + "/stats.%p.json";
+    if (!theirs && scratch.path().empty())
+      std::fprintf(stderr, "cmt run: no directory for the statistics: no totals\n");
+    else
+      setenv("CMT_STATS", pattern.c_str(), 1);
+    result = run_child(argv);
+    StatsSum sum;
+    std::string error;
+    for (const std::string& file : stats_files(pattern))
+      if (!add_stats_file(file, &sum, &error)) std::fprintf(stderr, "cmt run: %s\n", error.c_str());
+    std::fprintf(stderr, "cmt run: the command's %s\n", describe_sum(sum).c_str());
+  }
+  if (result >= 0) return result;
+  signal(-result, SIG_DFL);
+  raise(-result);
+  return 128 - result;
+}
+
+}  // namespace
+
 int run_command(const std::vector<std::string>& command, bool verbose) {
   if (command.empty()) {
     std::fprintf(stderr, "cmt run: no command given; usage: cmt run [-v] -- CMD [ARGS...]\n");
@@ -125,6 +188,7 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  if (verbose) return run_with_totals(argv);
   execvp(argv[0], argv.data());
   int err = errno;
   std::fprintf(stderr, "cmt run: cannot run '%s': %s\n", argv[0], std::strerror(err));

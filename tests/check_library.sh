@@ -32,7 +32,8 @@ fi
 # Its copy threads outlive any dlclose: the library must never be unmapped under them.
 readelf -d "$lib" | grep -q "FLAGS_1.*NODELETE" || { echo "FAIL: libcmt.so is not linked -z nodelete"; exit 1; }
 needed=$(readelf -d "$lib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
-for bad in cudart spdlog fmt hwloc numa cuda; do
+# Nor the C++ runtime (linked in, hidden): each process under `cmt run` would pay for loading it.
+for bad in cudart spdlog fmt hwloc numa cuda stdc++ gcc_s; do
   case "$needed" in *lib$bad*) echo "FAIL: libcmt.so needs lib$bad ($needed)"; exit 1;; esac
 done
 if [ -n "$hostlib" ]; then

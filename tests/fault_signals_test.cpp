@@ -1,6 +1,7 @@
 // The fault guard, the host copier under faults, and cmt's SIGSEGV/SIGBUS handler in front of the
-// program's (interposer/fault_signals.h), called directly. Each test is a process of its own
-// (gtest_discover_tests), so the handler installed here stays inside it.
+// program's (interposer/fault_signals.h), called directly. ctest runs each test in a process of
+// its own; the sanitizer builds run them all in one (whose sanitizer has a SIGSEGV handler of its
+// own), so each test puts back the dispositions it changed.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <setjmp.h>
@@ -107,9 +108,10 @@ TEST(FaultSignals, TheProgramSeesAndGetsItsOwnHandler) {
   mine.sa_flags = SA_SIGINFO | SA_RESETHAND;
   sigemptyset(&mine.sa_mask);
   sigaddset(&mine.sa_mask, SIGUSR1);
-  struct sigaction old {};
+  struct sigaction before {}, old {};
+  ASSERT_EQ(program_sigaction(SIGSEGV, nullptr, &before), 0);
   ASSERT_EQ(program_sigaction(SIGSEGV, &mine, &old), 0);
-  EXPECT_EQ(old.sa_handler, SIG_DFL);  // what the test process had
+  EXPECT_EQ(old.sa_handler, before.sa_handler);  // what the process had: its own, not cmt's
   struct sigaction seen {};
   ASSERT_EQ(program_sigaction(SIGSEGV, nullptr, &seen), 0);
   EXPECT_EQ(seen.sa_sigaction, program_handler);
@@ -126,16 +128,17 @@ TEST(FaultSignals, TheProgramSeesAndGetsItsOwnHandler) {
   EXPECT_TRUE(g_usr1_blocked_inside);
   ASSERT_EQ(program_sigaction(SIGSEGV, nullptr, &seen), 0);
   EXPECT_EQ(seen.sa_handler, SIG_DFL);
+  program_sigaction(SIGSEGV, &before, nullptr);
 }
 
 TEST(FaultSignals, ASentSignalTheProgramIgnoresIsDropped) {
   install_cmt_handler();
-  struct sigaction ignore {};
+  struct sigaction ignore {}, before {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
-  ASSERT_EQ(program_sigaction(SIGBUS, &ignore, nullptr), 0);
+  ASSERT_EQ(program_sigaction(SIGBUS, &ignore, &before), 0);
   raise(SIGBUS);  // would end the process were it not ignored
-  SUCCEED();
+  program_sigaction(SIGBUS, &before, nullptr);
 }
 
 TEST(FaultSignals, OtherSignalsPassThrough) {
@@ -149,6 +152,7 @@ TEST(FaultSignals, OtherSignalsPassThrough) {
   struct sigaction now {};
   real(SIGUSR2, nullptr, &now);
   EXPECT_EQ(now.sa_handler, SIG_IGN);
+  program_sigaction(SIGUSR2, &old, nullptr);
 }
 
 }  // namespace

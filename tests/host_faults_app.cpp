@@ -11,9 +11,10 @@
 //   signal-api: the handler installed with signal() (no siginfo), left by siglongjmp.
 //   no-handler: no handler; the process must die of SIGSEGV.
 //   alarm-longjmp: a one-shot timer, 20 us to 3 ms ahead, whose handler siglongjmps out of a loop
-//       of 32 MiB copies, 300 times (the driver's threads block SIGALRM, as CUDA's block signals:
-//       cmt holds a signal back until its threads are done, and a process-directed one then goes
-//       to any other thread of the program that takes it, which POSIX allows); right after each jump the destination is written with a marker, which must stay
+//       of 32 MiB copies, 300 times. The driver's threads block SIGALRM here: cmt holds a signal
+//       back on the caller until its threads are done, and a process-directed one arriving then
+//       goes to another thread that takes it, if there is one (POSIX allows it; CUDA's own
+//       threads block no signal), whose handler could not jump into the caller's stack; right after each jump the destination is written with a marker, which must stay
 //       (no copy thread may still be writing it); then the timer stops and copies are checked.
 //   cancel: threads copying 32 MiB in a loop, asynchronously cancellable, are cancelled; then
 //       the main thread's copies are checked.
@@ -323,7 +324,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   g_caller = tid();
-  // The driver's threads (made by cuInit) take no timer signal: CUDA's block them too.
+  // The driver's threads (made by cuInit) take no timer signal (see alarm-longjmp above).
   sigset_t alarm;
   sigemptyset(&alarm);
   sigaddset(&alarm, SIGALRM);

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "common/byte_size.h"
 
@@ -22,23 +20,12 @@ CopyMix default_mix(std::size_t largest) {
   return mix;
 }
 
-CopyMix mix_from_stats(const std::string& path, std::size_t largest, std::string* error) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  const std::string json = text.str();
-  // libcmt.so's own output, in a fixed shape:
-  //   "sizes": {"h2d": [[low, calls, bytes], ...], "d2h": [[...], ...]}
+CopyMix mix_from_stats(const StatsSum& sum, std::size_t largest, std::string* error) {
   CopyMix mix;
   double total = 0;
-  for (int dir = 0; dir < 2; ++dir) {
-    std::size_t at = json.find(dir ? "\"d2h\": [[" : "\"h2d\": [[", json.find("\"sizes\""));
-    if (at == std::string::npos) continue;
-    const char* p = json.c_str() + json.find("[[", at) + 1;
-    unsigned long long low, calls, bytes;
-    int used = 0;
-    while (std::sscanf(p, " [%llu, %llu, %llu]%n", &low, &calls, &bytes, &used) == 3) {
-      p += used;
+  for (int dir = 0; dir < 2; ++dir)
+    for (const auto& [low, row] : (dir ? sum.d2h : sum.h2d).sizes) {
+      const auto [calls, bytes] = row;
       if (calls && bytes / calls >= 64 * kKiB) {  // tiny copies: CUDA's path, whatever the knobs
         std::size_t typical = std::min<std::size_t>(bytes / calls, largest);
         typical = std::max<std::size_t>(typical / 4096 * 4096, 4096);
@@ -46,11 +33,11 @@ CopyMix mix_from_stats(const std::string& path, std::size_t largest, std::string
                        static_cast<double>(bytes)});
         total += static_cast<double>(bytes);
       }
-      while (*p == ',' || *p == ' ') ++p;
     }
-  }
   if (mix.empty() || total <= 0) {
-    *error = path + ": the watched run made no pageable copy of 64 KiB or more";
+    *error = "the watched run (" + std::to_string(sum.processes) +
+             (sum.processes == 1 ? " process" : " processes") +
+             ") made no pageable copy of 64 KiB or more";
     return {};
   }
   // The eight cases that carry the most bytes.

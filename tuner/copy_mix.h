@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/copy_types.h"
+#include "stats_files.h"
 
 namespace cmt {
 
@@ -19,9 +20,9 @@ using CopyMix = std::vector<CopyCase>;
 
 // 4 MiB to 1 GiB, both directions, equal shares.
 CopyMix default_mix(std::size_t largest);
-// The mix a watched run saw: CMT_STATS's "sizes" histogram (taken copies by size and direction).
-// Empty, with `*error` set, if the file holds no copies.
-CopyMix mix_from_stats(const std::string& stats_json_path, std::size_t largest, std::string* error);
+// The mix a watched run saw: the "sizes" histograms (taken copies by size and direction) of its
+// processes' statistics, summed. Empty, with `*error` set, if they hold no copies.
+CopyMix mix_from_stats(const StatsSum& sum, std::size_t largest, std::string* error);
 std::string describe_mix(const CopyMix& mix);
 
 }  // namespace cmt

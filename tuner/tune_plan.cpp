@@ -41,7 +41,8 @@ TuneOutcome watch_copies(const TuneRequest& request, CopyMix* mix,
     out.error = std::string("cannot make a temporary directory: ") + std::strerror(errno);
     return out;
   }
-  const std::string stats = scratch.path() + "/stats.json";
+  // One file per process of the command's tree (its pid in the name), all summed.
+  const std::string stats = scratch.path() + "/stats.%p.json";
   say("watching the copies of: " + request.command[0] + " ...");
   const ChildRun watched =
       run_preloaded(request.command, request.library,
@@ -54,7 +55,10 @@ TuneOutcome watch_copies(const TuneRequest& request, CopyMix* mix,
     return out;
   }
   std::string error;
-  *mix = mix_from_stats(stats, request.largest, &error);
+  StatsSum sum;
+  for (const std::string& file : stats_files(stats))
+    if (!add_stats_file(file, &sum, &error)) say("left out: " + error);
+  *mix = mix_from_stats(sum, request.largest, &error);
   if (mix->empty()) {
     out.status = 1;
     out.error = error + "; nothing to tune for";

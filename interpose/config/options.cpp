@@ -326,7 +326,8 @@ std::vector<OptionSpec> build_table() {
                [](const Config& c) { return c.log_level; }});
   t.push_back(text_option("stats_file", "CMT_STATS", Scope::EnvOnly,
                           "Write a JSON summary (copies taken, bytes, GB/s, copies into fresh "
-                          "memory, forwards by reason) to this file at exit.",
+                          "memory, host copies, forwards by reason) to this file at exit; each %p "
+                          "in it becomes the process's pid, one file per process of a tree.",
                           &Config::stats_file));
   t.push_back(text_option("profile", "CMT_PROFILE", Scope::EnvOnly,
                           "A profile to apply over this machine's (cmt run --profile sets it).",

@@ -220,6 +220,31 @@ bool failed_copy_is_named() {
   return true;
 }
 
+// The same entry with every copy fine (and large: cmt takes them all, CUDA sees none): failIdx
+// reads SIZE_MAX afterwards, as CUDA 12.8 writes it on success (measured on the H200,
+// tests/failidx.sh), not whatever the program left there.
+bool success_leaves_no_index() {
+  CUdeviceptr dev = 0;
+  CUstream stream = nullptr;
+  if (cuMemAlloc(&dev, 8u << 20) != CUDA_SUCCESS || cuStreamCreate(&stream, 0) != CUDA_SUCCESS)
+    return false;
+  std::vector<unsigned char> host(8u << 20, 9);
+  CUdeviceptr dsts[2] = {dev + (4u << 20), dev};
+  CUdeviceptr srcs[2] = {addr(host.data() + (4u << 20)), addr(host.data())};
+  size_t sizes[2] = {4u << 20, 3u << 20};
+  CUmemcpyAttributes attrs{};
+  attrs.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+  size_t first = 0, failed_at = 12345;
+  const CUresult r = batch_v1(dsts, srcs, sizes, 2, &attrs, &first, 1, &failed_at, stream);
+  cuStreamSynchronize(stream);
+  if (r != CUDA_SUCCESS || failed_at != SIZE_MAX) {
+    std::fprintf(stderr, "a good batch: result %d, failIdx %zu (expected success, SIZE_MAX)\n",
+                 static_cast<int>(r), failed_at);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -232,6 +257,7 @@ int main(int argc, char** argv) {
   unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
   if (cuInit(0) != CUDA_SUCCESS) return 2;
   if (!peer && !failed_copy_is_named()) g_wrong.fetch_add(1);
+  if (!peer && !success_leaves_no_index()) g_wrong.fetch_add(1);
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(peer ? peer_worker : worker, t, rounds, seed);
   for (auto& t : pool) t.join();

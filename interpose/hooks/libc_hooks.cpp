@@ -225,16 +225,18 @@ inline std::size_t host_fill_threshold() {
 
 #if defined(__x86_64__)
 
-CMT_LIBC_HOOKS(sse2, )
-CMT_LIBC_HOOKS(avx2, CMT_AVX2)
+CMT_LIBC_HOOKS(sse2, __attribute__((aligned(64))))
+CMT_LIBC_HOOKS(avx2, CMT_AVX2 __attribute__((aligned(64))))
 
 // Each exported name takes the variant for this processor on one well-predicted branch of a flag
 // the constructor sets (SSE2, which every x86-64 processor runs, until then). Not a GNU indirect
 // function: the loader would call its resolver while relocating the program's libraries that bind
 // at load time (-z now, as Debian's libtinfo under bash), before libcmt-host.so itself, and print
-// "Relink ... for IFUNC symbol" on stderr in every such process.
+// "Relink ... for IFUNC symbol" on stderr in every such process. The exported functions and the
+// variants each start on a 64-byte boundary: placed wherever the linker left them, the 64-byte
+// memcpy cost 10-35% more (bench/lab/NOTES.md 42).
 #define CMT_DISPATCH(exported, variant, params, args)                              \
-  CMT_LIBC_EXPORT void* exported params {                                          \
+  CMT_LIBC_EXPORT __attribute__((aligned(64))) void* exported params {             \
     return cmt::hooks::g_avx2 ? cmt::hooks::variant##_avx2 args                    \
                               : cmt::hooks::variant##_sse2 args;                   \
   }

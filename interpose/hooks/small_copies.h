@@ -12,6 +12,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "common/cpu_features.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -196,11 +198,9 @@ CMT_AVX2 CMT_SMALL bool fill_avx2(void* dst, int value, std::size_t n) {
   return true;
 }
 
-// Whether this processor (and the kernel, which must save its registers) runs AVX2: libgcc's own
-// probe, linked in, safe before any other constructor.
+// Whether this processor (and the kernel, which must save its registers) runs AVX2.
 inline bool cpu_has_avx2() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx2");
+  return cpu_runs_avx2();
 }
 
 #endif  // __x86_64__

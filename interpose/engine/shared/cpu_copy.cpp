@@ -1,5 +1,7 @@
 #include "engine/shared/cpu_copy.h"
 
+#include "common/cpu_features.h"
+
 #include <cstdint>
 #include <cstring>
 
@@ -45,10 +47,7 @@ void stream_sse2(char* d, const char* s, std::size_t n) {
 }
 
 bool have_avx2() {
-  static const bool yes = [] {
-    __builtin_cpu_init();  // may run before libgcc's own constructor has
-    return __builtin_cpu_supports("avx2") != 0;
-  }();
+  static const bool yes = cpu_runs_avx2();
   return yes;
 }
 

@@ -63,6 +63,7 @@ scenario mend 0 faults 1
 scenario signal-api 0 faults 5
 scenario no-handler 139
 scenario alarm-longjmp 0 calls 100
+scenario sigqueue 0 calls 20
 scenario cancel 0 calls 20
 scenario query 0 calls 1
 [ "$fails" -eq 0 ] || { echo "FAIL: $fails scenario(s)"; exit 1; }

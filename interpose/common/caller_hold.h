@@ -1,42 +1,52 @@
-// The calling thread held still while cmt's copy threads work on its buffers: asynchronous
-// signals blocked and cancellation disabled, so no handler can leave the call by siglongjmp, and
-// no cancellation unwind it, while a copy thread still writes the caller's memory (issue 31,
-// finding 2). Synchronous signals (a fault of the caller's own) stay deliverable: blocked, the
-// kernel would kill the process for them.
+// The calling thread held while cmt's copy threads work on its buffers (issue 31, finding 2): no
+// signal handler may run on it and leave the call by siglongjmp, and no cancellation unwind it,
+// while a copy thread still writes its memory. Cancellation is disabled; a signal the program
+// handles that arrives meanwhile is put aside here by cmt's handler (interposer/signal_chain.h)
+// and sent again to this thread, with its own siginfo, when the hold is released. Synchronous
+// faults of the caller's own are never put aside. No signal mask changes: a process-directed
+// signal still goes to the thread the kernel picks, as without cmt.
 //
 // The host leg (interposer/host_leg.h, in libcmt.so) holds the thread once it takes a call; the
 // hook that called it (hooks/libc_hooks.cpp, in libcmt-host.so) releases it once libcmt.so has
-// returned. A cancellation or signal that arrived meanwhile then acts from the hook's frame,
-// which may be unwound, and never from inside libcmt.so, whose frames may not (a cancellation's
-// unwinding through a noexcept frame ends the process).
+// returned. A cancellation or a signal then acts from the hook's frame, which may be unwound or
+// left by siglongjmp, never from inside libcmt.so, whose frames may not be unwound (a
+// cancellation's unwinding through a noexcept frame ends the process).
 #pragma once
 
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 namespace cmt {
 
 struct CallerHold {
+  static constexpr int kMostDeferred = 8;
+  struct Deferred {
+    int sig;
+    siginfo_t info;
+  };
+
   bool held = false;
   int cancel_state = PTHREAD_CANCEL_ENABLE;
-  sigset_t mask;
+  int deferred = 0;
+  Deferred pending[kMostDeferred];
 
   void hold() noexcept {
-    sigset_t async;
-    sigfillset(&async);
-    static constexpr int kSynchronous[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS};
-    for (int sync : kSynchronous) sigdelset(&async, sync);
-    pthread_sigmask(SIG_BLOCK, &async, &mask);
     pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     held = true;
   }
   // Not noexcept, and to be called only from a frame a cancellation may unwind: a cancellation
-  // that arrived while held acts here.
+  // that arrived while held acts here, and then the signals put aside run their handlers.
   void release() {
     if (!held) return;
     held = false;
-    pthread_sigmask(SIG_SETMASK, &mask, nullptr);
     pthread_setcancelstate(cancel_state, nullptr);
+    const int n = deferred;
+    deferred = 0;
+    const long pid = getpid(), tid = syscall(SYS_gettid);
+    for (int i = 0; i < n; ++i)
+      syscall(SYS_rt_tgsigqueueinfo, pid, tid, pending[i].sig, &pending[i].info);
   }
 };
 

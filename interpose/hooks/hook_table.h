@@ -83,8 +83,8 @@
 
 /* libcmt-host.so, the second, small preload (hooks/libc_hooks.cpp, its version script
    libcmt-host.map): the C library's copies and fills, for the host leg, and sigaction with its
-   relatives for SIGSEGV and SIGBUS (hooks/signal_hooks.cpp), which keep cmt's fault handler in
-   front. A library of its own because even a
+   relatives (hooks/signal_hooks.cpp), which keep cmt's signal handler in front
+   (interposer/signal_chain.h). A library of its own because even a
    hook that only compares a size costs a tight loop of 64-byte memcpy calls measurably, so it is
    loaded only where host copies are on (`cmt run` adds it unless host_copy is off). X(name) */
 #define CMT_HOST_LIBRARY_EXPORTS(X) \

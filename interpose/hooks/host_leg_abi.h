@@ -36,7 +36,7 @@ struct HostLegAbi {
   // libcmt-host.so's constructor, which may run before libcmt.so's: it only sets state that is
   // constant-initialized.
   void (*hooks_loaded)(SigactionFn next_sigaction) noexcept;
-  // sigaction for SIGSEGV and SIGBUS as the program sees it (interposer/fault_signals.h).
+  // sigaction as the program sees it (interposer/signal_chain.h).
   int (*sigaction)(int sig, const struct sigaction* act, struct sigaction* old) noexcept;
 };
 

@@ -2,7 +2,7 @@
 // call into the host leg (interposer/host_leg.h), which decides.
 #include "hooks/host_leg_abi.h"
 
-#include "interposer/fault_signals.h"
+#include "interposer/signal_chain.h"
 #include "interposer/host_leg.h"
 
 namespace cmt::hooks {

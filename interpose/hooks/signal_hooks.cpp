@@ -1,7 +1,8 @@
-// libcmt-host.so's signal hooks: sigaction and the signal() family, for SIGSEGV and SIGBUS only,
-// answered by libcmt.so (interposer/fault_signals.h) so that cmt's fault handler stays in front
-// of the program's and the program still sees and sets its own. Every other signal, and every
-// call without libcmt.so, goes to the next function as if cmt were not there.
+// libcmt-host.so's signal hooks: sigaction and the signal() family, answered by libcmt.so
+// (interposer/signal_chain.h) so that cmt's handler stays in front where it must (SIGSEGV and
+// SIGBUS always, every signal the program handles once the host leg is armed) and the program
+// still sees and sets its own dispositions. Without libcmt.so every call goes to the next
+// function as if cmt were not there.
 //
 // glibc's signal(), bsd_signal() and ssignal() install with SA_RESTART and the signal blocked in
 // its handler; sysv_signal() with SA_RESETHAND and SA_NODEFER. They call glibc's internal
@@ -24,8 +25,9 @@ using SignalFn = sighandler_t (*)(int, sighandler_t);
 SignalFn g_next_signal = nullptr;
 SignalFn g_next_sysv_signal = nullptr;
 
-bool cmt_answers(int sig) {
-  return (sig == SIGSEGV || sig == SIGBUS) && g_host_leg;
+// libcmt.so decides, for every signal: it passes what it does not keep to the next sigaction.
+bool cmt_answers(int) {
+  return g_host_leg != nullptr;
 }
 
 // The next sigaction, found now if the constructor has not run yet (a library initialised first).
@@ -35,9 +37,13 @@ SigactionFn next_sigaction() {
   return g_next_sigaction;
 }
 
-// signal() and its relatives for the two signals cmt answers: `flags` and, unless SA_NODEFER,
-// the signal blocked in its handler; returns the old handler or SIG_ERR.
+// signal() and its relatives through libcmt.so: `flags` and, unless SA_NODEFER, the signal
+// blocked in its handler; returns the old handler or SIG_ERR.
 sighandler_t answer_signal(int sig, sighandler_t handler, int flags) {
+  if (handler == SIG_ERR || sig < 1 || sig >= NSIG) {
+    errno = EINVAL;
+    return SIG_ERR;
+  }
   struct sigaction act {}, old {};
   act.sa_handler = handler;
   sigemptyset(&act.sa_mask);

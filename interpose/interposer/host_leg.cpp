@@ -8,7 +8,7 @@
 #include "common/log.h"
 #include "common/thread_context.h"
 #include "engine/shared/fresh_pages.h"
-#include "interposer/fault_signals.h"
+#include "interposer/signal_chain.h"
 
 namespace cmt {
 namespace {
@@ -25,6 +25,25 @@ HostLeg g_host_leg;  // constant-initialized (constexpr constructor), trivially 
 // replaces it past the hooks (a raw system call) is noticed within this, and each question costs
 // two system calls, too many for every call.
 constexpr long long kHandlerCheckNs = 10'000'000;
+
+// The caller held (common/caller_hold.h) for the copy threads' work, if it gave a hold: signals
+// it handles are put aside until the work is done (the hook releases the hold and sends them).
+class Held {
+ public:
+  explicit Held(CallerHold* hold) : hold_(hold) {
+    if (!hold_) return;
+    hold_->hold();
+    begin_deferring(hold_);
+  }
+  ~Held() {
+    if (hold_) end_deferring();
+  }
+  Held(const Held&) = delete;
+  Held& operator=(const Held&) = delete;
+
+ private:
+  CallerHold* hold_;
+};
 
 long long monotonic_ns() {
   timespec ts;
@@ -84,7 +103,7 @@ std::size_t HostLeg::take_copy(void* dst, const void* src, std::size_t bytes,
   if (mode == HostCopy::Pinned && !pinned().overlaps(dst, bytes) && !pinned().overlaps(src, bytes))
     return 0;
   if (!faults_caught()) return 0;
-  if (hold) hold->hold();
+  Held held(hold);
   return copier->copy(dst, src, bytes);
 }
 
@@ -99,7 +118,7 @@ std::size_t HostLeg::take_fill(void* dst, int value, std::size_t bytes, CallerHo
   // fresh: only a destination none of whose sampled pages exists yet (a new buffer's first fill).
   if (mode == HostFill::Fresh && !find_fresh(FreshPages::Populate, dst, bytes).count) return 0;
   if (!faults_caught()) return 0;
-  if (hold) hold->hold();
+  Held held(hold);
   return copier->fill(dst, value, bytes);
 }
 
@@ -112,7 +131,7 @@ bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>
   if (leg.copier()) return true;
   static bool failed = false;
   if (failed) return false;
-  if (!install_fault_handlers()) {
+  if (!install_signal_chain()) {
     failed = true;
     CMT_WARN_ONCE("cmt's SIGSEGV/SIGBUS handler could not be installed; libc makes every memcpy");
     return false;

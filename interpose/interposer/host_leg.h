@@ -12,10 +12,10 @@
 // thread, overlapping ranges, another copy holding the threads, cmt's fault handler displaced.
 //
 // A taken call behaves as libc's would for the program: a fault comes back as the part left for
-// libc to make on the calling thread (interposer/fault_signals.h), and while cmt's threads work
-// on the caller's buffers the caller takes no asynchronous signal and no cancellation, so no
-// handler can leave the call (siglongjmp) with copy threads still writing; they arrive when the
-// call is done, as they would during libc's own memcpy of the same bytes a moment later.
+// libc to make on the calling thread (interposer/signal_chain.h), and while cmt's threads work
+// on the caller's buffers the caller is held (common/caller_hold.h): no cancellation, and a
+// signal it handles is put aside and sent again once the call is done, so no handler can leave
+// the call (siglongjmp) with copy threads still writing.
 #pragma once
 
 #include <atomic>

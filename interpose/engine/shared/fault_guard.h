@@ -7,7 +7,7 @@
 // on the program's thread, where the fault happens again, as it would have without cmt.
 //
 // The guard only catches: the process's handler for SIGSEGV and SIGBUS must be cmt's and call
-// leave_fault_guard() first (interposer/fault_signals.h installs it). Code run under a guard must
+// leave_fault_guard() first (interposer/signal_chain.h installs it). Code run under a guard must
 // hold no resource a jump would leak: plain memcpy, memset and copy kernels.
 #pragma once
 

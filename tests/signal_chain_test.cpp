@@ -1,5 +1,5 @@
 // The fault guard, the host copier under faults, and cmt's SIGSEGV/SIGBUS handler in front of the
-// program's (interposer/fault_signals.h), called directly. ctest runs each test in a process of
+// program's (interposer/signal_chain.h), called directly. ctest runs each test in a process of
 // its own; the sanitizer builds run them all in one (whose sanitizer has a SIGSEGV handler of its
 // own), so each test puts back the dispositions it changed.
 #include <dlfcn.h>
@@ -9,13 +9,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
 #include <vector>
 
 #include "config/options.h"
 #include "engine/host/host_copier.h"
 #include "engine/shared/fault_guard.h"
-#include "interposer/fault_signals.h"
+#include "common/caller_hold.h"
+#include "interposer/signal_chain.h"
 
 namespace cmt {
 namespace {
@@ -27,7 +29,7 @@ void install_cmt_handler() {
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(libc, nullptr);
   set_next_sigaction(reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction")));
-  ASSERT_TRUE(install_fault_handlers());
+  ASSERT_TRUE(install_signal_chain());
   ASSERT_TRUE(fault_handlers_in_front());
 }
 
@@ -101,7 +103,7 @@ void program_handler(int, siginfo_t* info, void*) {
   siglongjmp(g_back, 1);
 }
 
-TEST(FaultSignals, TheProgramSeesAndGetsItsOwnHandler) {
+TEST(SignalChain, TheProgramSeesAndGetsItsOwnHandler) {
   install_cmt_handler();
   struct sigaction mine {};
   mine.sa_sigaction = program_handler;
@@ -131,7 +133,7 @@ TEST(FaultSignals, TheProgramSeesAndGetsItsOwnHandler) {
   program_sigaction(SIGSEGV, &before, nullptr);
 }
 
-TEST(FaultSignals, ASentSignalTheProgramIgnoresIsDropped) {
+TEST(SignalChain, ASentSignalTheProgramIgnoresIsDropped) {
   install_cmt_handler();
   struct sigaction ignore {}, before {};
   ignore.sa_handler = SIG_IGN;
@@ -141,18 +143,60 @@ TEST(FaultSignals, ASentSignalTheProgramIgnoresIsDropped) {
   program_sigaction(SIGBUS, &before, nullptr);
 }
 
-TEST(FaultSignals, OtherSignalsPassThrough) {
+SigactionFn libc_sigaction() {
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  return reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction"));
+}
+
+TEST(SignalChain, IgnoredAndDefaultAreInstalledAsTheyAre) {
   install_cmt_handler();
   struct sigaction ignore {}, old {};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   ASSERT_EQ(program_sigaction(SIGUSR2, &ignore, &old), 0);
-  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-  auto real = reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction"));
   struct sigaction now {};
-  real(SIGUSR2, nullptr, &now);
+  libc_sigaction()(SIGUSR2, nullptr, &now);
   EXPECT_EQ(now.sa_handler, SIG_IGN);
   program_sigaction(SIGUSR2, &old, nullptr);
+}
+
+std::atomic<int> g_usr1{0};
+std::atomic<int> g_usr1_value{-1};
+void count_usr1(int, siginfo_t* info, void*) {
+  g_usr1.fetch_add(1);
+  g_usr1_value.store(info->si_code == SI_QUEUE ? info->si_value.sival_int : -2);
+}
+
+// A signal the program handles, arriving while the thread is held: put aside, then sent again to
+// the thread with its own siginfo when the hold is released; the program sees its own handler.
+TEST(SignalChain, ASignalDuringAHoldRunsItsHandlerAtTheRelease) {
+  install_cmt_handler();
+  struct sigaction mine {}, old {}, seen {}, real {};
+  mine.sa_sigaction = count_usr1;
+  mine.sa_flags = SA_SIGINFO;
+  sigemptyset(&mine.sa_mask);
+  ASSERT_EQ(program_sigaction(SIGUSR1, &mine, &old), 0);
+  ASSERT_EQ(program_sigaction(SIGUSR1, nullptr, &seen), 0);
+  EXPECT_EQ(seen.sa_sigaction, count_usr1);
+  libc_sigaction()(SIGUSR1, nullptr, &real);
+  EXPECT_NE(real.sa_sigaction, count_usr1);  // cmt's in front
+
+  CallerHold hold;
+  hold.hold();
+  begin_deferring(&hold);
+  sigval v{};
+  v.sival_int = 41;
+  ASSERT_EQ(pthread_sigqueue(pthread_self(), SIGUSR1, v), 0);
+  EXPECT_EQ(g_usr1.load(), 0);  // held: not yet
+  EXPECT_EQ(hold.deferred, 1);
+  end_deferring();
+  hold.release();
+  EXPECT_EQ(g_usr1.load(), 1);
+  EXPECT_EQ(g_usr1_value.load(), 41);  // its own code and value
+  // Not held: at once.
+  ASSERT_EQ(pthread_sigqueue(pthread_self(), SIGUSR1, v), 0);
+  EXPECT_EQ(g_usr1.load(), 2);
+  program_sigaction(SIGUSR1, &old, nullptr);
 }
 
 }  // namespace

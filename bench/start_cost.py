@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the preload costs a process that never copies (issue 31, finding 5): the time to start,
 run and end a process, without cmt and with cmt's libraries preloaded as `cmt run` preloads them
-(libcmt.so and libcmt-host.so), measured two ways:
+(libcmt.so and libcmt-host.so, or its AVX2 build), measured two ways:
 
   true    a shell loop starting /bin/true 500 times (the shell itself started once)
   script  a shell script that starts 200 processes of eight common tools (true, cat, expr, sed,
@@ -38,7 +38,11 @@ PROCESSES = {"true": 501, "script": 201}
 
 
 def preload_of(build):
-    return f"{build}/libcmt.so:{build}/libcmt-host.so"
+    """As `cmt run` preloads them: the hooks' AVX2 build where this processor has AVX2."""
+    host = f"{build}/libcmt-host-avx2.so"
+    if not (os.path.exists(host) and " avx2" in open("/proc/cpuinfo").read()):
+        host = f"{build}/libcmt-host.so"
+    return f"{build}/libcmt.so:{host}"
 
 
 def timed(workload, preload):

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <algorithm>
 
+#include "common/cpu_features.h"
 #include "config/options.h"
 #include "preload.h"
 #include "profile_command.h"
@@ -81,10 +82,15 @@ int run_tool(const std::string& name, const std::vector<std::string>& args) {
   return 126;
 }
 
+// libcmt-host.so beside libcmt.so, or its AVX2 build (libcmt-host-avx2.so) where this processor
+// has AVX2 and it is there.
 std::string host_library_beside(const std::string& library) {
   const std::size_t slash = library.find_last_of('/');
-  const std::string path =
-      (slash == std::string::npos ? std::string(".") : library.substr(0, slash)) + "/libcmt-host.so";
+  const std::string dir =
+      slash == std::string::npos ? std::string(".") : library.substr(0, slash);
+  if (cpu_runs_avx2() && is_file(dir + "/libcmt-host-avx2.so"))
+    return canonical(dir + "/libcmt-host-avx2.so");
+  const std::string path = dir + "/libcmt-host.so";
   return is_file(path) ? canonical(path) : std::string();
 }
 

@@ -22,7 +22,10 @@ ls "$tmp"/root/usr/share/cmt/configs/*.toml > /dev/null 2>&1 || fail "the packag
 env -u CMT_LIBRARY -u CMT_CONFIGS_DIR "$cmt" run -- true || fail "cmt run -- true exited $?"
 env -u CMT_LIBRARY "$cmt" run -- sh -c 'exit 3'; [ $? -eq 3 ] || fail "cmt run did not pass on the exit status"
 env -u CMT_LIBRARY PATH="$tmp/root/usr/bin:$PATH" cmt run -- sh -c 'echo "$LD_PRELOAD"' > "$tmp/preload" 2>&1
-grep -qx "$(realpath "$tmp/root/usr/lib/cmt/libcmt.so"):$(realpath "$tmp/root/usr/lib/cmt/libcmt-host.so")" "$tmp/preload" ||
+# The hooks' AVX2 build where this processor has AVX2 (and the package has it), else the SSE2 one.
+host=libcmt-host.so
+grep -qw avx2 /proc/cpuinfo && [ -e "$tmp/root/usr/lib/cmt/libcmt-host-avx2.so" ] && host=libcmt-host-avx2.so
+grep -qx "$(realpath "$tmp/root/usr/lib/cmt/libcmt.so"):$(realpath "$tmp/root/usr/lib/cmt/$host")" "$tmp/preload" ||
   fail "LD_PRELOAD was $(cat "$tmp/preload")"
 # From PATH, as an installed cmt runs: it must still find where it lies.
 env -u CMT_CONFIGS_DIR -u CMT_PROFILE PATH="$tmp/root/usr/bin:$PATH" cmt profile show > "$tmp/show" 2>&1 ||

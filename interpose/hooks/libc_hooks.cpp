@@ -6,8 +6,8 @@
 //
 // Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing:
 // up to 128 bytes it copies or fills them itself, as fast as libc's own small path
-// (small_copies.h), in the variant for this processor (AVX2 or SSE2, one branch on a flag); a
-// call below the threshold (every call until the host leg is armed) jumps to libc's
+// (small_copies.h), in the variant this library was built for (SSE2, or AVX2 in
+// libcmt-host-avx2.so); a call below the threshold (every call until the host leg is armed) jumps to libc's
 // function after one compare. Larger ones are handed to the host leg (interposer/host_leg.h),
 // which declines whatever it should not take.
 //
@@ -84,8 +84,6 @@ void* early_checked_fill(void* dst, int value, std::size_t n, std::size_t) noexc
 const std::atomic<std::size_t> kNever{std::numeric_limits<std::size_t>::max()};
 const std::atomic<std::size_t>* g_threshold = &kNever;
 const std::atomic<std::size_t>* g_fill_threshold = &kNever;
-// Whether the AVX2 variants run here; set by the constructor, SSE2's until then.
-bool g_avx2 = false;
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
 
@@ -109,7 +107,6 @@ void find(Fn* slot, const char* name, const char* version) {
 // preloaded, so its constructors run after those of the libraries it needs (libc, libstdc++).
 __attribute__((constructor(101))) void find_libc_copies() {
 #if defined(__x86_64__)
-  g_avx2 = cmt::small::cpu_has_avx2();
   find(&g_memcpy, "memcpy", "GLIBC_2.14");
   find(&g_memmove, "memmove", "GLIBC_2.2.5");
   find(&g_memcpy_chk, "__memcpy_chk", "GLIBC_2.3.4");
@@ -225,30 +222,47 @@ inline std::size_t host_fill_threshold() {
 
 #if defined(__x86_64__)
 
-CMT_LIBC_HOOKS(sse2, __attribute__((aligned(64))))
-CMT_LIBC_HOOKS(avx2, CMT_AVX2 __attribute__((aligned(64))))
+// One variant per library: libcmt-host.so holds the SSE2 hooks, which every x86-64 processor
+// runs; libcmt-host-avx2.so (this file built with CMT_HOOKS_AVX2) the AVX2 ones, which `cmt run`
+// preloads where the processor has AVX2 (cli/run_command.cpp). Each exported name is its variant's
+// body, inlined, on a 64-byte boundary: no test of a CPU flag on a call. Not a GNU indirect
+// function choosing at load: the loader would call its resolver while relocating the program's
+// libraries that bind at load time (-z now, as Debian's libtinfo under bash), before
+// libcmt-host.so itself, and print "Relink ... for IFUNC symbol" on stderr in every such process;
+// and a branch on a flag cost the 64-byte memcpy 10% on the H200 (bench/lab/NOTES.md 42).
+#if defined(CMT_HOOKS_AVX2)
+#define CMT_ISA avx2
+#define CMT_ISA_ATTRIBUTES CMT_AVX2
+#else
+#define CMT_ISA sse2
+#define CMT_ISA_ATTRIBUTES
+#endif
+#define CMT_CONCAT2(a, b) a##_##b
+#define CMT_CONCAT(a, b) CMT_CONCAT2(a, b)
+#define CMT_VARIANT(name) cmt::hooks::CMT_CONCAT(name, CMT_ISA)
+#define CMT_EXPORT_HOOK extern "C" __attribute__((visibility("default"), aligned(64))) CMT_ISA_ATTRIBUTES
 
-// Each exported name takes the variant for this processor on one well-predicted branch of a flag
-// the constructor sets (SSE2, which every x86-64 processor runs, until then). Not a GNU indirect
-// function: the loader would call its resolver while relocating the program's libraries that bind
-// at load time (-z now, as Debian's libtinfo under bash), before libcmt-host.so itself, and print
-// "Relink ... for IFUNC symbol" on stderr in every such process. The exported functions and the
-// variants each start on a 64-byte boundary: placed wherever the linker left them, the 64-byte
-// memcpy cost 10-35% more (bench/lab/NOTES.md 42).
-#define CMT_DISPATCH(exported, variant, params, args)                              \
-  CMT_LIBC_EXPORT __attribute__((aligned(64))) void* exported params {             \
-    return cmt::hooks::g_avx2 ? cmt::hooks::variant##_avx2 args                    \
-                              : cmt::hooks::variant##_sse2 args;                   \
-  }
-CMT_DISPATCH(memcpy, memcpy, (void* d, const void* s, std::size_t n), (d, s, n))
-CMT_DISPATCH(memmove, memmove, (void* d, const void* s, std::size_t n), (d, s, n))
-CMT_DISPATCH(__memcpy_chk, memcpy_chk, (void* d, const void* s, std::size_t n, std::size_t r),
-             (d, s, n, r))
-CMT_DISPATCH(__memmove_chk, memmove_chk, (void* d, const void* s, std::size_t n, std::size_t r),
-             (d, s, n, r))
-CMT_DISPATCH(memset, memset, (void* d, int v, std::size_t n), (d, v, n))
-CMT_DISPATCH(__memset_chk, memset_chk, (void* d, int v, std::size_t n, std::size_t r),
-             (d, v, n, r))
+#define CMT_LIBC_HOOKS_FOR(isa, attributes) CMT_LIBC_HOOKS(isa, attributes)  // isa expanded first
+CMT_LIBC_HOOKS_FOR(CMT_ISA, inline CMT_ISA_ATTRIBUTES)
+
+CMT_EXPORT_HOOK void* memcpy(void* d, const void* s, std::size_t n) {
+  return CMT_VARIANT(memcpy)(d, s, n);
+}
+CMT_EXPORT_HOOK void* memmove(void* d, const void* s, std::size_t n) {
+  return CMT_VARIANT(memmove)(d, s, n);
+}
+CMT_EXPORT_HOOK void* __memcpy_chk(void* d, const void* s, std::size_t n, std::size_t room) {
+  return CMT_VARIANT(memcpy_chk)(d, s, n, room);
+}
+CMT_EXPORT_HOOK void* __memmove_chk(void* d, const void* s, std::size_t n, std::size_t room) {
+  return CMT_VARIANT(memmove_chk)(d, s, n, room);
+}
+CMT_EXPORT_HOOK void* memset(void* d, int v, std::size_t n) {
+  return CMT_VARIANT(memset)(d, v, n);
+}
+CMT_EXPORT_HOOK void* __memset_chk(void* d, int v, std::size_t n, std::size_t room) {
+  return CMT_VARIANT(memset_chk)(d, v, n, room);
+}
 
 #else  // elsewhere: libc copies small calls too, after one compare
 

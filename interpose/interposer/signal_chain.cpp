@@ -41,6 +41,13 @@ bool catchable(int sig) {
          !(sig >= 32 && sig < SIGRTMIN);
 }
 
+// A fault of the thread's own instruction (raised by the kernel, not sent): putting it aside would
+// return to the instruction and raise it again.
+bool synchronous(int sig, const siginfo_t* info) {
+  return (sig == SIGILL || sig == SIGFPE || sig == SIGTRAP || sig == SIGSYS) && info &&
+         info->si_code > 0;
+}
+
 bool has_handler(const struct sigaction& a) {
   return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;  // the field is shared with SIGINFO's
 }
@@ -177,7 +184,8 @@ void on_signal(int sig, siginfo_t* info, void* context) {
       return;
     }
     deliver_fault(sig, info, context, read_program(sig));
-  } else if (CallerHold* hold = t_hold; hold && info && hold->deferred < CallerHold::kMostDeferred) {
+  } else if (CallerHold* hold = t_hold; hold && info && !synchronous(sig, info) &&
+                                         hold->deferred < CallerHold::kMostDeferred) {
     // cmt's threads are writing this thread's buffers: the handler runs once they are done.
     hold->pending[hold->deferred].sig = sig;
     hold->pending[hold->deferred].info = *info;

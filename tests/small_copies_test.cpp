@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cpu_features.h"
 #include "hooks/small_copies.h"
 
 namespace cmt {
@@ -29,7 +30,7 @@ struct Variant {
 
 std::vector<Variant> variants() {
   std::vector<Variant> out = {{"sse2", small::move_sse2, small::fill_sse2}};
-  if (small::cpu_has_avx2()) out.push_back({"avx2", small::move_avx2, small::fill_avx2});
+  if (cpu_runs_avx2()) out.push_back({"avx2", small::move_avx2, small::fill_avx2});
   return out;
 }
 

@@ -12,8 +12,6 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "common/cpu_features.h"
-
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -196,11 +194,6 @@ CMT_AVX2 CMT_SMALL bool fill_avx2(void* dst, int value, std::size_t n) {
   store32(d + 32, v);
   store32(d + n - 64, v);
   return true;
-}
-
-// Whether this processor (and the kernel, which must save its registers) runs AVX2.
-inline bool cpu_has_avx2() {
-  return cpu_runs_avx2();
 }
 
 #endif  // __x86_64__

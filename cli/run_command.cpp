@@ -41,19 +41,33 @@ std::string executable_dir() {
 
 }  // namespace
 
+namespace {
+
+// libcmt.so loads the rest of cmt from its own folder on the first CUDA call (hooks/engine_link.h):
+// without it there, every copy would go to CUDA untouched, which cmt run says now rather than then.
+std::string with_engine_beside(const std::string& library, std::string* why) {
+  const std::size_t slash = library.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? std::string(".") : library.substr(0, slash);
+  if (is_file(dir + "/libcmt-engine.so")) return library;
+  *why = "libcmt-engine.so is not beside " + library + " (an incomplete install or build)";
+  return {};
+}
+
+}  // namespace
+
 std::string find_library(std::string* why) {
   Config env;
   std::vector<std::string> ignored;
   apply_environment(env, ignored, nullptr, EnvRows::EnvOnly);
   if (!env.library.empty()) {
-    if (is_file(env.library)) return env.library;
+    if (is_file(env.library)) return with_engine_beside(env.library, why);
     *why = "CMT_LIBRARY='" + env.library + "' is not a readable file";
     return {};
   }
   const std::string dir = executable_dir();
   // Beside cmt in a build tree; installed, in the package's library directory.
   for (const char* rel : {"/libcmt.so", "/" CMT_BIN_TO_PKGLIB "/libcmt.so"})
-    if (is_file(dir + rel)) return canonical(dir + rel);
+    if (is_file(dir + rel)) return with_engine_beside(canonical(dir + rel), why);
   *why = "libcmt.so not found beside " + dir + " or in " + dir +
          "/" CMT_BIN_TO_PKGLIB "; set CMT_LIBRARY to its path";
   return {};

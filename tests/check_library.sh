@@ -1,15 +1,18 @@
 #!/bin/sh
 # libcmt.so exports exactly the names of its version script (made from hooks/hook_table.h) and
 # nothing else, unversioned; among them the hooks every program needs and never a legacy 32-bit
-# driver entry; and it pulls no CUDA runtime, spdlog, fmt, hwloc or numa shared library into the
-# host process; and it is never unmapped (-z nodelete), since its copy threads outlive a dlclose.
-# libcmt-host.so, the memcpy hooks' own preload, exports exactly its map's names and needs libc
-# alone.
+# driver entry; and it pulls no CUDA runtime, spdlog, fmt, hwloc or numa shared library, nor the
+# C++ runtime, into the host process; and it is never unmapped (-z nodelete), since its copy
+# threads outlive a dlclose. libcmt-host.so, the memcpy hooks' own preload, exports exactly its
+# map's names and needs libc alone. libcmt-engine.so, which libcmt.so loads on the first CUDA call,
+# likewise: its map's names, libc alone, -z nodelete, and its own names bound to itself (-Bsymbolic).
 set -eu
 lib=$1
 map=$2
 hostlib=${3:-}
 hostmap=${4:-}
+enginelib=${5:-}
+enginemap=${6:-}
 exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
 expected=$(sed -n '/global:/,/local:/p' "$map" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
   grep -vx 'global\|local' | sort | tr '\n' ' ')
@@ -46,5 +49,19 @@ if [ -n "$hostlib" ]; then
   [ "$host_needed" = "libc.so.6 " ] || { echo "FAIL: libcmt-host.so needs [$host_needed]"; exit 1; }
   readelf -d "$hostlib" | grep -q "FLAGS_1.*NODELETE" || { echo "FAIL: libcmt-host.so is not -z nodelete"; exit 1; }
   echo "ok: libcmt-host.so exports [$host_exported]; needs [$host_needed]"
+fi
+if [ -n "$enginelib" ]; then
+  engine_exported=$(nm -D --defined-only "$enginelib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
+  engine_expected=$(sed -n '/global:/,/local:/p' "$enginemap" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
+    grep -vx 'global\|local' | sort | tr '\n' ' ')
+  [ "$engine_exported" = "$engine_expected" ] ||
+    { echo "FAIL: libcmt-engine.so exports [$engine_exported], its map names [$engine_expected]"; exit 1; }
+  engine_needed=$(readelf -d "$enginelib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
+  for bad in cudart spdlog fmt hwloc numa cuda stdc++ gcc_s; do
+    case "$engine_needed" in *lib$bad*) echo "FAIL: libcmt-engine.so needs lib$bad ($engine_needed)"; exit 1;; esac
+  done
+  readelf -d "$enginelib" | grep -q "FLAGS_1.*NODELETE" || { echo "FAIL: libcmt-engine.so is not -z nodelete"; exit 1; }
+  readelf -d "$enginelib" | grep -q "(SYMBOLIC)" || { echo "FAIL: libcmt-engine.so is not -Bsymbolic"; exit 1; }
+  echo "ok: libcmt-engine.so exports its map's $(echo "$engine_exported" | wc -w) names; needs [$engine_needed]"
 fi
 echo "ok: exports [$exported]; needs [$needed]"

@@ -85,6 +85,11 @@ grep -q "missing.toml: cannot read the profile: No such file or directory" "$tmp
 CMT_LIBRARY=/nonexistent/libcmt.so "$cmt" run -- true 2>"$tmp/err"; rc=$?
 check "CMT_LIBRARY naming no file stops cmt run (rc=$rc)" $(( rc != 2 ))
 grep -q "CMT_LIBRARY='/nonexistent/libcmt.so' is not a readable file" "$tmp/err"; check "and says so" $?
+# A libcmt.so without the engine beside it (libcmt.so loads it on the first CUDA call).
+mkdir -p "$tmp/alone" && cp "$(dirname "$cmt")/libcmt.so" "$tmp/alone/"
+CMT_LIBRARY="$tmp/alone/libcmt.so" "$cmt" run -- true 2>"$tmp/err"; rc=$?
+check "a libcmt.so without libcmt-engine.so stops cmt run (rc=$rc)" $(( rc != 2 ))
+grep -q "libcmt-engine.so is not beside $tmp/alone/libcmt.so" "$tmp/err"; check "and says so" $?
 # This machine's own profile is found by fingerprint and sits under an explicit one.
 mine=$(XDG_CONFIG_HOME="$tmp/xdg" "$cmt" profile path 2>/dev/null)
 case "$mine" in "$tmp/xdg/cmt/profiles/"*.toml) r=0;; *) r=1;; esac

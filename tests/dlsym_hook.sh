@@ -19,7 +19,7 @@ fi
 if grep -q '^hooked:' "$dir/without"; then
   grep '^hooked:' "$dir/without" | grep -qv 'libcuda' && { echo "FAIL: stub lookups"; exit 1; }
   n=$(grep -c '^hooked:' "$dir/without")
-  m=$(grep '^hooked:' "$dir/with" | grep -c ': libcmt.so$')
+  m=$(grep '^hooked:' "$dir/with" | grep -c ': libcmt\(-engine\)\?.so$')
   [ "$n" -eq "$m" ] || { echo "FAIL: $m of $n hooked entry points answered by cmt"; exit 1; }
   python3 -c "
 import json; s = json.load(open('$dir/stats'))

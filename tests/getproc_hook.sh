@@ -20,7 +20,7 @@ grep -q "the library saw: v2 1, v2_ptds 1, legacy 1, last 1000 bytes" "$dir/with
   { echo "FAIL: each call must reach the library once"; exit 1; }
 if grep '^hooked:' "$dir/without" | grep -qv 'libcuda.so.1$'; then echo "FAIL: the probe"; exit 1; fi
 n=$(grep -c '^hooked:' "$dir/with")
-m=$(grep '^hooked:' "$dir/with" | grep -c ': libcmt.so$\|from libcmt.so$')
+m=$(grep '^hooked:' "$dir/with" | grep -c ': libcmt\(-engine\)\?.so$\|from libcmt\(-engine\)\?.so$')
 [ "$n" -eq "$m" ] || { echo "FAIL: $m of $n exact variants answered by cmt"; exit 1; }
 python3 -c "
 import json; s = json.load(open('$dir/stats'))

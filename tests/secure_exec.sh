@@ -16,9 +16,11 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 chmod 755 "$dir"
 findmnt -no OPTIONS -T "$dir" 2>/dev/null | grep -q nosuid && { echo "nosuid $dir: skipped"; exit 77; }
-cp "$lib" "$dir/libcmt.so" && cp "$app" "$dir/app" && cp "$app" "$dir/setuid-app"
-chown root:root "$dir/libcmt.so" "$dir/app" "$dir/setuid-app"
-chmod 755 "$dir/libcmt.so" "$dir/app"
+engine=$(dirname "$lib")/libcmt-engine.so  # libcmt.so loads it from its own folder
+cp "$lib" "$dir/libcmt.so" && cp "$engine" "$dir/libcmt-engine.so" && cp "$app" "$dir/app" &&
+  cp "$app" "$dir/setuid-app"
+chown root:root "$dir/libcmt.so" "$dir/libcmt-engine.so" "$dir/app" "$dir/setuid-app"
+chmod 755 "$dir/libcmt.so" "$dir/libcmt-engine.so" "$dir/app"
 chmod 4755 "$dir/setuid-app"
 printf 'schema = 1\n[cmt]\nslots = "many"\n' > "$dir/root-only.toml"
 chmod 600 "$dir/root-only.toml"

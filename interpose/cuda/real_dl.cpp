@@ -2,12 +2,15 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <initializer_list>
 
 namespace cmt {
 namespace {
 
 using DlsymFn = void* (*)(void*, const char*);
+
+std::atomic<NextSymbolFinder> g_next_symbol_finder{nullptr};
 
 DlsymFn find_libc_dlsym() {
   // glibc 2.34 moved dlsym into libc.so.6 under a new version; older ones have it in libdl under
@@ -28,6 +31,16 @@ void* libc_dlsym_address() {
 void* real_dlsym(void* handle, const char* name) {
   auto fn = reinterpret_cast<DlsymFn>(libc_dlsym_address());
   return fn ? fn(handle, name) : nullptr;
+}
+
+void set_next_symbol_finder(NextSymbolFinder finder) {
+  g_next_symbol_finder.store(finder, std::memory_order_release);
+}
+
+void* next_symbol(const char* name) {
+  if (NextSymbolFinder finder = g_next_symbol_finder.load(std::memory_order_acquire))
+    return finder(name);
+  return real_dlsym(RTLD_NEXT, name);
 }
 
 }  // namespace cmt

@@ -23,7 +23,7 @@ int find_cudart(struct dl_phdr_info* info, size_t, void* out) {
 }  // namespace
 
 void* real_runtime_symbol(const char* name) {
-  if (void* fn = real_dlsym(RTLD_NEXT, name)) return fn;
+  if (void* fn = next_symbol(name)) return fn;
   std::string path;
   dl_iterate_phdr(find_cudart, &path);
   if (path.empty()) return nullptr;

@@ -1,5 +1,5 @@
 // The CUDA runtime functions that libcmt.so's hooks stand in front of, resolved once each: the
-// next definition after libcmt.so in the global scope (RTLD_NEXT), or, when the runtime was
+// next definition after libcmt.so in the global scope (cuda/real_dl.h's next_symbol), or, when the runtime was
 // loaded privately (a Python extension's libcudart.so.13), the copy already loaded in the process.
 #pragma once
 

@@ -1,9 +1,9 @@
 // libcmt.so's dlsym. Programs that never link cudart dynamically (nvcc's static cudart, XLA)
 // open libcuda.so.1 themselves and look up cuGetProcAddress or cuMemcpy* with dlsym(handle, ...),
-// which a preloaded definition of those names cannot intercept. This hook answers exactly those
-// names with cmt's hooks (driver_hooks.h), answers "not found" where a global lookup would find
-// only libcmt.so's own export (as it would without cmt), and hands every other lookup to the C
-// library's dlsym.
+// which a preloaded definition of those names cannot intercept. This hook hands exactly those
+// names to the engine's decision (hooks/engine_attach.cpp: cmt's hook in place of the libcuda
+// variant it mirrors, "not found" where a global lookup would find only cmt's own export), and
+// every other lookup to the C library's dlsym at the cost of two compares.
 //
 // It hands them over with a jump, not a call: glibc resolves RTLD_NEXT against its caller's
 // return address, so the real dlsym must see the application's return address, not libcmt's.
@@ -11,9 +11,7 @@
 // architectures libcmt.so does not hook dlsym at all.
 #include <dlfcn.h>
 
-#include "common/thread_context.h"
-#include "cuda/real_dl.h"
-#include "hooks/driver_hooks.h"
+#include "hooks/front.h"
 
 #if defined(__x86_64__)
 
@@ -25,31 +23,19 @@ __attribute__((visibility("hidden"))) void* cmt_libc_dlsym = nullptr;
 // Returns 1 with *answer set when cmt answers the lookup itself, 0 to hand it to the C library.
 __attribute__((visibility("hidden"))) int cmt_dlsym_decide(void* handle, const char* name,
                                                            void** answer) {
-  if (!cmt_libc_dlsym) cmt_libc_dlsym = cmt::libc_dlsym_address();
+  using namespace cmt::front;
+  if (!cmt_libc_dlsym) cmt_libc_dlsym = reinterpret_cast<void*>(libc_dlsym());
   if (!cmt_libc_dlsym) {  // no C library dlsym to hand over to: answer as a failed lookup
     *answer = nullptr;
     return 1;
   }
-  // RTLD_NEXT depends on the caller, which only the real dlsym sees; a nested lookup is cmt's own.
-  if (handle == RTLD_NEXT || cmt::t_thread.deciding_dlsym) return 0;
-  const bool driver = cmt::is_hooked_driver_symbol(name);
-  if (!driver && !cmt::is_hooked_runtime_symbol(name)) return 0;
-  cmt::t_thread.deciding_dlsym = true;  // a lookup made from inside goes straight through
-  void* found = cmt::real_dlsym(handle, name);
-  void* hook = nullptr;
-  bool answered = false;
-  if (found && cmt::is_libcmt_address(found)) {
-    // A global lookup found libcmt.so's own export. Without cmt it would have found the next
-    // definition, or none: a program probing for CUDA must still see "none" (and dlerror()
-    // then names the symbol, from this failed lookup).
-    if (!cmt::real_dlsym(RTLD_NEXT, name)) answered = true;
-  } else if (found && driver) {
-    hook = cmt::driver_hook_for_symbol(name, found);
-    answered = hook != found;
-  }
-  cmt::t_thread.deciding_dlsym = false;
-  if (!answered) return 0;
-  *answer = hook;
+  // RTLD_NEXT depends on the caller, which only the real dlsym sees.
+  if (handle == RTLD_NEXT || !is_hooked_name(name)) return 0;
+  if (const cmt::EngineLink* link = engine()) return link->dlsym_decide(handle, name, answer);
+  // No engine: still no export of cmt's where a program probing for CUDA would find none.
+  void* found = libc_dlsym()(handle, name);
+  if (!found || !in_front(found) || next_symbol(name)) return 0;
+  *answer = nullptr;
   return 1;
 }
 
@@ -60,7 +46,7 @@ namespace {
 // Found when the library loads, so threads racing through their first dlsym only read it (the
 // lazy lookup above covers calls made before this constructor runs).
 __attribute__((constructor)) void find_libc_dlsym_early() {
-  if (!cmt_libc_dlsym) cmt_libc_dlsym = cmt::libc_dlsym_address();
+  if (!cmt_libc_dlsym) cmt_libc_dlsym = reinterpret_cast<void*>(cmt::front::libc_dlsym());
 }
 
 }  // namespace

@@ -11,11 +11,10 @@
 #include "common/thread_context.h"
 #include "cuda/real_dl.h"
 #include "hooks/exported.h"
+#include "hooks/hook_shapes.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
 
-#undef cuGetProcAddress  // cuda.h maps these to _v2; every variant is hooked, by real name
-#undef cuMemcpyBatchAsync
 
 namespace cmt::hooks {
 namespace {
@@ -40,11 +39,17 @@ extern void* const g_hook_functions[kHookCount];
 
 const char* const kRuntimeHookNames[] = {CMT_RUNTIME_HOOKS(CMT_HOOK_NAME)};
 
+// libcmt.so, which loaded this engine (hooks/engine_link.h): its exports are cmt's too.
+std::atomic<FrontAddressTest> g_in_front{nullptr};
+
+// In libcmt-engine.so or in libcmt.so: never a function a hook may forward to.
 bool is_ours(const void* p) {
   static const void* self_base = [] {
     Dl_info self{};
     return dladdr(reinterpret_cast<void*>(&is_ours), &self) ? self.dli_fbase : nullptr;
   }();
+  const FrontAddressTest in_front = g_in_front.load(std::memory_order_acquire);
+  if (in_front && in_front(p)) return true;
   Dl_info info{};
   return self_base && dladdr(p, &info) && info.dli_fbase == self_base;
 }
@@ -61,7 +66,7 @@ void* real_of(DriverHook& h) {
   void* fn = h.real.load(std::memory_order_acquire);
   if (fn) return fn;
   // Called directly (the program links libcuda): the next definition after libcmt.so.
-  fn = real_dlsym(RTLD_NEXT, h.name);
+  fn = next_symbol(h.name);
   if (!fn) {
     if (void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
       fn = real_dlsym(lib, h.name);
@@ -400,6 +405,10 @@ bool is_libcmt_address(const void* address) {
   return hooks::is_ours(address);
 }
 
+void set_front_address_test(FrontAddressTest in_front) {
+  hooks::g_in_front.store(in_front, std::memory_order_release);
+}
+
 bool is_hooked_runtime_symbol(const char* name) {
   if (!name || name[0] != 'c' || name[1] != 'u') return false;
   for (const char* n : hooks::kRuntimeHookNames)
@@ -421,51 +430,6 @@ void* driver_hook_for_symbol(const char* name, void* found) {
 
 // ---- exported names: programs that link libcuda bind to these ----------------------------------
 
-#define CMT_SHAPE_HostAlloc \
-  CUresult, (void** p, size_t bytes, unsigned int flags), (p, bytes, flags)
-#define CMT_SHAPE_AllocHost CUresult, (void** p, size_t bytes), (p, bytes)
-#define CMT_SHAPE_HostRelease CUresult, (void* p), (p)
-#define CMT_SHAPE_HostRegister \
-  CUresult, (void* p, size_t bytes, unsigned int flags), (p, bytes, flags)
-#define CMT_SHAPE_HtoD CUresult, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n)
-#define CMT_SHAPE_DtoH CUresult, (void* dst, CUdeviceptr src, size_t n), (dst, src, n)
-#define CMT_SHAPE_HtoDAsync \
-  CUresult, (CUdeviceptr dst, const void* src, size_t n, CUstream s), (dst, src, n, s)
-#define CMT_SHAPE_DtoHAsync \
-  CUresult, (void* dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
-#define CMT_SHAPE_Unified CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n)
-#define CMT_SHAPE_UnifiedAsync \
-  CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
-#define CMT_SHAPE_DtoD CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n), (dst, src, n)
-#define CMT_SHAPE_DtoDAsync \
-  CUresult, (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s), (dst, src, n, s)
-#define CMT_SHAPE_Peer                                                                  \
-  CUresult, (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n), \
-      (dst, dst_ctx, src, src_ctx, n)
-#define CMT_SHAPE_PeerAsync                                                          \
-  CUresult,                                                                          \
-      (CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUcontext src_ctx, size_t n, \
-       CUstream s),                                                                  \
-      (dst, dst_ctx, src, src_ctx, n, s)
-#define CMT_SHAPE_Batch                                                                \
-  CUresult,                                                                            \
-      (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,           \
-       CUmemcpyAttributes * attrs, size_t * attrs_idxs, size_t num_attrs, CUstream s), \
-      (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, s)
-#define CMT_SHAPE_BatchV1                                                                      \
-  CUresult,                                                                                    \
-      (CUdeviceptr * dsts, CUdeviceptr * srcs, size_t * sizes, size_t count,                   \
-       CUmemcpyAttributes * attrs, size_t * attrs_idxs, size_t num_attrs, size_t * fail_index, \
-       CUstream s),                                                                            \
-      (dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, fail_index, s)
-#define CMT_SHAPE_GetProcAddress                                             \
-  CUresult, (const char* symbol, void** pfn, int version, cuuint64_t flags), \
-      (symbol, pfn, version, flags)
-#define CMT_SHAPE_GetProcAddressV2                                    \
-  CUresult,                                                           \
-      (const char* symbol, void** pfn, int version, cuuint64_t flags, \
-       CUdriverProcAddressQueryResult* status),                       \
-      (symbol, pfn, version, flags, status)
 #define CMT_EXPORT_DRIVER_HOOK(name, shape, per_thread) \
   CMT_DEFINE_EXPORT(name, cmt::hooks::shape<cmt::hooks::Driver::name>, CMT_SHAPE_##shape)
 CMT_DRIVER_HOOKS(CMT_EXPORT_DRIVER_HOOK)

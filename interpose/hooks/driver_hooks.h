@@ -16,7 +16,15 @@ bool is_hooked_driver_symbol(const char* name);
 // True if `name` is a symbol libcmt.so exports in the CUDA runtime's name (cudaMemcpy, ...).
 bool is_hooked_runtime_symbol(const char* name);
 
-// True if `address` lies in libcmt.so itself.
+// True if `address` lies in cmt's own code: libcmt-engine.so, or libcmt.so once
+// set_front_address_test has said how to tell.
 bool is_libcmt_address(const void* address);
+
+using FrontAddressTest = bool (*)(const void* address) noexcept;
+void set_front_address_test(FrontAddressTest in_front);
+
+// libcmt.so's dlsym hook asks this for the names above (hooks/engine_link.h's dlsym_decide):
+// 1 with *answer set when cmt answers the lookup itself, 0 to hand it to the C library.
+int decide_dlsym(void* handle, const char* name, void** answer) noexcept;
 
 }  // namespace cmt

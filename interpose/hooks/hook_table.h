@@ -1,4 +1,4 @@
-/* The one table of entry points libcmt.so exports. Adding an entry point of a shape that exists is
+/* The one table of entry points libcmt.so exports (and libcmt-engine.so, behind it). Adding an entry point of a shape that exists is
    one row here: the hooks' enum, names, real-function slots, exported wrappers, the "is this
    hooked" queries and the linker's version script (libcmt.map, made from this file by the C
    preprocessor at build time) all follow from it. A new shape also needs its signature
@@ -73,18 +73,25 @@
   X(cuMemHostRegister_v2, HostRegister, 0)     \
   X(cuMemHostUnregister, HostRelease, 0)
 
-/* Exported, written by hand: the C library's dlsym (hooks/dlsym_hook.cpp, x86-64 assembly around
-   a C++ decision), cmt's own function (hooks/runtime_hooks.cpp), and the table libcmt-host.so
-   fetches from this library (hooks/host_leg_abi.h, hooks/host_leg_exports.cpp). X(name) */
-#define CMT_OTHER_EXPORTS(X)  \
-  X(dlsym)                    \
-  X(cmt_forward_this_thread)  \
-  X(cmt_host_leg_abi)
+/* Exported by libcmt.so beside the hooks, written by hand: the C library's dlsym
+   (hooks/dlsym_hook.cpp, x86-64 assembly around a decision the engine makes) and cmt's own
+   function (forwarded to the engine's). X(name) */
+#define CMT_FRONT_EXPORTS(X) \
+  X(dlsym)                   \
+  X(cmt_forward_this_thread)
+
+/* Exported by libcmt-engine.so beside the hooks, for libcmt.so's lookups alone (it is opened
+   RTLD_LOCAL: hooks/engine_link.h): the attach and cmt's own function
+   (hooks/runtime_hooks.cpp). X(name) */
+#define CMT_ENGINE_EXPORTS(X)  \
+  X(cmt_engine_attach)         \
+  X(cmt_forward_this_thread)
 
 /* libcmt-host.so, the second, small preload (hooks/libc_hooks.cpp, its version script
    libcmt-host.map): the C library's copies and fills, for the host leg, and sigaction with its
    relatives (hooks/signal_hooks.cpp), which keep cmt's signal handler in front
-   (interposer/signal_chain.h). A library of its own because even a
+   (interposer/signal_chain.h); and the entry that takes the engine's host-leg table
+   (hooks/host_leg_abi.h). A library of its own because even a
    hook that only compares a size costs a tight loop of 64-byte memcpy calls measurably, so it is
    loaded only where host copies are on (`cmt run` adds it unless host_copy is off). X(name) */
 #define CMT_HOST_LIBRARY_EXPORTS(X) \
@@ -100,4 +107,5 @@
   X(bsd_signal)                     \
   X(ssignal)                        \
   X(sysv_signal)                    \
-  X(__sysv_signal)
+  X(__sysv_signal)                  \
+  X(cmt_host_library_attach)

@@ -1,8 +1,9 @@
 // The one interface between libcmt-host.so (the C library's copies and fills, hooks/libc_hooks.cpp)
-// and libcmt.so (the host leg, interposer/host_leg.h): a table of what the hooks need, which
-// libcmt-host.so fetches with a single dlsym of kHostLegAbiSymbol when it loads. Both sides include
-// this header, so the types are written once. Without libcmt.so (or with a table of another
-// version) libcmt-host.so hands every call to libc.
+// and libcmt-engine.so (the host leg, interposer/host_leg.h): a table of what the hooks need, which
+// the engine hands to libcmt-host.so's kHostLibraryAttachSymbol when libcmt.so loads the engine
+// (on the first CUDA call: hooks/engine_link.h). Both sides include this header, so the types are
+// written once. Until then, or with a table of another version, libcmt-host.so hands every call to
+// libc.
 #pragma once
 
 #include <signal.h>
@@ -14,9 +15,9 @@
 
 namespace cmt {
 
-inline constexpr unsigned kHostLegAbiVersion = 2;
+inline constexpr unsigned kHostLegAbiVersion = 3;
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
-inline constexpr const char* kHostLegAbiSymbol = "cmt_host_leg_abi";
+inline constexpr const char* kHostLibraryAttachSymbol = "cmt_host_library_attach";
 
 struct HostLegAbi {
   unsigned version;  // kHostLegAbiVersion
@@ -32,9 +33,8 @@ struct HostLegAbi {
   std::size_t (*copy)(void* dst, const void* src, std::size_t bytes, CallerHold* hold) noexcept;
   std::size_t (*fill)(void* dst, int value, std::size_t bytes, CallerHold* hold) noexcept;
   // libcmt-host.so says it is loaded, and which sigaction lies below its own: only then does
-  // libcmt.so start threads for the host leg and put its fault handler in front. Called from
-  // libcmt-host.so's constructor, which may run before libcmt.so's: it only sets state that is
-  // constant-initialized.
+  // the engine start threads for the host leg and put its fault handler in front. Called from
+  // libcmt-host.so's attach, inside cmt_engine_attach.
   void (*hooks_loaded)(SigactionFn next_sigaction) noexcept;
   // sigaction as the program sees it (interposer/signal_chain.h).
   int (*sigaction)(int sig, const struct sigaction* act, struct sigaction* old) noexcept;
@@ -42,5 +42,10 @@ struct HostLegAbi {
 
 }  // namespace cmt
 
-// Exported by libcmt.so (hooks/host_leg_exports.cpp): the table, valid for the life of the process.
-extern "C" const cmt::HostLegAbi* cmt_host_leg_abi() noexcept;
+namespace cmt {
+// libcmt-engine.so's table (hooks/host_leg_exports.cpp), valid for the life of the process.
+const HostLegAbi* cmt_host_leg_abi() noexcept;
+}  // namespace cmt
+
+// Exported by libcmt-host.so (hooks/libc_hooks.cpp): takes the engine's table, once.
+extern "C" void cmt_host_library_attach(const cmt::HostLegAbi* abi) noexcept;

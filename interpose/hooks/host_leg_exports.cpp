@@ -1,5 +1,5 @@
-// libcmt.so's side of hooks/host_leg_abi.h: the table libcmt-host.so fetches, each entry a thin
-// call into the host leg (interposer/host_leg.h), which decides.
+// libcmt-engine.so's side of hooks/host_leg_abi.h: the table handed to libcmt-host.so, each entry
+// a thin call into the host leg (interposer/host_leg.h), which decides.
 #include "hooks/host_leg_abi.h"
 
 #include "interposer/signal_chain.h"
@@ -28,9 +28,8 @@ int sigaction_for_program(int sig, const struct sigaction* act, struct sigaction
 }  // namespace
 }  // namespace cmt::hooks
 
-extern "C" __attribute__((visibility("default"))) const cmt::HostLegAbi*
-cmt_host_leg_abi() noexcept {
-  // Its entries point at constant-initialized state: valid before libcmt.so's constructors run.
+const cmt::HostLegAbi* cmt::cmt_host_leg_abi() noexcept {
+  // Its entries point at constant-initialized state: valid before the engine's constructors run.
   static const cmt::HostLegAbi abi{cmt::kHostLegAbiVersion,
                                    &cmt::host_leg().copy_threshold(),
                                    &cmt::host_leg().fill_threshold(),

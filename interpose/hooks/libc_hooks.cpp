@@ -1,8 +1,9 @@
 // libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
 // fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where
 // host copies or fills are on.
-// It holds no state: the thresholds and the copy come from libcmt.so's host leg, as one table
-// (hooks/host_leg_abi.h) found once with dlsym; without libcmt.so every call goes to libc.
+// It holds no state: the thresholds and the copy come from the host leg in libcmt-engine.so, as one
+// table (hooks/host_leg_abi.h) that the engine hands over when libcmt.so loads it, on the first
+// CUDA call; until then, and without libcmt.so, every call goes to libc.
 //
 // Most calls are tiny (memset's as well as memcpy's), and the hook must cost them next to nothing:
 // up to 128 bytes it copies or fills them itself, as fast as libc's own small path
@@ -79,11 +80,14 @@ void* early_checked_fill(void* dst, int value, std::size_t n, std::size_t) noexc
   return early_fill(dst, value, n);
 }
 
-// libcmt.so's host leg (hooks/host_leg_abi.h): until its table is found, no copy is large enough
-// to hand over.
-const std::atomic<std::size_t> kNever{std::numeric_limits<std::size_t>::max()};
-const std::atomic<std::size_t>* g_threshold = &kNever;
-const std::atomic<std::size_t>* g_fill_threshold = &kNever;
+// The engine's host leg (hooks/host_leg_abi.h): until its table arrives, no copy is large enough
+// to hand over. Set once, from whichever thread loads the engine, while other threads copy: hence
+// atomics, read relaxed on the fast path (a plain load on x86-64 and AArch64) since the value
+// behind is itself atomic, and with acquire before the table is used.
+using Threshold = std::atomic<std::size_t>;
+const Threshold kNever{std::numeric_limits<std::size_t>::max()};
+std::atomic<const Threshold*> g_threshold{&kNever};
+std::atomic<const Threshold*> g_fill_threshold{&kNever};
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
 
@@ -94,7 +98,7 @@ CheckedCopyFn g_memmove_chk = early_checked_move;
 
 }  // namespace
 
-const cmt::HostLegAbi* g_host_leg = nullptr;
+std::atomic<const HostLegAbi*> g_host_leg{nullptr};
 
 namespace {
 
@@ -103,9 +107,9 @@ void find(Fn* slot, const char* name, const char* version) {
   if (void* fn = dlvsym(RTLD_NEXT, name, version)) *slot = reinterpret_cast<Fn>(fn);
 }
 
-// Before other libraries' constructors where the loader allows (priority 101): libcmt.so is
-// preloaded, so its constructors run after those of the libraries it needs (libc, libstdc++).
-__attribute__((constructor(101))) void find_libc_copies() {
+// Before other libraries' constructors where the loader allows (priority 101); and again, at no
+// cost, if the engine attaches before this library's constructors have run.
+__attribute__((constructor(101))) void find_libc_copies() noexcept {
 #if defined(__x86_64__)
   find(&g_memcpy, "memcpy", "GLIBC_2.14");
   find(&g_memmove, "memmove", "GLIBC_2.2.5");
@@ -123,16 +127,6 @@ __attribute__((constructor(101))) void find_libc_copies() {
   find(&g_memset_chk, "__memset_chk", "GLIBC_2.17");
   find_signal_functions("GLIBC_2.17");
 #endif
-  // libcmt.so is preloaded before this library, so it is loaded (if it is) by now.
-  using AbiFn = const cmt::HostLegAbi* (*)() noexcept;
-  auto abi = reinterpret_cast<AbiFn>(dlsym(RTLD_DEFAULT, cmt::kHostLegAbiSymbol));
-  const cmt::HostLegAbi* table = abi ? abi() : nullptr;
-  if (table && table->version == cmt::kHostLegAbiVersion) {
-    g_host_leg = table;
-    g_threshold = table->copy_threshold;
-    g_fill_threshold = table->fill_threshold;
-    table->hooks_loaded(g_next_sigaction);
-  }
 }
 
 // The slow paths, out of line so that the hooks' fast path is a compare and a jump. `done`
@@ -140,9 +134,9 @@ __attribute__((constructor(101))) void find_libc_copies() {
 __attribute__((noinline)) void* large_copy(CopyFn libc, void* dst, const void* src,
                                            std::size_t n) {
   std::size_t done = 0;
-  if (g_host_leg) {
+  if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
     cmt::CallerHold hold;
-    done = g_host_leg->copy(dst, src, n, &hold);
+    done = leg->copy(dst, src, n, &hold);
     hold.release();
     if (done == n) return dst;
   }
@@ -159,14 +153,14 @@ inline void* large_memmove(void* dst, const void* src, std::size_t n) {
 }
 
 inline std::size_t host_copy_threshold() {
-  return g_threshold->load(std::memory_order_relaxed);
+  return g_threshold.load(std::memory_order_relaxed)->load(std::memory_order_relaxed);
 }
 
 __attribute__((noinline)) void* large_memset(void* dst, int value, std::size_t n) {
   std::size_t done = 0;
-  if (g_host_leg) {
+  if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
     cmt::CallerHold hold;
-    done = g_host_leg->fill(dst, value, n, &hold);
+    done = leg->fill(dst, value, n, &hold);
     hold.release();
     if (done == n) return dst;
   }
@@ -175,13 +169,26 @@ __attribute__((noinline)) void* large_memset(void* dst, int value, std::size_t n
 }
 
 inline std::size_t host_fill_threshold() {
-  return g_fill_threshold->load(std::memory_order_relaxed);
+  return g_fill_threshold.load(std::memory_order_relaxed)->load(std::memory_order_relaxed);
 }
 
 }  // namespace
 }  // namespace cmt::hooks
 
 #define CMT_LIBC_EXPORT extern "C" __attribute__((visibility("default")))
+
+// The engine's table (hooks/host_leg_abi.h), once: a second table, or one of another version, is
+// refused, and every call keeps going to libc.
+CMT_LIBC_EXPORT void cmt_host_library_attach(const cmt::HostLegAbi* table) noexcept {
+  using namespace cmt::hooks;
+  if (!table || table->version != cmt::kHostLegAbiVersion) return;
+  const cmt::HostLegAbi* none = nullptr;
+  if (!g_host_leg.compare_exchange_strong(none, table, std::memory_order_acq_rel)) return;
+  if (!g_next_sigaction) find_libc_copies();
+  g_threshold.store(table->copy_threshold, std::memory_order_release);
+  g_fill_threshold.store(table->fill_threshold, std::memory_order_release);
+  table->hooks_loaded(g_next_sigaction);
+}
 
 // The hooks' bodies, one set per instruction set. Up to kSmallMost bytes they copy or fill
 // themselves (small_copies.h); below the threshold they jump to libc's function; the rest goes to

@@ -10,6 +10,7 @@
 #include "common/thread_context.h"
 #include "cuda/real_runtime.h"
 #include "hooks/exported.h"
+#include "hooks/hook_shapes.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
 
@@ -176,27 +177,6 @@ cudaError_t RuntimeHostRelease(void* p) {
 // ---- exported names
 // ------------------------------------------------------------------------------
 
-#define CMT_SHAPE_RuntimeCopy                                                   \
-  cudaError_t, (void* dst, const void* src, size_t count, cudaMemcpyKind kind), \
-      (dst, src, count, kind)
-#define CMT_SHAPE_RuntimeCopyAsync                                                          \
-  cudaError_t,                                                                              \
-      (void* dst, const void* src, size_t count, cudaMemcpyKind kind, cudaStream_t stream), \
-      (dst, src, count, kind, stream)
-#define CMT_SHAPE_RuntimePeer                                                        \
-  cudaError_t, (void* dst, int dst_device, const void* src, int src_device, size_t count), \
-      (dst, dst_device, src, src_device, count)
-#define CMT_SHAPE_RuntimePeerAsync                                                   \
-  cudaError_t,                                                                       \
-      (void* dst, int dst_device, const void* src, int src_device, size_t count,     \
-       cudaStream_t stream),                                                         \
-      (dst, dst_device, src, src_device, count, stream)
-#define CMT_SHAPE_RuntimeHostAlloc \
-  cudaError_t, (void** p, size_t size, unsigned int flags), (p, size, flags)
-#define CMT_SHAPE_RuntimeMallocHost cudaError_t, (void** p, size_t size), (p, size)
-#define CMT_SHAPE_RuntimeHostRelease cudaError_t, (void* p), (p)
-#define CMT_SHAPE_RuntimeHostRegister \
-  cudaError_t, (void* p, size_t size, unsigned int flags), (p, size, flags)
 #define CMT_EXPORT_RUNTIME_HOOK(name, shape, per_thread) \
   CMT_DEFINE_EXPORT(name, cmt::hooks::shape<cmt::hooks::Runtime::name>, CMT_SHAPE_##shape)
 CMT_RUNTIME_HOOKS(CMT_EXPORT_RUNTIME_HOOK)

@@ -1,8 +1,8 @@
-// libcmt-host.so's signal hooks: sigaction and the signal() family, answered by libcmt.so
+// libcmt-host.so's signal hooks: sigaction and the signal() family, answered by the engine
 // (interposer/signal_chain.h) so that cmt's handler stays in front where it must (SIGSEGV and
 // SIGBUS always, every signal the program handles once the host leg is armed) and the program
-// still sees and sets its own dispositions. Without libcmt.so every call goes to the next
-// function as if cmt were not there.
+// still sees and sets its own dispositions. Until libcmt.so has loaded the engine (and without
+// libcmt.so) every call goes to the next function as if cmt were not there.
 //
 // glibc's signal(), bsd_signal() and ssignal() install with SA_RESTART and the signal blocked in
 // its handler; sysv_signal() with SA_RESETHAND and SA_NODEFER. They call glibc's internal
@@ -26,8 +26,9 @@ SignalFn g_next_signal = nullptr;
 SignalFn g_next_sysv_signal = nullptr;
 
 // libcmt.so decides, for every signal: it passes what it does not keep to the next sigaction.
-bool cmt_answers(int) {
-  return g_host_leg != nullptr;
+// The engine's table where it answers for the program's signals, else null.
+const HostLegAbi* cmt_answers(int) {
+  return g_host_leg.load(std::memory_order_acquire);
 }
 
 // The next sigaction, found now if the constructor has not run yet (a library initialised first).
@@ -49,7 +50,7 @@ sighandler_t answer_signal(int sig, sighandler_t handler, int flags) {
   sigemptyset(&act.sa_mask);
   if (!(flags & SA_NODEFER)) sigaddset(&act.sa_mask, sig);
   act.sa_flags = flags;
-  if (g_host_leg->sigaction(sig, &act, &old) != 0) return SIG_ERR;
+  if (cmt_answers(sig)->sigaction(sig, &act, &old) != 0) return SIG_ERR;
   return old.sa_handler;
 }
 
@@ -64,7 +65,7 @@ sighandler_t forward_signal(SignalFn& next, const char* name, int sig, sighandle
 
 }  // namespace
 
-void find_signal_functions(const char* version) {
+void find_signal_functions(const char* version) noexcept {
   if (void* fn = dlvsym(RTLD_NEXT, "sigaction", version))
     g_next_sigaction = reinterpret_cast<SigactionFn>(fn);
   if (void* fn = dlvsym(RTLD_NEXT, "signal", version))
@@ -81,7 +82,7 @@ using cmt::hooks::cmt_answers;
 #define CMT_LIBC_EXPORT extern "C" __attribute__((visibility("default")))
 
 CMT_LIBC_EXPORT int sigaction(int sig, const struct sigaction* act, struct sigaction* old) {
-  if (cmt_answers(sig)) return cmt::hooks::g_host_leg->sigaction(sig, act, old);
+  if (const cmt::HostLegAbi* leg = cmt_answers(sig)) return leg->sigaction(sig, act, old);
   cmt::SigactionFn next = cmt::hooks::next_sigaction();
   if (!next) {
     errno = ENOSYS;

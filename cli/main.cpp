@@ -14,6 +14,7 @@
 
 #include "profile_command.h"
 #include "run_command.h"
+#include "trace_command.h"
 #include "topology.h"
 #include "tune_command.h"
 
@@ -35,7 +36,8 @@ int command_start(int argc, char** argv) {
   for (++i; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) return i;
     if (argv[i][0] != '-') return i;
-    if (std::strcmp(argv[i], "--profile") == 0) ++i;  // its value is not the command
+    if (std::strcmp(argv[i], "--profile") == 0 || std::strcmp(argv[i], "--record") == 0)
+      ++i;  // its value is not the command
   }
   return argc;
 }
@@ -46,13 +48,17 @@ using Action = std::function<int()>;
 void add_run(CLI::App& app, Action* action, const std::vector<std::string>& command) {
   auto* run = app.add_subcommand(
       "run",
-      "Run a command with libcmt.so preloaded: cmt run [-v] [--profile FILE] -- CMD [ARGS...]");
+      "Run a command with libcmt.so preloaded: cmt run [-v] [--profile FILE] [--record FILE] -- "
+      "CMD [ARGS...]");
   static bool verbose = false;
-  static std::string profile;
+  static std::string profile, record;
   run->add_flag("-v,--verbose", verbose,
                 "Print the effective configuration, log what cmt does, and end with the totals of "
                 "the command's processes (CMD then runs as a child)");
   run->add_option("--profile", profile, "Use this profile (TOML); CMT_* variables still win");
+  run->add_option("--record", record,
+                  "Record every copy of the command's processes into this file (cmt trace show "
+                  "FILE summarizes it); CMD then runs as a child");
   run->callback([action, command] {
     *action = [command] {
       if (!profile.empty()) {
@@ -60,9 +66,20 @@ void add_run(CLI::App& app, Action* action, const std::vector<std::string>& comm
         if (cmt::cli::validate_profile(profile, true, "cmt run: ") != 0) return 2;
         setenv("CMT_PROFILE", profile.c_str(), 1);
       }
-      return cmt::cli::run_command(command, verbose);
+      return cmt::cli::run_command(command, verbose, record);
     };
   });
+}
+
+void add_trace(CLI::App& app, Action* action) {
+  auto* trace = app.add_subcommand("trace", "Read traces that cmt run --record wrote");
+  trace->require_subcommand(1);
+  static std::vector<std::string> files;
+  trace->add_subcommand("show", "Summarize traces: time in and between copies, sizes, what cmt "
+                                "took and at what rate, what it left to CUDA and why")
+      ->callback([action] { *action = [] { return cmt::cli::trace_show(files); }; })
+      ->add_option("FILE", files, "Trace files (read together)")
+      ->required();
 }
 
 void add_profile(CLI::App& app, Action* action) {
@@ -192,6 +209,7 @@ int main(int argc, char** argv) {
   Action action;
   add_run(app, &action, command);
   add_profile(app, &action);
+  add_trace(app, &action);
   add_tune(app, &action, command);
   add_bench(app, &action);
   add_topo(app, &action);

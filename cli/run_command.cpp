@@ -9,10 +9,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <sstream>
 #include <algorithm>
 
 #include "common/cpu_features.h"
+#include "common/output_file.h"
 #include "config/options.h"
 #include "preload.h"
 #include "profile_command.h"
@@ -139,26 +141,55 @@ int run_child(std::vector<char*>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
-// `cmt run -v`: the command as a child, each of its processes writing its own statistics (a
-// private directory, CMT_STATS with %p), and their sum said at the end; then this process ends as
-// the command did (the same status, or the same signal).
-int run_with_totals(std::vector<char*>& argv) {
+// Each process's traces (CMT_RECORD with %p, `pattern`), one section after another, into `path`.
+void gather_traces(const std::string& pattern, const std::string& path) {
+  std::string all;
+  std::size_t processes = 0;
+  for (const std::string& file : stats_files(pattern)) {
+    std::ifstream in(file);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (text.str().empty()) continue;
+    all += text.str();
+    ++processes;
+  }
+  std::string why;
+  if (!write_output_file(path, all, &why, 0644))
+    std::fprintf(stderr, "cmt run: cannot write the trace to '%s': %s\n", path.c_str(),
+                 why.c_str());
+  else
+    std::fprintf(stderr, "cmt run: the copies of %zu process(es) recorded in %s (cmt trace show %s)\n",
+                 processes, path.c_str(), path.c_str());
+}
+
+// `cmt run -v` and `cmt run --record FILE`: the command as a child, each of its processes writing
+// its own statistics and trace (a private directory, CMT_STATS and CMT_RECORD with %p); then
+// their sum said, their traces gathered in FILE, and this process ends as the command did (the
+// same status, or the same signal).
+int run_observed(std::vector<char*>& argv, bool totals, const std::string& record) {
   int result = 0;
   {
     const PrivateTempDir scratch;
     const char* own = std::getenv("CMT_STATS");
     const bool theirs = own && std::strstr(own, "%p");
     const std::string pattern = theirs ? own : scratch.path() + "/stats.%p.json";
-    if (!theirs && scratch.path().empty())
-      std::fprintf(stderr, "cmt run: no directory for the statistics: no totals\n");
-    else
-      setenv("CMT_STATS", pattern.c_str(), 1);
+    const std::string traces = scratch.path() + "/trace.%p.tsv";
+    if (scratch.path().empty() && (!theirs || !record.empty()))
+      std::fprintf(stderr, "cmt run: no private directory: no totals and no trace\n");
+    else {
+      if (totals) setenv("CMT_STATS", pattern.c_str(), 1);
+      if (!record.empty()) setenv("CMT_RECORD", traces.c_str(), 1);
+    }
     result = run_child(argv);
-    StatsSum sum;
-    std::string error;
-    for (const std::string& file : stats_files(pattern))
-      if (!add_stats_file(file, &sum, &error)) std::fprintf(stderr, "cmt run: %s\n", error.c_str());
-    std::fprintf(stderr, "cmt run: the command's %s\n", describe_sum(sum).c_str());
+    if (totals) {
+      StatsSum sum;
+      std::string error;
+      for (const std::string& file : stats_files(pattern))
+        if (!add_stats_file(file, &sum, &error))
+          std::fprintf(stderr, "cmt run: %s\n", error.c_str());
+      std::fprintf(stderr, "cmt run: the command's %s\n", describe_sum(sum).c_str());
+    }
+    if (!record.empty() && !scratch.path().empty()) gather_traces(traces, record);
   }
   if (result >= 0) return result;
   signal(-result, SIG_DFL);
@@ -168,7 +199,7 @@ int run_with_totals(std::vector<char*>& argv) {
 
 }  // namespace
 
-int run_command(const std::vector<std::string>& command, bool verbose) {
+int run_command(const std::vector<std::string>& command, bool verbose, const std::string& record) {
   if (command.empty()) {
     std::fprintf(stderr, "cmt run: no command given; usage: cmt run [-v] -- CMD [ARGS...]\n");
     return 2;
@@ -208,7 +239,7 @@ int run_command(const std::vector<std::string>& command, bool verbose) {
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
-  if (verbose) return run_with_totals(argv);
+  if (verbose || !record.empty()) return run_observed(argv, verbose, record);
   execvp(argv[0], argv.data());
   int err = errno;
   std::fprintf(stderr, "cmt run: cannot run '%s': %s\n", argv[0], std::strerror(err));

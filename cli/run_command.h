@@ -18,7 +18,10 @@ std::string host_library_beside(const std::string& library);
 int run_tool(const std::string& name, const std::vector<std::string>& args);
 
 // Execs `command`; returns only on failure, with the exit code to use (126/127) after printing
-// why.
-int run_command(const std::vector<std::string>& command, bool verbose);
+// why. With `verbose` or a `record` path, runs it as a child instead and ends as it did: with
+// `verbose` the totals of its processes are said, with `record` their copies are written there
+// (interposer/recorder.h).
+int run_command(const std::vector<std::string>& command, bool verbose,
+                const std::string& record = "");
 
 }  // namespace cmt::cli

@@ -85,6 +85,16 @@ grep -q "missing.toml: cannot read the profile: No such file or directory" "$tmp
 CMT_LIBRARY=/nonexistent/libcmt.so "$cmt" run -- true 2>"$tmp/err"; rc=$?
 check "CMT_LIBRARY naming no file stops cmt run (rc=$rc)" $(( rc != 2 ))
 grep -q "CMT_LIBRARY='/nonexistent/libcmt.so' is not a readable file" "$tmp/err"; check "and says so" $?
+# --record: a command that makes no CUDA call leaves an empty trace; the command's status passes;
+# cmt trace show refuses what is not a trace, naming it.
+"$cmt" run --record "$tmp/t.tsv" -- sh -c 'exit 4' 2>"$tmp/err"; rc=$?
+check "cmt run --record passes the status on (rc=$rc)" $(( rc != 4 ))
+grep -q "the copies of 0 process(es) recorded in $tmp/t.tsv" "$tmp/err"; check "and says what it recorded" $?
+"$cmt" run --record /nonexistent/dir/t.tsv -- true 2>"$tmp/err"
+grep -q "cannot write the trace to '/nonexistent/dir/t.tsv'" "$tmp/err"; check "an unwritable trace is named" $?
+"$cmt" trace show "$tmp/err" >/dev/null 2>"$tmp/err2"; rc=$?
+check "cmt trace show of a non-trace fails (rc=$rc)" $(( rc != 2 ))
+grep -q "$tmp/err:1: expected '# cmt trace 1" "$tmp/err2"; check "naming the file and line" $?
 # A libcmt.so without the engine beside it (libcmt.so loads it on the first CUDA call).
 mkdir -p "$tmp/alone" && cp "$(dirname "$cmt")/libcmt.so" "$tmp/alone/"
 CMT_LIBRARY="$tmp/alone/libcmt.so" "$cmt" run -- true 2>"$tmp/err"; rc=$?

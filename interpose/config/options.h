@@ -47,6 +47,7 @@ struct Config {
   std::string log_level = "warn";
   // Environment only: where output goes and which files are read never come from a profile.
   std::string stats_file;                  // JSON summary written when the process ends
+  std::string record_file;                 // the trace of every copy, written at exit
   std::string profile;                     // a profile to apply over the machine's
   std::optional<std::string> configs_dir;  // shared profiles; unset: beside the binary
   std::string library;                     // the libcmt.so that `cmt run` preloads

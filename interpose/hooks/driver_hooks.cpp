@@ -14,6 +14,7 @@
 #include "hooks/hook_shapes.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
+#include "interposer/recorder.h"
 
 
 namespace cmt::hooks {
@@ -98,12 +99,16 @@ CUresult take_or_forward(void* dst, const void* src, std::size_t bytes, int kind
                          bool synchronous, Forward&& forward) {
   auto real = reinterpret_cast<Fn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  std::size_t done = 0;
-  if (!RuntimeHookScope::active())
-    done = Interposer::offer_copy(dst, src, bytes, kind, explicit_stream<H>(stream), synchronous,
-                                  Entry::Driver);
-  if (done == bytes && bytes != 0) return CUDA_SUCCESS;
-  return forward(real, done);
+  if (RuntimeHookScope::active()) return forward(real, 0);  // the runtime hook above offered it
+  // Recorded from here (interposer/recorder.h): a call under a runtime hook is that hook's.
+  RecordedCall record(hook<H>().name, direction_of_kind(kind), host_side_of(dst, src, kind), bytes,
+                      explicit_stream<H>(stream));
+  const std::size_t done = Interposer::offer_copy(dst, src, bytes, kind,
+                                                  explicit_stream<H>(stream), synchronous,
+                                                  Entry::Driver);
+  const CUresult result = done == bytes && bytes != 0 ? CUDA_SUCCESS : forward(real, done);
+  record.finish(result, done);
+  return result;
 }
 
 // ---- the copy shapes' handlers ---------------------------------------------------------------
@@ -229,21 +234,37 @@ using BatchV1Fn = CUresult (*)(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUme
 // program's own, and returns CUDA's answer; a failed copy's index (`fail_index`, where the form
 // has one) is mapped back from the rest to the program's batch. A runtime hook on this thread has
 // offered its copy already (cudart's own driver call).
+std::size_t batch_bytes(const BatchCall& call) {
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < call.count; ++i) total += call.sizes[i];
+  return total;
+}
+
 template <typename Forward>
-CUresult batch(const BatchCall& call, size_t* fail_index, Forward&& forward) {
+CUresult batch(const char* api, const BatchCall& call, size_t* fail_index, Forward&& forward) {
   BatchRest rest;
   if (RuntimeHookScope::active() || !batch_is_well_formed(call)) return forward(call);
+  // Recorded as one call (interposer/recorder.h): its bytes, and those cmt made.
+  const std::size_t total = batch_bytes(call);
+  RecordedCall record(api, "?", nullptr, total, call.stream);
   Interposer::offer_batch(call, &rest);
-  if (rest.untouched) return forward(call);
+  if (rest.untouched) {
+    const CUresult r = forward(call);
+    record.finish(r, 0);
+    return r;
+  }
   if (rest.count() == 0) {
     // cmt made every copy: failIdx as CUDA 12.8 writes it on success (SIZE_MAX, measured on the
     // H200 by tests/failidx.sh), not what the program left there.
     if (fail_index) *fail_index = SIZE_MAX;
+    record.finish(CUDA_SUCCESS, total);
     return CUDA_SUCCESS;
   }
-  const CUresult r = forward(rest.as_call(call));
+  const BatchCall left = rest.as_call(call);
+  const CUresult r = forward(left);
   if (fail_index && r != CUDA_SUCCESS && *fail_index < rest.count())
     *fail_index = rest.index[*fail_index];
+  record.finish(r, total - batch_bytes(left));
   return r;
 }
 
@@ -252,7 +273,8 @@ CUresult Batch(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t count
                CUmemcpyAttributes* attrs, size_t* attrs_idxs, size_t num_attrs, CUstream stream) {
   auto real = reinterpret_cast<BatchFn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return batch(BatchCall{dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+  return batch(hook<H>().name,
+               BatchCall{dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
                          hook<H>().per_thread_default},
                nullptr, [&](const BatchCall& c) {
                  return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs, c.num_attrs,
@@ -266,7 +288,8 @@ CUresult BatchV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t cou
                  size_t* fail_index, CUstream stream) {
   auto real = reinterpret_cast<BatchV1Fn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
-  return batch(BatchCall{dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
+  return batch(hook<H>().name,
+               BatchCall{dsts, srcs, sizes, count, attrs, attrs_idxs, num_attrs, stream,
                          hook<H>().per_thread_default},
                fail_index, [&](const BatchCall& c) {
                  return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs, c.num_attrs,

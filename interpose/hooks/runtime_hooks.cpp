@@ -13,6 +13,7 @@
 #include "hooks/hook_shapes.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
+#include "interposer/recorder.h"
 
 namespace cmt::hooks {
 namespace {
@@ -47,6 +48,19 @@ CUstream explicit_stream(cudaStream_t stream) {
                                                            : CU_STREAM_LEGACY;
 }
 
+// The call as `cmt run --record` keeps it (interposer/recorder.h); nothing when not recording.
+template <Runtime H>
+RecordedCall record_copy(const void* dst, const void* src, size_t count, int kind,
+                         CUstream stream) {
+  return RecordedCall(g_entries[static_cast<int>(H)].name, direction_of_kind(kind),
+                      host_side_of(dst, src, kind), count, stream);
+}
+
+cudaError_t recorded(RecordedCall& record, cudaError_t result, std::size_t done) {
+  record.finish(result, done);
+  return result;
+}
+
 void skip_done(void*& dst, const void*& src, size_t& count, std::size_t done) {
   dst = static_cast<char*>(dst) + done;
   src = static_cast<const char*>(src) + done;
@@ -64,11 +78,12 @@ cudaError_t RuntimeCopy(void* dst, const void* src, size_t count, cudaMemcpyKind
   auto real = resolve<H, MemcpyFn>();
   if (!real) return cudaErrorInitializationError;
   RuntimeHookScope scope;  // cudart's own cuMemcpy* calls below are not offered again
+  RecordedCall record = record_copy<H>(dst, src, count, kind, explicit_stream<H>(nullptr));
   std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(nullptr),
                                             true, Entry::Runtime);
-  if (done == count && count != 0) return cudaSuccess;  // zero bytes: CUDA's to answer
-  skip_done(dst, src, count, done);
-  return real(dst, src, count, kind);
+  if (done == count && count != 0) return recorded(record, cudaSuccess, done);
+  skip_done(dst, src, count, done);  // zero bytes: CUDA's to answer
+  return recorded(record, real(dst, src, count, kind), done);
 }
 
 template <Runtime H>
@@ -77,11 +92,12 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
   auto real = resolve<H, MemcpyAsyncFn>();
   if (!real) return cudaErrorInitializationError;
   RuntimeHookScope scope;
+  RecordedCall record = record_copy<H>(dst, src, count, kind, explicit_stream<H>(stream));
   std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(stream),
                                             false, Entry::Runtime);
-  if (done == count && count != 0) return cudaSuccess;  // zero bytes: CUDA's to answer
-  skip_done(dst, src, count, done);
-  return real(dst, src, count, kind, stream);
+  if (done == count && count != 0) return recorded(record, cudaSuccess, done);
+  skip_done(dst, src, count, done);  // zero bytes: CUDA's to answer
+  return recorded(record, real(dst, src, count, kind, stream), done);
 }
 
 // cudaMemcpyPeer(Async): between the named devices' primary contexts. The synchronous form is

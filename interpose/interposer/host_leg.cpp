@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "common/thread_context.h"
 #include "engine/shared/fresh_pages.h"
+#include "interposer/recorder.h"
 #include "interposer/signal_chain.h"
 
 namespace cmt {
@@ -104,7 +105,10 @@ std::size_t HostLeg::take_copy(void* dst, const void* src, std::size_t bytes,
     return 0;
   if (!faults_caught()) return 0;
   Held held(hold);
-  return copier->copy(dst, src, bytes);
+  const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
+  const std::size_t done = copier->copy(dst, src, bytes);
+  if (start) record_host_call("memcpy", bytes, done, start);
+  return done;
 }
 
 std::size_t HostLeg::take_fill(void* dst, int value, std::size_t bytes, CallerHold* hold) noexcept {
@@ -119,7 +123,10 @@ std::size_t HostLeg::take_fill(void* dst, int value, std::size_t bytes, CallerHo
   if (mode == HostFill::Fresh && !find_fresh(FreshPages::Populate, dst, bytes).count) return 0;
   if (!faults_caught()) return 0;
   Held held(hold);
-  return copier->fill(dst, value, bytes);
+  const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
+  const std::size_t done = copier->fill(dst, value, bytes);
+  if (start) record_host_call("memset", bytes, done, start);
+  return done;
 }
 
 bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>& cpus) noexcept {

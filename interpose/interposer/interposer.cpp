@@ -26,6 +26,7 @@
 #include "interposer/host_memory.h"
 #include "engine/peer/peer_copier.h"
 #include "interposer/classify.h"
+#include "interposer/recorder.h"
 #include "interposer/stats.h"
 
 namespace cmt {
@@ -78,6 +79,11 @@ void write_stats_at_exit() {
 // `cmt run -v` (or CMT_LOG=info) ends with what cmt did in the process.
 void log_summary_at_exit() {
   CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
+}
+
+std::uint64_t steady_ns(std::chrono::steady_clock::time_point t) {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
 }
 
 CUdeviceptr as_device(const void* p) {
@@ -218,6 +224,7 @@ Interposer::Interposer() {
   warm_gate_.set_spin(std::chrono::microseconds(config_.spin_us));
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
+  Recorder::start(config_.record_file);
   if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
   CMT_LOG(debug, "configuration:\n{}", describe(config_));
   // Every large memcpy from now on, not only those into CUDA host memory; and large memsets into
@@ -374,8 +381,10 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
     // A warm copy gains too little to wait for a lane another thread's copy holds.
     d.request.no_wait = warm;
     auto t0 = std::chrono::steady_clock::now();
+    stats_->copy_started(d.request.direction, steady_ns(t0));
     CopyOutcome out = eng->copy(d.request);
     const auto t1 = std::chrono::steady_clock::now();
+    stats_->copy_ended(d.request.direction, steady_ns(t1));
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     if (out.bytes_done > 0)
       warm_gate_.copied(

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "interposer/host_leg.h"
+#include "interposer/recorder.h"
 
 namespace cmt {
 
@@ -12,6 +13,7 @@ std::atomic<std::uint64_t>& Stats::via(Entry entry) {
 }
 
 void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
+  note_outcome("taken", d == Direction::HostToDevice ? "h2d" : "d2h");
   via(entry).fetch_add(1, std::memory_order_relaxed);
   const int dir = d == Direction::HostToDevice ? 0 : 1;
   const int bucket = bytes ? std::min(kBuckets - 1, 63 - __builtin_clzll(bytes)) : 0;
@@ -24,13 +26,44 @@ void Stats::taken(Direction d, Entry entry, std::uint64_t bytes, std::uint64_t n
 }
 
 void Stats::taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds) {
+  note_outcome("taken", "d2d");
   via(entry).fetch_add(1, std::memory_order_relaxed);
   peer_.calls.fetch_add(1, std::memory_order_relaxed);
   peer_.bytes.fetch_add(bytes, std::memory_order_relaxed);
   peer_.nanoseconds.fetch_add(nanoseconds, std::memory_order_relaxed);
 }
 
+void Stats::InFlight::enter(std::uint64_t now) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (active++ == 0) since_ns = now;
+}
+
+void Stats::InFlight::leave(std::uint64_t now) {
+  std::lock_guard<std::mutex> lk(mu);
+  if (active > 0 && --active == 0 && now > since_ns) total_ns += now - since_ns;
+}
+
+std::uint64_t Stats::InFlight::ns() {
+  std::lock_guard<std::mutex> lk(mu);
+  return total_ns;
+}
+
+double Stats::in_flight_gbps(std::uint64_t bytes, std::uint64_t ns) {
+  return ns ? static_cast<double>(bytes) / static_cast<double>(ns) : 0.0;
+}
+
+void Stats::copy_started(Direction d, std::uint64_t now_ns) {
+  in_flight_[d == Direction::HostToDevice ? 0 : 1].enter(now_ns);
+  in_flight_[2].enter(now_ns);
+}
+
+void Stats::copy_ended(Direction d, std::uint64_t now_ns) {
+  in_flight_[d == Direction::HostToDevice ? 0 : 1].leave(now_ns);
+  in_flight_[2].leave(now_ns);
+}
+
 void Stats::forwarded(ForwardReason reason, std::uint64_t calls) {
+  note_outcome(forward_reason_name(reason), nullptr);
   forwarded_[static_cast<int>(reason)].fetch_add(calls, std::memory_order_relaxed);
 }
 
@@ -86,21 +119,31 @@ std::string Stats::host_copies_json() {
 }
 
 std::string Stats::to_json() const {
-  auto direction = [](const char* name, const PerDirection& p) {
+  // seconds: the copies' times added up; in_flight_seconds: the time at least one was in the
+  // engine, the measure of copies that overlap.
+  auto direction = [](const char* name, const PerDirection& p, std::uint64_t in_flight_ns) {
     double bytes = static_cast<double>(p.bytes.load());
     double ns = static_cast<double>(p.nanoseconds.load());
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof(buf),
-                  "\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f}",
+                  "\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f, "
+                  "\"in_flight_seconds\": %.6f, \"gbps_in_flight\": %.2f}",
                   name, static_cast<unsigned long long>(p.calls.load()),
                   static_cast<unsigned long long>(p.bytes.load()), ns / 1e9,
-                  ns > 0 ? bytes / ns : 0.0);
+                  ns > 0 ? bytes / ns : 0.0, static_cast<double>(in_flight_ns) / 1e9,
+                  in_flight_gbps(p.bytes.load(), in_flight_ns));
     return std::string(buf);
   };
+  const std::uint64_t both = in_flight_[2].ns();
+  char together[160];
+  std::snprintf(together, sizeof together, "{\"seconds\": %.6f, \"gbps\": %.2f}",
+                static_cast<double>(both) / 1e9,
+                in_flight_gbps(h2d_.bytes.load() + d2h_.bytes.load(), both));
   std::string out =
-      "{\n  \"taken\": {" + direction("h2d", h2d_) + ", " + direction("d2h", d2h_) + ", " +
-      direction("gpu_to_gpu", peer_) +
-      "},\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
+      "{\n  \"taken\": {" + direction("h2d", h2d_, in_flight_[0].ns()) + ", " +
+      direction("d2h", d2h_, in_flight_[1].ns()) + ", " +
+      direction("gpu_to_gpu", peer_, peer_.nanoseconds.load()) +
+      "},\n  \"taken_in_flight\": " + together + ",\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
       ", \"driver\": " + std::to_string(via_driver_.load()) +
       ", \"batch\": " + std::to_string(via_batch_.load()) + "},\n  \"sizes\": {" + sizes_json() +
       "},\n  \"partial\": " + std::to_string(partial_.load()) +
@@ -129,6 +172,13 @@ std::string Stats::summary() const {
     return std::string(buf);
   };
   std::string out = "copies taken: " + direction("H2D", h2d_) + ", " + direction("D2H", d2h_);
+  if (const std::uint64_t both = in_flight_[2].ns()) {
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "; %.1f GB/s over the time copies were in flight (%.3f s)",
+                  in_flight_gbps(h2d_.bytes.load() + d2h_.bytes.load(), both),
+                  static_cast<double>(both) / 1e9);
+    out += buf;
+  }
   if (peer_.calls.load()) out += ", " + direction("GPU-to-GPU through the host", peer_);
   if (std::uint64_t n = via_driver_.load())
     out += " (" + std::to_string(n) + " through driver entry points)";

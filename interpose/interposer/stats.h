@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "interposer/classify.h"
@@ -29,6 +30,11 @@ class Stats {
     fresh_calls_.fetch_add(1, std::memory_order_relaxed);
     fresh_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
+  // A taken host <-> device copy enters and leaves the engine: the time at least one copy of a
+  // direction (and of either) was in the engine, so that bytes over it stay true when copies run
+  // at once, where the sum of their times counts each overlap again.
+  void copy_started(Direction d, std::uint64_t now_ns);
+  void copy_ended(Direction d, std::uint64_t now_ns);
   std::string to_json() const;
   // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
   std::string summary() const;
@@ -42,6 +48,17 @@ class Stats {
     std::atomic<std::uint64_t> calls{0}, bytes{0}, nanoseconds{0};
   };
   PerDirection h2d_, d2h_, peer_;
+  // The union of copies' times in the engine: h2d, d2h, either.
+  struct InFlight {
+    std::mutex mu;
+    int active = 0;
+    std::uint64_t since_ns = 0, total_ns = 0;
+    void enter(std::uint64_t now);
+    void leave(std::uint64_t now);
+    std::uint64_t ns();
+  };
+  mutable InFlight in_flight_[3];
+  static double in_flight_gbps(std::uint64_t bytes, std::uint64_t ns);
   std::atomic<std::uint64_t> via_runtime_{0}, via_driver_{0}, via_batch_{0};
   std::atomic<std::uint64_t>& via(Entry entry);
   // Taken copies by size (bucket b holds sizes in [2^b, 2^(b+1))) and direction: the mix that

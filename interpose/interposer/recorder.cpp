@@ -1,0 +1,275 @@
+#include "interposer/recorder.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
+
+#include "common/copy_types.h"
+#include "common/log.h"
+#include "common/output_file.h"
+#include "interposer/host_memory.h"
+#include "interposer/interposer.h"
+
+namespace cmt {
+namespace {
+
+enum State : int { Unknown, Off, On };
+std::atomic<int> g_state{Unknown};
+Recorder* g_recorder = nullptr;  // published by g_state = On; never destroyed
+
+// The calls themselves, in slots claimed with one atomic add: recording never allocates and never
+// waits, because the host leg records from inside memcpy, which realloc may call holding a malloc
+// arena's lock. The slots are mapped once, at start; untouched, they cost address space only.
+constexpr std::size_t kMostCalls = std::size_t{1} << 20;
+struct Slot {
+  CallRecord record;
+  std::atomic<bool> ready{false};
+};
+Slot* g_slots = nullptr;
+std::atomic<std::size_t> g_claimed{0};
+std::atomic<std::uint64_t> g_dropped{0};
+
+struct Outcome {
+  const char* outcome = nullptr;
+  const char* direction = nullptr;
+};
+thread_local Outcome t_outcome;
+
+std::uint64_t now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// Each %p in the pattern becomes the pid, as for CMT_STATS.
+std::string path_for_pid(std::string path) {
+  const std::string pid = std::to_string(getpid());
+  for (std::size_t at = 0; (at = path.find("%p", at)) != std::string::npos; at += pid.size())
+    path.replace(at, 2, pid);
+  return path;
+}
+
+void write_at_exit() {
+  if (Recorder* r = Recorder::active()) r->write();
+}
+
+int pagemap_fd() {
+  static const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  return fd;
+}
+
+HostKind page_kind(const char* page, long page_size) {
+  std::uint64_t entry = 0;
+  const off_t at = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(page) / page_size * 8);
+  if (pagemap_fd() < 0 || pread(pagemap_fd(), &entry, sizeof entry, at) != sizeof entry)
+    return HostKind::Mixed;  // cannot tell
+  const bool present = (entry >> 63) & 1, file = (entry >> 61) & 1;
+  if (present) return file ? HostKind::FileMapped : HostKind::Resident;
+  unsigned char in_core = 0;
+  if (mincore(const_cast<char*>(page), static_cast<std::size_t>(page_size), &in_core) == 0 &&
+      (in_core & 1))
+    return HostKind::FileCached;
+  return HostKind::Fresh;
+}
+
+}  // namespace
+
+const char* host_kind_name(HostKind kind) {
+  switch (kind) {
+    case HostKind::None:
+      return "-";
+    case HostKind::Pinned:
+      return "pinned";
+    case HostKind::Resident:
+      return "resident";
+    case HostKind::FileMapped:
+      return "file_mapped";
+    case HostKind::FileCached:
+      return "file_cached";
+    case HostKind::Fresh:
+      return "fresh";
+    case HostKind::Mixed:
+      return "mixed";
+  }
+  return "?";
+}
+
+HostKind sample_host_kind(const void* p, std::size_t bytes) {
+  if (!p || bytes == 0) return HostKind::None;
+  if (cuda_host_memory().overlaps(p, bytes)) return HostKind::Pinned;
+  const long page = sysconf(_SC_PAGESIZE);
+  const auto first = reinterpret_cast<std::uintptr_t>(p) / page * page;
+  const auto last = (reinterpret_cast<std::uintptr_t>(p) + bytes - 1) / page * page;
+  const std::size_t pages = (last - first) / page + 1;
+  const std::size_t samples = std::min<std::size_t>(16, pages);
+  HostKind kind = HostKind::None;
+  for (std::size_t i = 0; i < samples; ++i) {
+    const std::size_t index = samples == 1 ? 0 : (pages - 1) * i / (samples - 1);
+    const HostKind k = page_kind(reinterpret_cast<const char*>(first + index * page), page);
+    if (kind == HostKind::None) kind = k;
+    if (k != kind) return HostKind::Mixed;
+  }
+  return kind;
+}
+
+Recorder* Recorder::active() noexcept {
+  int state = g_state.load(std::memory_order_acquire);
+  if (state == Unknown) {
+    Interposer::configure();  // its constructor starts the recorder, or says there is none
+    int expected = Unknown;
+    g_state.compare_exchange_strong(expected, Off, std::memory_order_acq_rel);
+    state = g_state.load(std::memory_order_acquire);
+  }
+  return state == On ? g_recorder : nullptr;
+}
+
+void Recorder::start(const std::string& path_pattern) {
+  if (path_pattern.empty()) {
+    g_state.store(Off, std::memory_order_release);
+    return;
+  }
+  void* slots = mmap(nullptr, kMostCalls * sizeof(Slot), PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (slots == MAP_FAILED) {
+    CMT_WARN_ONCE("CMT_RECORD: no memory for the trace; nothing is recorded");
+    g_state.store(Off, std::memory_order_release);
+    return;
+  }
+  g_slots = static_cast<Slot*>(slots);  // zero pages: every slot not ready
+  g_recorder = new Recorder(path_for_pid(path_pattern));
+  g_state.store(On, std::memory_order_release);
+  std::atexit(write_at_exit);
+}
+
+Recorder* Recorder::started() noexcept {
+  return g_state.load(std::memory_order_acquire) == On ? g_recorder : nullptr;
+}
+
+void Recorder::add(const CallRecord& record) noexcept {
+  const std::size_t i = g_claimed.fetch_add(1, std::memory_order_relaxed);
+  if (i >= kMostCalls) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  g_slots[i].record = record;
+  g_slots[i].ready.store(true, std::memory_order_release);
+}
+
+std::string Recorder::to_text() const {
+  std::vector<CallRecord> sorted;
+  const std::size_t claimed = std::min(g_claimed.load(std::memory_order_acquire), kMostCalls);
+  for (std::size_t i = 0; i < claimed; ++i)  // a call still being written at exit is left out
+    if (g_slots[i].ready.load(std::memory_order_acquire)) sorted.push_back(g_slots[i].record);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const CallRecord& a, const CallRecord& b) {
+    return a.start_ns < b.start_ns;
+  });
+  char exe[512] = {};
+  if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = '\0';
+  std::string out = "# cmt trace 1 pid=" + std::to_string(getpid()) + " exe=" + exe +
+                    " calls=" + std::to_string(sorted.size()) +
+                    " dropped=" + std::to_string(g_dropped.load()) + "\n";
+  out += "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult\n";
+  char line[512];
+  for (const CallRecord& r : sorted) {
+    std::snprintf(line, sizeof line, "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\n",
+                  static_cast<unsigned long long>(r.start_ns),
+                  static_cast<unsigned long long>(r.end_ns), r.tid, r.api, r.direction,
+                  static_cast<unsigned long long>(r.bytes),
+                  static_cast<unsigned long long>(r.taken_bytes), r.outcome,
+                  host_kind_name(r.host), static_cast<unsigned long long>(r.stream), r.result);
+    out += line;
+  }
+  return out;
+}
+
+void Recorder::write() const {
+  std::string why;
+  // Private to the user, replacing whatever is at the path, never following it.
+  if (!write_output_file(path_, to_text(), &why, 0600))
+    CMT_WARN_ONCE("CMT_RECORD: cannot write '{}': {}", path_, why);
+}
+
+std::uint64_t record_clock_ns() noexcept {
+  return now_ns();
+}
+
+void record_host_call(const char* api, std::size_t bytes, std::size_t done,
+                      std::uint64_t start_ns) noexcept {
+  Recorder* recorder = Recorder::started();
+  if (!recorder) return;
+  CallRecord r;
+  r.api = api;
+  r.start_ns = start_ns;
+  r.end_ns = now_ns();
+  r.bytes = bytes;
+  r.taken_bytes = done;
+  r.tid = static_cast<int>(gettid());
+  r.direction = "h2h";
+  r.outcome = done ? "taken" : "libc";  // libc made it all (a fault stopped cmt's threads at once)
+  recorder->add(r);
+}
+
+const char* direction_of_kind(int kind) {
+  switch (kind) {
+    case kHostToHost:
+      return "h2h";
+    case kHostToDevice:
+      return "h2d";
+    case kDeviceToHost:
+      return "d2h";
+    case kDeviceToDevice:
+      return "d2d";
+    default:
+      return "?";
+  }
+}
+
+const void* host_side_of(const void* dst, const void* src, int kind) {
+  return kind == kHostToDevice ? src : kind == kDeviceToHost ? dst : nullptr;
+}
+
+void note_outcome(const char* outcome, const char* direction) noexcept {
+  t_outcome.outcome = outcome;
+  if (direction) t_outcome.direction = direction;
+}
+
+RecordedCall::RecordedCall(const char* api, const char* direction, const void* host,
+                           std::size_t bytes, CUstream stream) noexcept
+    : recorder_(Recorder::active()) {
+  if (!recorder_) return;
+  record_.api = api;
+  record_.direction = direction;
+  record_.bytes = bytes;
+  record_.stream = reinterpret_cast<std::uintptr_t>(stream);
+  record_.tid = static_cast<int>(gettid());
+  record_.host = sample_host_kind(host, bytes);
+  t_outcome = Outcome{};
+  record_.start_ns = now_ns();  // after the sampling: the call's own time only
+}
+
+void RecordedCall::finish(long result, std::size_t taken_bytes) noexcept {
+  if (!recorder_) return;
+  record_.end_ns = now_ns();
+  record_.result = result;
+  record_.taken_bytes = taken_bytes;
+  // What cmt did with the call as a whole: all of it, part of it (CUDA made the rest), or none of
+  // it, for the last reason the interposer gave (a batch's last copy's).
+  const char* reason = t_outcome.outcome ? t_outcome.outcome : "not_offered";
+  record_.outcome = taken_bytes == record_.bytes && taken_bytes ? "taken"
+                    : taken_bytes                               ? "partial"
+                    : std::string_view(reason) == "taken"       ? "stopped"
+                                                                : reason;
+  if (t_outcome.direction && record_.direction[0] == '?') record_.direction = t_outcome.direction;
+  recorder_->add(record_);
+}
+
+}  // namespace cmt

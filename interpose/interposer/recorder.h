@@ -1,0 +1,107 @@
+// The copy recorder (issue 32): with CMT_RECORD=FILE (what `cmt run --record FILE` sets), every
+// copy the program asks of CUDA through cmt's hooks, and every call the host leg is offered, is
+// kept and written to FILE when the process ends (each %p in FILE becomes the pid): when the call
+// began and returned, its size, direction and entry point, its stream, what the host memory was
+// (pinned, resident, a file mapping not yet touched...), whether cmt took it or why not, how many
+// bytes it took and what the call returned. Programs copy in sequences with work in between; a
+// trace shows what they do, which `cmt trace show` summarizes (tuner/trace_file.h) and which a
+// replay can reproduce.
+//
+// The file is text, tab-separated: a header line `# cmt trace 1 pid=... exe=...`, a line naming the
+// columns, then one line per call in order of start. Recording costs each recorded call a few
+// system calls (the host memory is sampled through /proc/self/pagemap and mincore) and an atomic
+// add; a process that does not record pays one load per call. At most 1,048,576 calls are kept.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace cmt {
+
+// What the host side of a copy was when the call began, from up to 16 sampled pages.
+enum class HostKind : unsigned char {
+  None,        // no host side (GPU to GPU), or not asked
+  Pinned,      // CUDA host memory: cudaHostAlloc'd or registered
+  Resident,    // mapped pages that exist: memory the program has used
+  FileMapped,  // pages of a file mapping, already mapped in
+  FileCached,  // a file mapping not touched yet, its file in the page cache (a fresh safetensors)
+  Fresh,       // pages that do not exist yet: new memory, or a file not in the page cache
+  Mixed,       // sampled pages of more than one kind
+};
+const char* host_kind_name(HostKind kind);
+
+// Samples [p, p + bytes): up to 16 pages, evenly spread, in /proc/self/pagemap (does the page exist
+// in the process, is it a file's) and, where it does not, mincore (is it in the page cache).
+HostKind sample_host_kind(const void* p, std::size_t bytes);
+
+struct CallRecord {
+  const char* api = "";  // the entry point's name (static storage)
+  std::uint64_t start_ns = 0, end_ns = 0;  // CLOCK_MONOTONIC
+  std::uint64_t bytes = 0, taken_bytes = 0;
+  std::uintptr_t stream = 0;  // as the call named it (0: the default stream)
+  int tid = 0;
+  const char* direction = "?";  // h2d, d2h, d2d, h2h, or ? where the call does not say
+  // "taken" (all of it), "partial" (cmt stopped short and CUDA made the rest), "stopped" (cmt
+  // took it but made no byte), "libc" (a host-leg call libc made), or the reason it was left.
+  const char* outcome = "";
+  HostKind host = HostKind::None;
+  long result = 0;  // what the call returned (a cudaError_t or CUresult; 0 for the host leg)
+};
+
+// The process's recorder.
+class Recorder {
+ public:
+  // The recorder, or null when the process does not record. Reads the configuration on the first
+  // call (CMT_RECORD is an environment-only option).
+  static Recorder* active() noexcept;
+  // Started by the interposer once its configuration is read; written at exit.
+  static void start(const std::string& path_pattern);
+  // The recorder if started, without reading the configuration: for the host leg, which records
+  // from inside memcpy and runs only once the configuration is read.
+  static Recorder* started() noexcept;
+
+  void add(const CallRecord& record) noexcept;
+  // The trace file's text: header, column names, then the calls sorted by start.
+  std::string to_text() const;
+  void write() const;
+
+ private:
+  explicit Recorder(std::string path) : path_(std::move(path)) {}
+  std::string path_;
+};
+
+// What happened to the copy the calling thread offered last: set by the interposer as it decides
+// (Stats::taken and Stats::forwarded; `direction` null where it did not learn it), read back by
+// the hook that records the call.
+void note_outcome(const char* outcome, const char* direction) noexcept;
+
+// The recorder's clock (CLOCK_MONOTONIC, ns), and a call the host leg took (memcpy, memmove or
+// memset: `api`), begun at `start_ns`, of which cmt's threads made `done` bytes. Allocates nothing.
+std::uint64_t record_clock_ns() noexcept;
+void record_host_call(const char* api, std::size_t bytes, std::size_t done,
+                      std::uint64_t start_ns) noexcept;
+
+// A call's direction by its cudaMemcpyKind (common/copy_types.h), "?" for cudaMemcpyDefault; and
+// its host side where the kind says which one it is (null otherwise).
+const char* direction_of_kind(int kind);
+const void* host_side_of(const void* dst, const void* src, int kind);
+
+// One hooked call being recorded, from the hook's entry to its return. Does nothing when the
+// process does not record. `host` is the host side where the call says which it is (null
+// otherwise): sampled now, before the copy touches it.
+class RecordedCall {
+ public:
+  RecordedCall(const char* api, const char* direction, const void* host, std::size_t bytes,
+               CUstream stream) noexcept;
+  // The call returned `result` after cmt took `taken_bytes` of it.
+  void finish(long result, std::size_t taken_bytes) noexcept;
+
+ private:
+  Recorder* recorder_;
+  CallRecord record_;
+};
+
+}  // namespace cmt

@@ -1,0 +1,52 @@
+#!/bin/bash
+# `cmt run --record FILE` on a CPU machine: the fake-driver program (fake_libcuda_engine.cpp)
+# makes random driver-API round trips through cmt's engine, in two processes of one tree. The
+# trace holds both processes; the bytes it says cmt took, per process, are exactly those of cmt's
+# own statistics (CUDA copies, and the host leg's memcpy/memset); every call ends after it starts;
+# and `cmt trace show` summarizes it. The statistics' time in flight is never more than the
+# copies' times added up.
+set -u
+cmt=$1
+lib=$2
+app=$3
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+CMT_FAKE_CUDA= CMT_LIBRARY=$lib CMT_STATS="$tmp/stats.%p.json" CMT_LOG=error \
+  "$cmt" run --record "$tmp/trace.tsv" -- bash -c "'$app' 3 12 5 && '$app' 2 10 9" > "$tmp/out" 2> "$tmp/err" ||
+  { echo "FAIL: the program under cmt run --record"; cat "$tmp/out" "$tmp/err"; exit 1; }
+grep -q "the copies of 2 process(es) recorded in $tmp/trace.tsv" "$tmp/err" ||
+  { echo "FAIL: cmt run said: $(cat "$tmp/err")"; exit 1; }
+"$cmt" trace show "$tmp/trace.tsv" > "$tmp/show" || { echo "FAIL: cmt trace show"; exit 1; }
+cat "$tmp/show"
+grep -q "^trace: 2 process(es)" "$tmp/show" && grep -q "^taken by cmt: " "$tmp/show" ||
+  { echo "FAIL: the summary"; exit 1; }
+python3 - "$tmp" <<'PY' || exit 1
+import glob, json, sys
+tmp = sys.argv[1]
+sections = {}
+pid = None
+for line in open(f"{tmp}/trace.tsv"):
+    if line.startswith("# cmt trace 1 "):
+        pid = line.split("pid=")[1].split()[0]
+        sections[pid] = []
+    elif not line.startswith("start_ns"):
+        f = line.rstrip("\n").split("\t")
+        sections[pid].append(f)
+assert len(sections) == 2, sections.keys()
+for pid, rows in sections.items():
+    s = json.load(open(f"{tmp}/stats.{pid}.json"))
+    cuda = sum(int(r[6]) for r in rows if r[3].startswith("cu"))
+    host = sum(int(r[6]) for r in rows if r[3] in ("memcpy", "memset"))
+    want_cuda = s["taken"]["h2d"]["bytes"] + s["taken"]["d2h"]["bytes"] + s["taken"]["gpu_to_gpu"]["bytes"]
+    hc = s["host_copies"]
+    want_host = hc["bytes"] + hc["fills"]["bytes"]
+    assert all(int(r[1]) >= int(r[0]) for r in rows), "a call ends before it starts"
+    assert all(int(r[6]) <= int(r[5]) for r in rows), "more taken than asked"
+    assert cuda == want_cuda and cuda > 0, f"pid {pid}: trace says cmt took {cuda} bytes of CUDA copies, statistics {want_cuda}"
+    assert host == want_host, f"pid {pid}: trace says the host leg took {host} bytes, statistics {want_host}"
+    for d in ("h2d", "d2h"):
+        t = s["taken"][d]
+        assert t["in_flight_seconds"] <= t["seconds"] + 1e-6, t
+    print(f"pid {pid}: {len(rows)} calls; cmt took {cuda} bytes of CUDA copies and {host} of host copies, as its statistics say")
+PY
+echo "ok: the trace of a process tree, true to cmt's statistics"

@@ -1,0 +1,126 @@
+// The recorder's view of host memory (interposer/recorder.h: what a sampled range was) and the
+// trace files `cmt trace show` reads (tuner/trace_file.h): sections, errors naming the line, and
+// the figures of the summary.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "interposer/host_memory.h"
+#include "interposer/recorder.h"
+#include "trace_file.h"
+
+namespace cmt {
+namespace {
+
+constexpr std::size_t kBytes = 64 << 20;
+
+TEST(HostKind, AnonymousMemoryIsFreshUntilWritten) {
+  void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_EQ(sample_host_kind(p, kBytes), HostKind::Fresh);
+  std::memset(p, 1, kBytes / 2);
+  EXPECT_EQ(sample_host_kind(p, kBytes / 2), HostKind::Resident);
+  EXPECT_EQ(sample_host_kind(p, kBytes), HostKind::Mixed);
+  munmap(p, kBytes);
+}
+
+TEST(HostKind, AFileMappingIsCachedThenMapped) {
+  char path[] = "/tmp/cmt-trace-test-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  std::string block(1 << 20, 'x');
+  for (std::size_t done = 0; done < kBytes; done += block.size())
+    ASSERT_EQ(write(fd, block.data(), block.size()), static_cast<ssize_t>(block.size()));
+  fsync(fd);  // written through the page cache: it holds the file now
+  void* p = mmap(nullptr, kBytes, PROT_READ, MAP_PRIVATE, fd, 0);
+  ASSERT_NE(p, MAP_FAILED);
+  EXPECT_EQ(sample_host_kind(p, kBytes), HostKind::FileCached);  // in the cache, not mapped in
+  volatile char sum = 0;
+  for (std::size_t i = 0; i < kBytes; i += 4096) sum += static_cast<const char*>(p)[i];
+  EXPECT_EQ(sample_host_kind(p, kBytes), HostKind::FileMapped);
+  munmap(p, kBytes);
+  close(fd);
+  unlink(path);
+}
+
+TEST(HostKind, CudaHostMemoryIsPinnedAndNoHostIsNone) {
+  static char buffer[1 << 16];
+  ASSERT_TRUE(cuda_host_memory().add(buffer, sizeof buffer));
+  EXPECT_EQ(sample_host_kind(buffer + 100, 1000), HostKind::Pinned);
+  cuda_host_memory().remove(buffer);
+  EXPECT_EQ(sample_host_kind(nullptr, 1000), HostKind::None);
+  EXPECT_STREQ(host_kind_name(HostKind::FileCached), "file_cached");
+}
+
+std::string write_file(const std::string& text) {
+  char path[] = "/tmp/cmt-trace-XXXXXX";
+  const int fd = mkstemp(path);
+  EXPECT_GE(fd, 0);
+  EXPECT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  return path;
+}
+
+const char* const kHeader =
+    "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult\n";
+
+TEST(TraceFile, ReadsSectionsOfSeveralProcesses) {
+  const std::string path = write_file(
+      std::string("# cmt trace 1 pid=10 exe=/bin/a calls=2 dropped=1\n") + kHeader +
+      "1000\t3000\t10\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\n"
+      "2000\t4000\t11\tcudaMemcpyAsync\th2d\t2000\t2000\ttaken\tfile_cached\t0x0\t0\n"
+      "# cmt trace 1 pid=12 exe=/bin/b calls=1 dropped=0\n" + kHeader +
+      "10000\t11000\t12\tcuMemcpyDtoH_v2\td2h\t100\t0\tbelow_threshold\tresident\t0x1\t0\n");
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(read_trace_file(path, &t, &error)) << error;
+  unlink(path.c_str());
+  ASSERT_EQ(t.processes.size(), 2u);
+  EXPECT_EQ(t.processes[1], "pid 12 /bin/b");
+  ASSERT_EQ(t.calls.size(), 3u);
+  EXPECT_EQ(t.dropped, 1u);
+  EXPECT_EQ(t.calls[2].process, 1);
+  // In flight: [1000, 4000) and [10000, 11000): 4000 ns; the taken ones only: 3000.
+  EXPECT_EQ(in_flight_ns(t.calls, [](const TraceCall&) { return true; }), 4000u);
+  EXPECT_EQ(in_flight_ns(t.calls, [](const TraceCall& c) { return c.taken_bytes > 0; }), 3000u);
+  const std::string report = describe_trace(t);
+  // 6000 bytes over 3000 ns in flight together; over 4000 ns of the calls' own times, per copy.
+  EXPECT_NE(report.find("1.5 GB/s per copy"), std::string::npos) << report;
+  EXPECT_NE(report.find("2.0 GB/s together"), std::string::npos) << report;
+  EXPECT_NE(report.find("below_threshold: 1 calls"), std::string::npos) << report;
+  EXPECT_NE(report.find("2: 0.000 s"), std::string::npos) << report;  // two at once, 1 us
+}
+
+TEST(TraceFile, NamesTheLineThatIsWrong) {
+  Trace t;
+  std::string error;
+  std::string path = write_file("not a trace\n");
+  EXPECT_FALSE(read_trace_file(path, &t, &error));
+  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 1"), std::string::npos) << error;
+  unlink(path.c_str());
+  path = write_file(std::string("# cmt trace 1 pid=1 exe=x\n") + kHeader + "1\t2\t3\n");
+  EXPECT_FALSE(read_trace_file(path, &t, &error));
+  EXPECT_NE(error.find(":3: expected 11 tab-separated fields, found 3"), std::string::npos) << error;
+  unlink(path.c_str());
+  path = write_file(std::string("# cmt trace 1 pid=1 exe=x\n") + kHeader +
+                    "5\t2\t3\tcudaMemcpy\th2d\t10\t0\tdisabled\t-\t0x0\t0\n");
+  EXPECT_FALSE(read_trace_file(path, &t, &error));
+  EXPECT_NE(error.find(":3: the call ends before it starts"), std::string::npos) << error;
+  unlink(path.c_str());
+  path = write_file("# cmt trace 1 pid=1 exe=x\nstart end\n");
+  EXPECT_FALSE(read_trace_file(path, &t, &error));
+  EXPECT_NE(error.find(":2: expected the column names"), std::string::npos) << error;
+  unlink(path.c_str());
+  EXPECT_FALSE(read_trace_file("/nonexistent/trace", &t, &error));
+  EXPECT_NE(error.find("cannot read the trace"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cmt

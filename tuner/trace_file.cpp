@@ -1,0 +1,292 @@
+#include "trace_file.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+
+namespace cmt {
+namespace {
+
+const char* const kColumns =
+    "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult";
+constexpr std::size_t kFields = 11;
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  std::size_t from = 0;
+  for (std::size_t tab; (tab = line.find('\t', from)) != std::string::npos; from = tab + 1)
+    fields.push_back(line.substr(from, tab - from));
+  fields.push_back(line.substr(from));
+  return fields;
+}
+
+bool parse_number(const std::string& text, bool is_signed, unsigned long long* out) {
+  if (text.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  *out = is_signed ? static_cast<unsigned long long>(std::strtoll(text.c_str(), &end, 10))
+                   : std::strtoull(text.c_str(), &end, 10);
+  return errno == 0 && end && *end == '\0' && (is_signed || text[0] != '-');
+}
+
+// One call line into `call`; the empty string, or what is wrong with it.
+std::string parse_call(const std::string& line, TraceCall* call) {
+  const std::vector<std::string> f = split_tabs(line);
+  if (f.size() != kFields)
+    return "expected " + std::to_string(kFields) + " tab-separated fields, found " +
+           std::to_string(f.size());
+  unsigned long long v[5] = {};
+  const int columns[5] = {0, 1, 2, 5, 6};
+  for (int i = 0; i < 5; ++i)
+    if (!parse_number(f[columns[i]], false, &v[i]))
+      return "field " + std::to_string(columns[i] + 1) + " ('" + f[columns[i]].substr(0, 40) +
+             "') is not a whole number";
+  unsigned long long result = 0;
+  if (!parse_number(f[10], true, &result)) return "field 11 (the result) is not a number";
+  if (v[1] < v[0]) return "the call ends before it starts";
+  if (v[4] > v[3]) return "more bytes taken than the call had";
+  call->start_ns = v[0];
+  call->end_ns = v[1];
+  call->tid = static_cast<int>(v[2]);
+  call->api = f[3];
+  call->direction = f[4];
+  call->bytes = v[3];
+  call->taken_bytes = v[4];
+  call->outcome = f[7];
+  call->host = f[8];
+  call->stream = f[9];
+  call->result = static_cast<long>(static_cast<long long>(result));
+  return {};
+}
+
+std::string fmt(const char* format, double a, double b = 0, double c = 0) {
+  char out[256];
+  std::snprintf(out, sizeof out, format, a, b, c);
+  return out;
+}
+
+std::string bytes_text(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  return fmt(u ? "%.1f " : "%.0f ", bytes) + units[u];
+}
+
+std::string size_class(std::uint64_t bytes) {
+  if (bytes == 0) return "0";
+  int b = 63 - __builtin_clzll(bytes);
+  return bytes_text(static_cast<double>(1ull << b)) + "-";
+}
+
+double gbps(std::uint64_t bytes, std::uint64_t ns) {
+  return ns ? static_cast<double>(bytes) / static_cast<double>(ns) : 0.0;
+}
+
+std::uint64_t median_of(std::vector<std::uint64_t> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Time spent with exactly k calls in flight, for k = 1.. (index k).
+std::vector<std::uint64_t> concurrency_ns(const std::vector<TraceCall>& calls) {
+  std::vector<std::pair<std::uint64_t, int>> events;
+  for (const TraceCall& c : calls) {
+    events.emplace_back(c.start_ns, +1);
+    events.emplace_back(c.end_ns, -1);
+  }
+  std::sort(events.begin(), events.end());
+  std::vector<std::uint64_t> at(2, 0);
+  int open = 0;
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    if (i && open > 0) {
+      if (static_cast<std::size_t>(open) >= at.size()) at.resize(open + 1, 0);
+      at[open] += events[i].first - events[i - 1].first;
+    }
+    open += events[i].second;
+  }
+  return at;
+}
+
+struct Tally {
+  std::uint64_t calls = 0, bytes = 0, taken = 0, ns = 0;
+  std::vector<std::uint64_t> each_ns;
+  void add(const TraceCall& c) {
+    ++calls;
+    bytes += c.bytes;
+    taken += c.taken_bytes;
+    ns += c.end_ns - c.start_ns;
+    each_ns.push_back(c.end_ns - c.start_ns);
+  }
+};
+
+std::string overview(const Trace& t) {
+  const auto& calls = t.calls;
+  std::uint64_t first = calls.front().start_ns, last = 0;
+  for (const TraceCall& c : calls) last = std::max(last, c.end_ns);
+  const std::uint64_t span = last - first;
+  const std::uint64_t busy = in_flight_ns(calls, [](const TraceCall&) { return true; });
+  std::string out = "trace: " + std::to_string(t.processes.size()) + " process(es), " +
+                    std::to_string(calls.size()) + " calls (" + std::to_string(t.dropped) +
+                    " not kept), " + fmt("%.3f s from the first call to the last end\n", span / 1e9);
+  for (const std::string& p : t.processes) out += "  " + p + "\n";
+  out += fmt("in copies: %.3f s (%.0f%% of the span); between them: %.3f s\n", busy / 1e9,
+             span ? 100.0 * busy / span : 0.0, (span - busy) / 1e9);
+  const std::vector<std::uint64_t> at = concurrency_ns(calls);
+  out += "calls in flight at once (time):";
+  for (std::size_t k = 1; k < at.size(); ++k)
+    if (at[k]) out += " " + std::to_string(k) + ": " + fmt("%.3f s", at[k] / 1e9);
+  return out + "\n";
+}
+
+std::string taken_and_forwarded(const Trace& t) {
+  Tally taken;
+  std::map<std::string, Tally> forwarded;
+  for (const TraceCall& c : t.calls) {
+    if (c.taken_bytes) taken.add(c);
+    if (c.taken_bytes < c.bytes) forwarded[c.outcome].add(c);
+  }
+  const std::uint64_t together =
+      in_flight_ns(t.calls, [](const TraceCall& c) { return c.taken_bytes > 0; });
+  std::string out = "taken by cmt: " + std::to_string(taken.calls) + " calls, " +
+                    bytes_text(taken.taken) +
+                    fmt(", %.1f GB/s per copy (bytes over the sum of their times), %.1f GB/s "
+                        "together (over the time any was in flight)\n",
+                        gbps(taken.taken, taken.ns), gbps(taken.taken, together));
+  if (forwarded.empty()) return out;
+  out += "left to CUDA or libc (the whole call, or the part cmt did not take), by reason:\n";
+  for (const auto& [reason, f] : forwarded)
+    out += "  " + reason + ": " + std::to_string(f.calls) + " calls, " +
+           bytes_text(f.bytes - f.taken) + fmt(", %.3f s in the calls\n", f.ns / 1e9);
+  return out;
+}
+
+std::string by_key(const Trace& t, const char* title,
+                   std::string (*key)(const TraceCall&)) {
+  std::map<std::string, Tally> rows;
+  for (const TraceCall& c : t.calls) rows[key(c)].add(c);
+  std::string out = std::string(title) + "\n";
+  char line[256];
+  std::snprintf(line, sizeof line, "  %-28s %8s %12s %12s %11s %9s\n", "", "calls", "bytes",
+                "taken", "median us", "GB/s");
+  out += line;
+  for (const auto& [k, r] : rows) {
+    std::snprintf(line, sizeof line, "  %-28s %8llu %12s %12s %11.0f %9.1f\n", k.c_str(),
+                  static_cast<unsigned long long>(r.calls), bytes_text(r.bytes).c_str(),
+                  bytes_text(r.taken).c_str(), median_of(r.each_ns) / 1e3, gbps(r.bytes, r.ns));
+    out += line;
+  }
+  return out;
+}
+
+std::string size_key(const TraceCall& c) {
+  return c.direction + " " + size_class(c.bytes);
+}
+
+std::string host_key(const TraceCall& c) {
+  return c.direction + " " + c.host + (c.taken_bytes ? " taken" : " not taken");
+}
+
+// Per thread, the time from one call's end to its next call's start: the program's own work.
+std::string gaps(const Trace& t) {
+  std::map<std::pair<int, int>, std::uint64_t> last_end;
+  std::vector<std::uint64_t> gap;
+  for (const TraceCall& c : t.calls) {
+    auto key = std::make_pair(c.process, c.tid);
+    auto it = last_end.find(key);
+    if (it != last_end.end() && c.start_ns >= it->second) gap.push_back(c.start_ns - it->second);
+    last_end[key] = c.end_ns;
+  }
+  if (gap.empty()) return "gaps: no thread made two calls\n";
+  std::sort(gap.begin(), gap.end());
+  std::uint64_t total = 0;
+  for (std::uint64_t g : gap) total += g;
+  return "gaps on one thread, a call's end to its next start: " + std::to_string(gap.size()) +
+         fmt(" gaps, median %.0f us, 90th percentile %.0f us, %.3f s in all\n",
+             gap[gap.size() / 2] / 1e3, gap[gap.size() * 9 / 10] / 1e3, total / 1e9);
+}
+
+}  // namespace
+
+namespace {
+
+// A section's header line, `# cmt trace 1 pid=... exe=... dropped=...`, into a new process.
+bool read_header(const std::string& path, int number, const std::string& line, Trace* trace,
+                 std::string* error) {
+  if (line.rfind("# cmt trace 1 ", 0) != 0) {
+    *error = path + ":" + std::to_string(number) +
+             ": expected '# cmt trace 1 pid=... exe=...' (a file CMT_RECORD wrote)";
+    return false;
+  }
+  std::string pid = "?", exe = "?";
+  std::istringstream words(line.substr(14));
+  for (std::string w; words >> w;) {
+    if (w.rfind("pid=", 0) == 0) pid = w.substr(4);
+    if (w.rfind("exe=", 0) == 0) exe = w.substr(4);
+    if (w.rfind("dropped=", 0) == 0) trace->dropped += std::strtoull(w.c_str() + 8, nullptr, 10);
+  }
+  trace->processes.push_back("pid " + pid + " " + exe);
+  return true;
+}
+
+}  // namespace
+
+bool read_trace_file(const std::string& path, Trace* trace, std::string* error) {
+  std::ifstream in(path);
+  if (!in) {
+    *error = path + ": cannot read the trace";
+    return false;
+  }
+  // One section per process: `cmt run --record` puts a whole process tree's in one file.
+  std::string line;
+  int number = 0;
+  bool expect_columns = false, any = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty()) continue;
+    if (!any || line.rfind("# ", 0) == 0) {
+      if (!read_header(path, number, line, trace, error)) return false;
+      any = expect_columns = true;
+      continue;
+    }
+    if (expect_columns) {
+      if (line != kColumns) {
+        *error = path + ":" + std::to_string(number) + ": expected the column names '" +
+                 std::string(kColumns) + "'";
+        return false;
+      }
+      expect_columns = false;
+      continue;
+    }
+    TraceCall call;
+    const std::string why = parse_call(line, &call);
+    if (!why.empty()) {
+      *error = path + ":" + std::to_string(number) + ": " + why;
+      return false;
+    }
+    call.process = static_cast<int>(trace->processes.size()) - 1;
+    trace->calls.push_back(std::move(call));
+  }
+  if (!any) {
+    *error = path + ": empty, not a trace";
+    return false;
+  }
+  std::stable_sort(trace->calls.begin(), trace->calls.end(),
+                   [](const TraceCall& a, const TraceCall& b) { return a.start_ns < b.start_ns; });
+  return true;
+}
+
+std::string describe_trace(const Trace& trace) {
+  if (trace.calls.empty())
+    return "trace: " + std::to_string(trace.processes.size()) + " process(es), no copy calls\n";
+  return overview(trace) + taken_and_forwarded(trace) +
+         by_key(trace, "by direction and size (sizes from the power of two shown):", size_key) +
+         by_key(trace, "by direction and host memory:", host_key) + gaps(trace);
+}
+
+}  // namespace cmt

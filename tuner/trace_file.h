@@ -1,0 +1,59 @@
+// Traces that `cmt run --record FILE` writes (interposer/recorder.h: one tab-separated line per
+// copy call), read back and summarized for `cmt trace show`: how long the program spent in copies
+// and between them, how many ran at once, what cmt took and at what rate (per copy, and together
+// while copies overlapped), sizes, the host memory's kinds, and where time went to CUDA's own path
+// (the calls forwarded, by reason).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace cmt {
+
+struct TraceCall {
+  std::uint64_t start_ns = 0, end_ns = 0;
+  int tid = 0;
+  std::string api, direction, outcome, host;
+  std::uint64_t bytes = 0, taken_bytes = 0;
+  std::string stream;
+  long result = 0;
+  int process = 0;  // index of the file it came from
+};
+
+struct Trace {
+  std::vector<std::string> processes;  // "pid exe" of each file read
+  std::vector<TraceCall> calls;        // all files' calls, sorted by start
+  std::uint64_t dropped = 0;           // calls the recorder could not keep
+};
+
+// Reads one trace file into `trace` (appending): one section per process, each a header line and
+// the column names, then its calls. False with `error` naming the file, the line and what was
+// expected.
+bool read_trace_file(const std::string& path, Trace* trace, std::string* error);
+
+// The report `cmt trace show` prints.
+std::string describe_trace(const Trace& trace);
+
+// The length of the union of the calls' [start, end) intervals that `keep` selects: the time at
+// least one of them was in flight.
+template <typename Keep>
+std::uint64_t in_flight_ns(const std::vector<TraceCall>& sorted_calls, Keep keep) {
+  std::uint64_t total = 0, open_start = 0, open_end = 0;
+  bool open = false;
+  for (const TraceCall& c : sorted_calls) {
+    if (!keep(c) || c.end_ns < c.start_ns) continue;
+    if (open && c.start_ns <= open_end) {
+      if (c.end_ns > open_end) open_end = c.end_ns;
+      continue;
+    }
+    if (open) total += open_end - open_start;
+    open = true;
+    open_start = c.start_ns;
+    open_end = c.end_ns;
+  }
+  if (open) total += open_end - open_start;
+  return total;
+}
+
+}  // namespace cmt

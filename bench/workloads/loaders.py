@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""Model loads as real loaders make them (issue 32): the tensors of a 1.1B Llama (TinyLlama's
+shapes, bf16, 2.2 GB, 4-125 MiB each, random bytes) copied to the GPU with `.to('cuda')`,
+every byte checked afterwards, in these scenarios:
+
+  mapped-T    T Python threads (1, 4, 8) at once, each on its own CUDA stream, taking tensors in
+              turn from a fresh np.memmap of the safetensors-like file (its file in the page cache,
+              the mapping new: the pages fault in as they are read), as transformers' loader does
+  resident-T  the same from tensors in ordinary memory the process has read already
+  gap-1ms     one thread, resident tensors, 1 ms of CPU work (a busy loop) after each copy
+  pinned-T    resident-T from pinned copies of the tensors (the ceiling; in the default process),
+              and pinned-gap-1ms, gap-1ms's
+  hf          transformers' `from_pretrained(dir, device_map='cuda', dtype=bfloat16)` of the same
+              model saved with save_pretrained (safetensors), the whole call, CUDA started
+              beforehand (with --hf)
+
+Each process is one mode and runs every scenario once: `default` (cmt run with CMT_DISABLE=1,
+the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
+those variables, e.g. lanes1:CMT_LANES=1); rounds alternate the modes. Reported: GB/s of each
+scenario (all bytes over the wall time from the first copy's start to the last thread's end),
+median of the rounds, their spread, and each mode against default and against pinned. With
+--record DIR, one more round of each cmt mode runs under `cmt run --record` and leaves its trace
+in DIR.
+
+usage: loaders.py CMT [--rounds N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only]
+                  [--record DIR] [--json FILE] [--workdir DIR]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine_meta  # noqa: E402  (bench/machine_meta.py)
+
+HIDDEN, INTER, VOCAB, LAYERS, KV = 2048, 5632, 32000, 22, 256
+THREADS = (1, 4, 8)
+
+
+def shapes():
+    """TinyLlama-1.1B's weight shapes, largest first as a loader meets them in the file."""
+    out = [("model.embed_tokens.weight", (VOCAB, HIDDEN))]
+    for i in range(LAYERS):
+        p = f"model.layers.{i}."
+        out += [(p + "self_attn.q_proj.weight", (HIDDEN, HIDDEN)),
+                (p + "self_attn.k_proj.weight", (KV, HIDDEN)),
+                (p + "self_attn.v_proj.weight", (KV, HIDDEN)),
+                (p + "self_attn.o_proj.weight", (HIDDEN, HIDDEN)),
+                (p + "mlp.gate_proj.weight", (INTER, HIDDEN)),
+                (p + "mlp.up_proj.weight", (INTER, HIDDEN)),
+                (p + "mlp.down_proj.weight", (HIDDEN, INTER))]
+    out.append(("lm_head.weight", (VOCAB, HIDDEN)))
+    return out
+
+
+def write_blob(path):
+    """The tensors' bytes back to back (random, so a wrong byte shows), and their offsets."""
+    import numpy as np
+    rng = np.random.default_rng(7)
+    index, at = [], 0
+    with open(path, "wb") as f:
+        for name, shape in shapes():
+            n = shape[0] * shape[1] * 2
+            f.write(rng.integers(0, 256, n, dtype=np.uint8).tobytes())
+            index.append((name, at, n))
+            at += n
+    return index
+
+
+def busy(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def copy_all(torch, sources, threads, gap_s=0.0):
+    """`threads` threads take the tensors in turn and copy each with .to('cuda') on their own
+    stream; the GB/s of all bytes over the wall time, and the copies."""
+    out = [None] * len(sources)
+    next_i = [0]
+    lock = threading.Lock()
+    start = threading.Barrier(threads + 1)
+
+    def worker():
+        stream = torch.cuda.Stream()
+        start.wait()
+        with torch.cuda.stream(stream):
+            while True:
+                with lock:
+                    i = next_i[0]
+                    next_i[0] += 1
+                if i >= len(sources):
+                    break
+                out[i] = sources[i].to("cuda", non_blocking=False)
+                stream.synchronize()
+                if gap_s:
+                    busy(gap_s)
+    ts = [threading.Thread(target=worker) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    return sum(s.numel() for s in sources) / seconds / 1e9, out
+
+
+def checked(torch, sources, copies):
+    return all(torch.equal(c.cpu(), s) for c, s in zip(copies, sources))
+
+
+def child_copies(blob, index):
+    import numpy as np
+    import torch
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    results, ok = {}, True
+
+    def mapped():
+        m = np.memmap(blob, dtype=np.uint8, mode="r")  # a new mapping: nothing faulted in yet
+        return [torch.from_numpy(m[a:a + n]) for _, a, n in index], m
+
+    resident = [torch.from_numpy(np.fromfile(blob, dtype=np.uint8, count=n, offset=a))
+                for _, a, n in index]
+    for t in THREADS:
+        srcs, m = mapped()
+        results[f"mapped-{t}"], copies = copy_all(torch, srcs, t)
+        ok &= checked(torch, resident, copies)
+        del copies, srcs, m
+        results[f"resident-{t}"], copies = copy_all(torch, resident, t)
+        ok &= checked(torch, resident, copies)
+        del copies
+    results["gap-1ms"], copies = copy_all(torch, resident, 1, gap_s=0.001)
+    ok &= checked(torch, resident, copies)
+    del copies
+    if os.environ.get("CMT_DISABLE") == "1":  # the ceiling, measured once per default process
+        pinned = [s.pin_memory() for s in resident]
+        for t in THREADS:
+            results[f"pinned-{t}"], copies = copy_all(torch, pinned, t)
+            ok &= checked(torch, resident, copies)
+            del copies
+        results["pinned-gap-1ms"], copies = copy_all(torch, pinned, 1, gap_s=0.001)
+        ok &= checked(torch, resident, copies)
+        del copies
+    return {"gbps": results, "check": "ok" if ok else "WRONG BYTES"}
+
+
+def child_hf(model_dir):
+    import torch
+    import transformers
+    # transformers 5 names it dtype, 4 torch_dtype.
+    major = int(transformers.__version__.split(".")[0])
+    kw = {"dtype" if major >= 5 else "torch_dtype": torch.bfloat16}
+    torch.zeros(1, device="cuda")  # CUDA's start is not the load's
+    t0 = time.perf_counter()
+    model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, device_map="cuda", **kw)
+    torch.cuda.synchronize()
+    seconds = time.perf_counter() - t0
+    # Checked against the file: every tensor's bytes as safetensors holds them.
+    from safetensors.torch import load_file
+    ok = True
+    for name, t in load_file(os.path.join(model_dir, "model.safetensors")).items():
+        ok &= torch.equal(model.state_dict()[name].cpu(), t)
+    return {"seconds": seconds, "check": "ok" if ok else "WRONG BYTES"}
+
+
+def prepare_hf(workdir):
+    """A random TinyLlama-shaped model saved with save_pretrained (safetensors, one file)."""
+    import torch
+    import transformers
+    cfg = transformers.LlamaConfig(hidden_size=HIDDEN, intermediate_size=INTER,
+                                   num_hidden_layers=LAYERS, num_attention_heads=32,
+                                   num_key_value_heads=4, vocab_size=VOCAB,
+                                   tie_word_embeddings=False)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16)
+    path = os.path.join(workdir, "hf")
+    model.save_pretrained(path, max_shard_size="10GB")
+    return path
+
+
+def run_child(cmt, mode_env, record, args):
+    env = dict(os.environ)
+    # A local model: transformers must not ask the Hub (a machine without a network waits for it).
+    env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    env.update(mode_env)
+    cmd = [cmt, "run"] + (["--record", record] if record else []) + ["--", sys.executable,
+                                                                     os.path.abspath(__file__)]
+    p = subprocess.run(cmd + ["--child"] + args, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        return {"error": (p.stderr or p.stdout)[-600:]}
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def parse_modes(argv):
+    modes = {"default": {"CMT_DISABLE": "1"}, "cmt": {}}
+    for i, a in enumerate(argv):
+        if a == "--mode":
+            name, _, assigns = argv[i + 1].partition(":")
+            modes[name] = dict(kv.split("=", 1) for kv in assigns.split(",") if kv)
+    return modes
+
+
+def summarize(runs, modes):
+    rows = {}
+    for scenario in runs["default"][0]["gbps"]:
+        row = {}
+        for m in modes:
+            v = [r["gbps"][scenario] for r in runs[m] if scenario in r.get("gbps", {})]
+            if v:
+                row[m] = {"median": statistics.median(v), "runs": v,
+                          "spread": (max(v) - min(v)) / statistics.median(v)}
+        rows[scenario] = row
+    for scenario, row in rows.items():  # against default and pinned
+        key = "pinned-" + (scenario if scenario.startswith("gap") else scenario.split("-")[-1])
+        pinned = rows.get(key, {}).get("default", {}).get("median")
+        for m, r in row.items():
+            r["vs_default"] = r["median"] / row["default"]["median"] if "default" in row else None
+            r["vs_pinned"] = r["median"] / pinned if pinned else None
+    return rows
+
+
+def main():
+    if "--child" in sys.argv:
+        i = sys.argv.index("--child")
+        what = sys.argv[i + 1]
+        doc = child_hf(sys.argv[i + 2]) if what == "hf" else child_copies(
+            sys.argv[i + 2], json.load(open(sys.argv[i + 3])))
+        print(json.dumps(doc))
+        return 0
+    cmt = sys.argv[1]
+    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+    modes = parse_modes(sys.argv)
+    workdir = (sys.argv[sys.argv.index("--workdir") + 1] if "--workdir" in sys.argv
+               else tempfile.mkdtemp(prefix="cmt-loaders-"))
+    os.makedirs(workdir, exist_ok=True)
+    blob = os.path.join(workdir, "model.bin")
+    index = write_blob(blob)
+    json.dump(index, open(blob + ".json", "w"))
+    subprocess.run(["cat", blob], stdout=subprocess.DEVNULL)  # in the page cache
+    hf = prepare_hf(workdir) if "--hf" in sys.argv or "--hf-only" in sys.argv else None
+    doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, modes=modes,
+               bytes=sum(n for _, _, n in index), tensors=len(index))
+    runs = {m: [] for m in modes}
+    hf_runs = {m: [] for m in modes}
+    copies = "--hf-only" not in sys.argv
+    for _ in range(rounds):
+        for m, env in modes.items():
+            if copies:
+                runs[m].append(run_child(cmt, env, None, ["copies", blob, blob + ".json"]))
+            if hf:
+                hf_runs[m].append(run_child(cmt, env, None, ["hf", hf]))
+    errors = [r["error"] for m in modes for r in runs[m] + hf_runs[m] if "error" in r]
+    if errors:
+        doc["errors"] = errors
+        print("errors:", errors[0], file=sys.stderr)
+    runs = {m: [r for r in v if "gbps" in r] for m, v in runs.items()}
+    doc["checks"] = sorted({r["check"] for v in runs.values() for r in v} |
+                           {r["check"] for v in hf_runs.values() for r in v if "check" in r})
+    doc["scenarios"] = summarize(runs, modes) if runs.get("default") else {}
+    if hf:
+        doc["hf"] = {m: {"median_s": statistics.median(r["seconds"] for r in v if "seconds" in r),
+                         "runs_s": [r["seconds"] for r in v if "seconds" in r]}
+                     for m, v in hf_runs.items() if any("seconds" in r for r in v)}
+    if "--record" in sys.argv:
+        out = sys.argv[sys.argv.index("--record") + 1]
+        os.makedirs(out, exist_ok=True)
+        for m, env in modes.items():
+            if m == "default":
+                continue
+            if copies:
+                run_child(cmt, env, os.path.join(out, f"loaders-{m}.tsv"),
+                          ["copies", blob, blob + ".json"])
+            if hf:
+                run_child(cmt, env, os.path.join(out, f"hf-{m}.tsv"), ["hf", hf])
+    report(doc)
+    if "--json" in sys.argv:
+        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
+    if "--workdir" not in sys.argv:
+        subprocess.run(["rm", "-rf", workdir])
+    return 0 if doc["checks"] == ["ok"] else 1
+
+
+def report(doc):
+    print(f"{doc['date']} {doc['gpu']}: {doc['tensors']} tensors, {doc['bytes'] / 1e9:.2f} GB, "
+          f"medians of {doc['rounds']} rounds (GB/s; x default; of pinned); checks {doc['checks']}")
+    for scenario, row in doc["scenarios"].items():
+        cells = []
+        for m, r in row.items():
+            cell = f"{m} {r['median']:.1f} [{r['spread'] * 100:.0f}%]"
+            if m != "default" and r["vs_default"]:
+                cell += f" {r['vs_default']:.2f}x"
+            if r["vs_pinned"] and not scenario.startswith("pinned"):
+                cell += f" {r['vs_pinned']:.2f}p"
+            cells.append(cell)
+        print(f"  {scenario:12s} " + "; ".join(cells))
+    for m, r in doc.get("hf", {}).items():
+        base = doc["hf"].get("default", {}).get("median_s")
+        print(f"  hf from_pretrained {m}: {r['median_s']:.3f} s"
+              + (f" ({base / r['median_s']:.2f}x default)" if base and m != "default" else "")
+              + f" runs {[round(x, 3) for x in r['runs_s']]}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

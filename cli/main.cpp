@@ -157,7 +157,10 @@ void add_bench(CLI::App& app, Action* action) {
               "root port, of each NUMA node's GPUs together and of all at once"},
         Route{"p2p",
               "GPU <-> GPU: peer access, bandwidth and latency matrices, and "
-              "cudaMemcpyPeer through the host, CUDA's path against cmt's"}}) {
+              "cudaMemcpyPeer through the host, CUDA's path against cmt's"},
+        Route{"replay",
+              "A trace that cmt run --record wrote, made again: the same copies, host memory "
+              "and gaps, CUDA's default path vs cmt vs pinned, one process, bytes checked"}}) {
     auto* sub = bench->add_subcommand(r.name, r.help);
     sub->prefix_command();
     sub->set_help_flag();  // --help is the benchmark's
@@ -173,6 +176,8 @@ void add_bench(CLI::App& app, Action* action) {
         args.insert(args.begin(), "--topo");
       } else if (name == "p2p") {
         tool = "cmt-bench-p2p";
+      } else if (name == "replay") {
+        tool = "cmt-bench-replay";
       } else if (threads) {
         tool = "cmt-bench-concurrent";
       }

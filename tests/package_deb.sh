@@ -14,7 +14,7 @@ deb=$(ls "$tmp"/out/*.deb)
 dpkg-deb -x "$deb" "$tmp/root" || fail "dpkg-deb -x $deb"
 cmt=$tmp/root/usr/bin/cmt
 for f in usr/bin/cmt usr/lib/cmt/libcmt.so usr/lib/cmt/libcmt-engine.so usr/lib/cmt/libcmt-host.so \
-    usr/lib/cmt/cmt-bench-copy \
+    usr/lib/cmt/cmt-bench-copy usr/lib/cmt/cmt-bench-replay \
     usr/lib/cmt/cmt-bench-concurrent usr/lib/cmt/cmt-bench-p2p usr/share/cmt/plot.py \
     usr/share/cmt/plot_concurrent.py usr/share/cmt/configs/README.md; do
   [ -e "$tmp/root/$f" ] || fail "the package lacks /$f"

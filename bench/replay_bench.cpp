@@ -1,0 +1,389 @@
+// `cmt bench replay FILE`: a program's recorded copies (`cmt run --record`, tuner/trace_file.h)
+// made again on this machine, CUDA's default path against cmt against pinned memory, in one
+// process, rounds alternating, after one round of each mode in which every byte of every copy is
+// checked (which also warms the mode up).
+//
+// Each recorded thread becomes a replay thread that makes its host <-> device copies in order,
+// with the same sizes, directions and kind of call (cudaMemcpy, or cudaMemcpyAsync and a stream
+// synchronize), from host memory of the recorded kind: resident (the thread's buffer, written
+// once), a fresh mapping of a file in the page cache (file_cached), new anonymous memory (fresh),
+// or CUDA host memory (pinned). Between two copies it does CPU work for the recorded gap, and it
+// starts at its first copy's recorded offset. Copies through the host leg, batches and GPU-to-GPU
+// copies are not replayed. In the pinned mode every host side is the thread's pinned buffer: the
+// ceiling. Reported per mode: the wall time of a round, the bytes over it, median of the rounds,
+// their spread, and the ratios.
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_cli.h"
+#include "bench_process.h"
+#include "cuda_check.h"
+#include "trace_file.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using ForwardFn = int (*)(int);
+
+struct Copy {
+  std::uint64_t gap_ns = 0;  // CPU work before it (the first: its offset from the trace's start)
+  std::size_t bytes = 0;
+  bool to_device = true;
+  bool synchronous = false;  // cudaMemcpy-like: no stream of the thread's own
+  std::string host;          // the recorded kind
+};
+
+struct ReplayThread {
+  std::vector<Copy> copies;
+  std::size_t most = 0;  // the largest copy
+  // Made once, before the rounds.
+  unsigned char* resident = nullptr;
+  unsigned char* pinned = nullptr;
+  void* device = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+enum class Mode { Default, Cmt, Pinned };
+
+// The recorded host <-> device copies, per (process, thread), in the order made.
+std::vector<ReplayThread> threads_of(const cmt::Trace& trace, std::uint64_t* bytes) {
+  std::map<std::pair<int, int>, ReplayThread> by_thread;
+  std::map<std::pair<int, int>, std::uint64_t> last_end;
+  const std::uint64_t first = trace.calls.empty() ? 0 : trace.calls.front().start_ns;
+  *bytes = 0;
+  for (const cmt::TraceCall& c : trace.calls) {
+    if ((c.direction != "h2d" && c.direction != "d2h") || c.bytes == 0 ||
+        c.api.rfind("cu", 0) != 0 || c.api.find("Batch") != std::string::npos)
+      continue;
+    const auto key = std::make_pair(c.process, c.tid);
+    auto end = last_end.find(key);
+    Copy copy;
+    copy.gap_ns = end == last_end.end() ? c.start_ns - first
+                                        : (c.start_ns > end->second ? c.start_ns - end->second : 0);
+    copy.bytes = c.bytes;
+    copy.to_device = c.direction == "h2d";
+    copy.synchronous = c.api.find("Async") == std::string::npos;
+    copy.host = c.host;
+    ReplayThread& t = by_thread[key];
+    t.copies.push_back(copy);
+    t.most = std::max(t.most, copy.bytes);
+    last_end[key] = c.end_ns;
+    *bytes += c.bytes;
+  }
+  std::vector<ReplayThread> out;
+  for (auto& [key, t] : by_thread) out.push_back(std::move(t));
+  return out;
+}
+
+void work_for(std::uint64_t ns) {  // the program's own work between copies: the CPU kept busy
+  const auto end = Clock::now() + std::chrono::nanoseconds(ns);
+  while (Clock::now() < end) {
+  }
+}
+
+unsigned char pattern(std::size_t i, unsigned seed) {
+  return static_cast<unsigned char>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+}
+
+// A file as large as the largest copy, written with the pattern, so its pages are in the page
+// cache; each file_cached copy maps it afresh.
+struct CachedFile {
+  int fd = -1;
+  std::size_t bytes = 0;
+};
+
+CachedFile make_cached_file(std::size_t bytes) {
+  char path[] = "/tmp/cmt-replay-XXXXXX";
+  CachedFile f;
+  f.fd = mkstemp(path);
+  if (f.fd < 0) return f;
+  unlink(path);
+  std::vector<unsigned char> block(1 << 20);
+  for (std::size_t at = 0; at < bytes; at += block.size()) {
+    const std::size_t n = std::min(block.size(), bytes - at);
+    for (std::size_t i = 0; i < n; ++i) block[i] = pattern(at + i, 1);
+    if (write(f.fd, block.data(), n) != static_cast<ssize_t>(n)) {
+      close(f.fd);
+      return CachedFile{};
+    }
+  }
+  f.bytes = bytes;
+  return f;
+}
+
+// The host side of one copy in `mode`: its memory, and how to let it go (a mapping to unmap).
+struct HostSide {
+  unsigned char* p = nullptr;
+  std::size_t unmap = 0;
+};
+
+HostSide host_side(const ReplayThread& t, const Copy& c, Mode mode, const CachedFile& file) {
+  if (mode == Mode::Pinned || c.host == "pinned") return {t.pinned, 0};
+  if (c.host == "file_cached" && c.to_device && file.fd >= 0) {
+    void* m = mmap(nullptr, c.bytes, PROT_READ, MAP_PRIVATE, file.fd, 0);
+    if (m != MAP_FAILED) return {static_cast<unsigned char*>(m), c.bytes};
+  }
+  if (c.host == "fresh") {
+    void* m = mmap(nullptr, c.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m != MAP_FAILED) return {static_cast<unsigned char*>(m), c.bytes};
+  }
+  return {t.resident, 0};
+}
+
+}  // namespace
+
+namespace {
+
+// Host memory of the thread, made once: its resident source (written), its resident destination
+// (touched), its pinned buffer (written), and its device buffer.
+void prepare(ReplayThread& t, unsigned seed) {
+  t.resident = static_cast<unsigned char*>(std::malloc(2 * t.most));
+  if (!t.resident) {
+    std::fprintf(stderr, "cmt-bench-replay: no memory for %zu bytes\n", 2 * t.most);
+    std::exit(1);
+  }
+  for (std::size_t i = 0; i < t.most; ++i) t.resident[i] = pattern(i, 2 + seed);
+  std::memset(t.resident + t.most, 0, t.most);
+  CMT_CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&t.pinned), t.most, 0));
+  for (std::size_t i = 0; i < t.most; ++i) t.pinned[i] = pattern(i, 3 + seed);
+  CMT_CHECK_CUDA(cudaMalloc(&t.device, t.most));
+  CMT_CHECK_CUDA(cudaMemcpy(t.device, t.pinned, t.most, cudaMemcpyHostToDevice));
+  CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
+}
+
+void copy(const ReplayThread& t, const Copy& c, unsigned char* host) {
+  void* dst = c.to_device ? t.device : static_cast<void*>(host);
+  const void* src = c.to_device ? static_cast<const void*>(host) : t.device;
+  const cudaMemcpyKind kind = c.to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+  if (c.synchronous) {
+    CMT_CHECK_CUDA(cudaMemcpy(dst, src, c.bytes, kind));
+  } else {
+    CMT_CHECK_CUDA(cudaMemcpyAsync(dst, src, c.bytes, kind, t.stream));
+    CMT_CHECK_CUDA(cudaStreamSynchronize(t.stream));
+  }
+}
+
+// The device's bytes, read back through CUDA's own path, against the host side of the copy just
+// made; the number of bytes that differ.
+std::size_t wrong_bytes(const ReplayThread& t, const Copy& c, const unsigned char* host,
+                        ForwardFn forward, std::vector<unsigned char>* scratch) {
+  scratch->resize(c.bytes);
+  const int was = forward ? forward(1) : 0;
+  CMT_CHECK_CUDA(cudaMemcpy(scratch->data(), t.device, c.bytes, cudaMemcpyDeviceToHost));
+  if (forward) forward(was);
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < c.bytes; ++i) wrong += (*scratch)[i] != host[i];
+  return wrong;
+}
+
+struct Round {
+  double seconds = 0;
+  std::size_t wrong = 0;  // bytes, in a checked round
+};
+
+// One replay thread's copies in `mode`; with `check`, every copy's bytes are compared.
+std::size_t replay_thread(ReplayThread& t, Mode mode, const CachedFile& file, ForwardFn forward,
+                          bool check) {
+  if (forward) forward(mode == Mode::Default ? 1 : 0);
+  std::vector<unsigned char> scratch;
+  std::size_t wrong = 0;
+  for (const Copy& c : t.copies) {
+    work_for(c.gap_ns);
+    HostSide side = host_side(t, c, mode, file);
+    if (!c.to_device && side.p == t.resident) side.p = t.resident + t.most;  // the destination
+    if (check && !c.to_device && !side.unmap) std::memset(side.p, 0xa5, c.bytes);
+    copy(t, c, side.p);
+    if (check) wrong += wrong_bytes(t, c, side.p, forward, &scratch);
+    if (side.unmap) munmap(side.p, side.unmap);
+  }
+  if (forward) forward(0);
+  return wrong;
+}
+
+Round run_round(std::vector<ReplayThread>& ts, Mode mode, const CachedFile& file,
+                ForwardFn forward, bool check, int device) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::atomic<std::size_t> wrong{0};
+  std::vector<std::thread> workers;
+  for (ReplayThread& t : ts)
+    workers.emplace_back([&, tp = &t] {
+      CMT_CHECK_CUDA(cudaSetDevice(device));
+      ready.fetch_add(1);
+      while (!go.load()) std::this_thread::yield();
+      wrong.fetch_add(replay_thread(*tp, mode, file, forward, check));
+    });
+  while (ready.load() < static_cast<int>(ts.size())) std::this_thread::yield();
+  const auto t0 = Clock::now();
+  go.store(true);
+  for (std::thread& w : workers) w.join();
+  Round r;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.wrong = wrong.load();
+  return r;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+}  // namespace
+
+namespace {
+
+struct Options {
+  std::string trace;
+  int rounds = 3;
+  std::vector<std::string> modes = {"default", "cmt", "pinned"};
+  std::string json;
+  double gap_scale = 1.0;
+};
+
+int parse(int argc, char** argv, Options* o) {
+  CLI::App app{"Replay a recorded trace (cmt run --record): the same copies, sizes, host memory "
+               "and gaps, CUDA's default path against cmt against pinned, in one process",
+               "cmt bench replay"};
+  app.add_option("FILE", o->trace, "The trace")->required()->check(CLI::ExistingFile);
+  app.add_option("--rounds", o->rounds, "Timed rounds of each mode, alternating")
+      ->check(CLI::Range(1, 100));
+  app.add_option("--modes", o->modes, "Which of default, cmt, pinned")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"default", "cmt", "pinned"}));
+  app.add_option("--json", o->json, "Write the results here as JSON");
+  app.add_option("--gap-scale", o->gap_scale,
+                 "The recorded gaps (CPU work) times this: 0 replays the copies back to back")
+      ->check(CLI::Range(0.0, 100.0));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+  return -1;
+}
+
+Mode mode_of(const std::string& name) {
+  return name == "default" ? Mode::Default : name == "cmt" ? Mode::Cmt : Mode::Pinned;
+}
+
+std::string fixed(double v) {
+  char out[32];
+  std::snprintf(out, sizeof out, "%.2f", v);
+  return out;
+}
+
+std::string report(const Options& o, const std::vector<ReplayThread>& ts, std::uint64_t bytes,
+                   const std::map<std::string, std::vector<double>>& runs,
+                   const std::map<std::string, std::size_t>& wrong) {
+  std::size_t copies = 0;
+  std::uint64_t gaps = 0;
+  for (const ReplayThread& t : ts)
+    for (const Copy& c : t.copies) ++copies, gaps += c.gap_ns;
+  std::string out = "cmt-bench-replay: " + o.trace + ": " + std::to_string(ts.size()) +
+                    " thread(s), " + std::to_string(copies) + " copies, " +
+                    std::to_string(bytes) + " bytes; CPU work between copies " +
+                    std::to_string(gaps / 1000000) + " ms in all threads\n";
+  const double base = runs.count("default") ? median(runs.at("default")) : 0;
+  const double pinned = runs.count("pinned") ? median(runs.at("pinned")) : 0;
+  for (const std::string& m : o.modes) {
+    const std::vector<double>& v = runs.at(m);
+    const double med = median(v), lo = *std::min_element(v.begin(), v.end()),
+                 hi = *std::max_element(v.begin(), v.end());
+    char line[200];
+    std::snprintf(line, sizeof line, "  %-8s %.4f s a round (%.1f GB/s), spread %.0f%%", m.c_str(),
+                  med, bytes / med / 1e9, 100 * (hi - lo) / med);
+    out += line;
+    if (base && m != "default") out += ", " + fixed(base / med) + "x default";
+    if (pinned && m != "pinned") out += ", " + fixed(pinned / med) + " of pinned";
+    out += "; checked round: " + std::to_string(wrong.at(m)) + " wrong bytes\n";
+  }
+  return out;
+}
+
+std::string as_json(const Options& o, std::uint64_t bytes,
+                    const std::map<std::string, std::vector<double>>& runs,
+                    const std::map<std::string, std::size_t>& wrong) {
+  std::string out = "{\n  \"benchmark\": \"cmt-bench-replay\",\n  \"trace\": \"" + o.trace +
+                    "\",\n  \"bytes\": " + std::to_string(bytes) + ",\n  \"modes\": {";
+  bool first = true;
+  for (const std::string& m : o.modes) {
+    out += std::string(first ? "" : ",") + "\n    \"" + m + "\": {\"median_s\": " +
+           std::to_string(median(runs.at(m))) + ", \"runs_s\": [";
+    for (std::size_t i = 0; i < runs.at(m).size(); ++i)
+      out += (i ? ", " : "") + std::to_string(runs.at(m)[i]);
+    out += "], \"wrong_bytes\": " + std::to_string(wrong.at(m)) + "}";
+    first = false;
+  }
+  return out + "\n  }\n}\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (int status = parse(argc, argv, &o); status >= 0) return status;
+  cmt::Trace trace;
+  std::string error;
+  if (!cmt::read_trace_file(o.trace, &trace, &error)) {
+    std::fprintf(stderr, "cmt-bench-replay: %s\n", error.c_str());
+    return 2;
+  }
+  std::uint64_t bytes = 0;
+  std::vector<ReplayThread> ts = threads_of(trace, &bytes);
+  for (ReplayThread& t : ts)
+    for (Copy& c : t.copies) c.gap_ns = static_cast<std::uint64_t>(c.gap_ns * o.gap_scale);
+  if (ts.empty()) {
+    std::fprintf(stderr, "cmt-bench-replay: %s holds no host <-> device copy to replay\n",
+                 o.trace.c_str());
+    return 2;
+  }
+  cmt::bench::ensure_preloaded(argv);
+  auto forward = reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "cmt-bench-replay: no CUDA GPU found\n");
+    return 1;
+  }
+  std::size_t most = 0;
+  for (std::size_t i = 0; i < ts.size(); ++i) {
+    prepare(ts[i], static_cast<unsigned>(i));
+    most = std::max(most, ts[i].most);
+  }
+  const CachedFile file = make_cached_file(most);
+  std::map<std::string, std::vector<double>> runs;
+  std::map<std::string, std::size_t> wrong;
+  // The checked round first: it also warms each mode up (CUDA's and cmt's pinned buffers, cmt's
+  // lanes and threads), which the timed rounds then do not pay.
+  for (const std::string& m : o.modes)
+    wrong[m] = run_round(ts, mode_of(m), file, forward, true, 0).wrong;
+  for (int r = 0; r < o.rounds; ++r)
+    for (const std::string& m : o.modes)
+      runs[m].push_back(run_round(ts, mode_of(m), file, forward, false, 0).seconds);
+  std::fputs(report(o, ts, bytes, runs, wrong).c_str(), stdout);
+  if (!o.json.empty()) {
+    FILE* f = std::fopen(o.json.c_str(), "w");
+    if (!f) {
+      std::fprintf(stderr, "cmt-bench-replay: cannot write %s\n", o.json.c_str());
+      return 1;
+    }
+    std::fputs(as_json(o, bytes, runs, wrong).c_str(), f);
+    std::fclose(f);
+  }
+  std::size_t all_wrong = 0;
+  for (const auto& [m, w] : wrong) all_wrong += w;
+  return all_wrong ? 1 : 0;
+}

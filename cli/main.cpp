@@ -115,7 +115,7 @@ void add_tune(CLI::App& app, Action* action, const std::vector<std::string>& com
   auto* tune = app.add_subcommand(
       "tune",
       "Measure this machine and write its profile: cmt tune [--search instant|full|grid] "
-      "[-- CMD [ARGS...]]");
+      "[--trace FILE | -- CMD [ARGS...]]");
   tune->add_option("--search", o.search,
                    "instant: a model from a few seconds of measurements; full: measured search "
                    "from there (Ctrl-C keeps the best so far); grid: every point of a small space")
@@ -125,6 +125,9 @@ void add_tune(CLI::App& app, Action* action, const std::vector<std::string>& com
   tune->add_option("-o,--output", o.output,
                    "Write the profile here instead of this user's profile for this machine");
   tune->add_option("--largest", o.largest, "The largest copy measured (default 1G)");
+  tune->add_option("--trace", o.trace,
+                   "Tune for the copies of a trace that cmt run --record wrote (instead of a "
+                   "command)");
   tune->add_flag("--dry-run", dry_run, "Measure and print the profile; write nothing");
   tune->add_flag("--no-confirm", no_confirm, "With a command: do not run it again to compare");
   tune->add_flag("--per-gpu", o.per_gpu,

@@ -90,6 +90,11 @@ int tune_command(const TuneOptions& o) {
   request.search = o.search;
   request.device = o.device;
   request.command = o.command;
+  request.trace = o.trace;
+  if (!o.trace.empty() && !o.command.empty()) {
+    std::fprintf(stderr, "%sgive either --trace FILE or a command (-- CMD), not both\n", me);
+    return 2;
+  }
   if (!parse_byte_size(o.largest, &request.largest) || request.largest < (4u << 20)) {
     std::fprintf(stderr,
                  "%s--largest '%s' is not valid: expected a size of at least 4M (e.g. 1G)\n", me,

@@ -18,6 +18,7 @@ struct TuneOptions {
   bool confirm = true;         // with a command: run it again to compare
   bool per_gpu = false;        // write the lane knobs for this GPU only ([gpu."BUS"])
   std::vector<std::string> command;
+  std::string trace;  // tune for a recorded trace's copies instead (cmt run --record)
 };
 
 int tune_command(const TuneOptions& options);

@@ -95,6 +95,13 @@ grep -q "cannot write the trace to '/nonexistent/dir/t.tsv'" "$tmp/err"; check "
 "$cmt" trace show "$tmp/err" >/dev/null 2>"$tmp/err2"; rc=$?
 check "cmt trace show of a non-trace fails (rc=$rc)" $(( rc != 2 ))
 grep -q "$tmp/err:1: expected '# cmt trace 1" "$tmp/err2"; check "naming the file and line" $?
+# cmt tune --trace: a trace that cannot be read, or one with a command too, is refused.
+"$cmt" tune --trace "$tmp/missing.tsv" --dry-run 2>"$tmp/err" >/dev/null; rc=$?
+check "cmt tune --trace of a missing file fails (rc=$rc)" $(( rc != 2 ))
+grep -q "$tmp/missing.tsv: cannot read the trace" "$tmp/err"; check "naming it" $?
+"$cmt" tune --trace "$tmp/missing.tsv" -- true 2>"$tmp/err" >/dev/null; rc=$?
+check "cmt tune --trace with a command fails (rc=$rc)" $(( rc != 2 ))
+grep -q "give either --trace FILE or a command" "$tmp/err"; check "and says so" $?
 # A libcmt.so without the engine beside it (libcmt.so loads it on the first CUDA call).
 mkdir -p "$tmp/alone" && cp "$(dirname "$cmt")/libcmt.so" "$tmp/alone/"
 CMT_LIBRARY="$tmp/alone/libcmt.so" "$cmt" run -- true 2>"$tmp/err"; rc=$?

@@ -98,6 +98,29 @@ TEST(TraceFile, ReadsSectionsOfSeveralProcesses) {
   EXPECT_NE(report.find("2: 0.000 s"), std::string::npos) << report;  // two at once, 1 us
 }
 
+TEST(TraceFile, ItsCopiesAreWhatTuneTunesFor) {
+  const std::string path = write_file(
+      std::string("# cmt trace 1 pid=10 exe=/bin/a\n") + kHeader +
+      "1\t2\t10\tcudaMemcpyAsync\th2d\t5000000\t0\tdisabled\tresident\t0x0\t0\n"
+      "3\t4\t10\tcudaMemcpyAsync\th2d\t6000000\t6000000\ttaken\tfile_cached\t0x0\t0\n"
+      "5\t6\t10\tcuMemcpyDtoH_v2\td2h\t70000\t0\tbelow_threshold\tfresh\t0x0\t0\n"
+      "7\t8\t10\tcudaMemcpy\th2d\t9000000\t0\tpinned_or_managed\tpinned\t0x1\t0\n"
+      "9\t10\t10\tcudaMemcpy\td2h\t1000\t0\tbelow_threshold\tresident\t0x1\t0\n"
+      "11\t12\t10\tmemcpy\th2h\t9000000\t9000000\ttaken\t-\t0x0\t0\n");
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(read_trace_file(path, &t, &error)) << error;
+  unlink(path.c_str());
+  // Pageable host <-> device copies of 64 KiB and up, taken or not; never pinned, small or host.
+  const StatsSum sum = sum_of_trace(t);
+  EXPECT_EQ(sum.h2d.calls, 2u);
+  EXPECT_EQ(sum.h2d.bytes, 11000000u);
+  ASSERT_EQ(sum.h2d.sizes.size(), 1u);  // both in [4 MiB, 8 MiB)
+  EXPECT_EQ(sum.h2d.sizes.begin()->first, 4u << 20);
+  EXPECT_EQ(sum.d2h.calls, 1u);
+  EXPECT_EQ(sum.d2h.sizes.begin()->first, 64u << 10);
+}
+
 TEST(TraceFile, NamesTheLineThatIsWrong) {
   Trace t;
   std::string error;

@@ -289,4 +289,22 @@ std::string describe_trace(const Trace& trace) {
          by_key(trace, "by direction and host memory:", host_key) + gaps(trace);
 }
 
+StatsSum sum_of_trace(const Trace& trace) {
+  StatsSum sum;
+  sum.processes = static_cast<int>(trace.processes.size());
+  for (const TraceCall& c : trace.calls) {
+    if ((c.direction != "h2d" && c.direction != "d2h") || c.host == "pinned" ||
+        c.bytes < (64u << 10) || c.api.rfind("cu", 0) != 0)
+      continue;
+    StatsSum::Direction& d = c.direction == "h2d" ? sum.h2d : sum.d2h;
+    ++d.calls;
+    d.bytes += c.bytes;
+    d.seconds += (c.end_ns - c.start_ns) / 1e9;
+    auto& bucket = d.sizes[std::uint64_t{1} << (63 - __builtin_clzll(c.bytes))];
+    ++bucket.first;
+    bucket.second += c.bytes;
+  }
+  return sum;
+}
+
 }  // namespace cmt

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "stats_files.h"
+
 namespace cmt {
 
 struct TraceCall {
@@ -34,6 +36,11 @@ bool read_trace_file(const std::string& path, Trace* trace, std::string* error);
 
 // The report `cmt trace show` prints.
 std::string describe_trace(const Trace& trace);
+
+// The trace's host <-> device copies that cmt could take (pageable host memory, 64 KiB and up,
+// whatever this run did with them) as statistics' size histograms: what `cmt tune --trace` tunes
+// for (copy_mix.h).
+StatsSum sum_of_trace(const Trace& trace);
 
 // The length of the union of the calls' [start, end) intervals that `keep` selects: the time at
 // least one of them was in flight.

@@ -14,6 +14,7 @@
 #include "pickers.h"
 #include "preload.h"
 #include "topology.h"
+#include "trace_file.h"
 
 namespace cmt {
 namespace {
@@ -65,6 +66,27 @@ TuneOutcome watch_copies(const TuneRequest& request, CopyMix* mix,
     return out;
   }
   say("its copies (share of bytes): " + describe_mix(*mix));
+  return out;
+}
+
+// The copies of a recorded trace (`cmt run --record`) as the mix.
+TuneOutcome mix_of_trace(const std::string& path, std::size_t largest, CopyMix* mix,
+                         const std::function<void(const std::string&)>& say) {
+  TuneOutcome out;
+  Trace trace;
+  std::string error;
+  if (!read_trace_file(path, &trace, &error)) {
+    out.status = 2;
+    out.error = error;
+    return out;
+  }
+  *mix = mix_from_stats(sum_of_trace(trace), largest, &error);
+  if (mix->empty()) {
+    out.status = 1;
+    out.error = path + ": " + error + "; nothing to tune for";
+    return out;
+  }
+  say("the trace's copies (share of bytes): " + describe_mix(*mix));
   return out;
 }
 
@@ -220,7 +242,10 @@ TuneOutcome run_tune(const TuneRequest& request, const ProgressFn& progress,
                                   ? std::min<std::size_t>(request.largest, 64u << 20)
                                   : request.largest;
   CopyMix mix = default_mix(largest);
-  if (!request.command.empty()) {
+  if (!request.trace.empty()) {
+    TuneOutcome read = mix_of_trace(request.trace, largest, &mix, say);
+    if (read.status != 0) return read;
+  } else if (!request.command.empty()) {
     TuneRequest watch = request;
     watch.largest = largest;
     TuneOutcome watched = watch_copies(watch, &mix, say);

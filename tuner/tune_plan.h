@@ -21,6 +21,7 @@ struct TuneRequest {
   int device = 0;
   std::size_t largest = std::size_t{1} << 30;  // the largest copy measured
   std::vector<std::string> command;            // with one: tune for its copies
+  std::string trace;                           // or for the copies of a recorded trace
   std::string library;                         // the libcmt.so to preload into `command`
 };
 

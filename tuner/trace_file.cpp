@@ -162,7 +162,8 @@ std::string taken_and_forwarded(const Trace& t) {
   out += "left to CUDA or libc (the whole call, or the part cmt did not take), by reason:\n";
   for (const auto& [reason, f] : forwarded)
     out += "  " + reason + ": " + std::to_string(f.calls) + " calls, " +
-           bytes_text(f.bytes - f.taken) + fmt(", %.3f s in the calls\n", f.ns / 1e9);
+           bytes_text(f.bytes - f.taken) +
+           fmt(", %.3f s in the calls (%.1f GB/s)\n", f.ns / 1e9, gbps(f.bytes - f.taken, f.ns));
   return out;
 }
 

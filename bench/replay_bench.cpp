@@ -30,6 +30,7 @@
 
 #include "bench_cli.h"
 #include "bench_process.h"
+#include "common/output_file.h"
 #include "cuda_check.h"
 #include "trace_file.h"
 
@@ -314,11 +315,20 @@ std::string report(const Options& o, const std::vector<ReplayThread>& ts, std::u
   return out;
 }
 
+std::string json_string(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) >= 0x20) out += c;
+  }
+  return out + "\"";
+}
+
 std::string as_json(const Options& o, std::uint64_t bytes,
                     const std::map<std::string, std::vector<double>>& runs,
                     const std::map<std::string, std::size_t>& wrong) {
-  std::string out = "{\n  \"benchmark\": \"cmt-bench-replay\",\n  \"trace\": \"" + o.trace +
-                    "\",\n  \"bytes\": " + std::to_string(bytes) + ",\n  \"modes\": {";
+  std::string out = "{\n  \"benchmark\": \"cmt-bench-replay\",\n  \"trace\": " +
+                    json_string(o.trace) + ",\n  \"bytes\": " + std::to_string(bytes) + ",\n  \"modes\": {";
   bool first = true;
   for (const std::string& m : o.modes) {
     out += std::string(first ? "" : ",") + "\n    \"" + m + "\": {\"median_s\": " +
@@ -374,14 +384,10 @@ int main(int argc, char** argv) {
     for (const std::string& m : o.modes)
       runs[m].push_back(run_round(ts, mode_of(m), file, forward, false, 0).seconds);
   std::fputs(report(o, ts, bytes, runs, wrong).c_str(), stdout);
-  if (!o.json.empty()) {
-    FILE* f = std::fopen(o.json.c_str(), "w");
-    if (!f) {
-      std::fprintf(stderr, "cmt-bench-replay: cannot write %s\n", o.json.c_str());
-      return 1;
-    }
-    std::fputs(as_json(o, bytes, runs, wrong).c_str(), f);
-    std::fclose(f);
+  std::string why;  // written as every file of cmt's: never through a planted link, never half
+  if (!o.json.empty() && !cmt::write_output_file(o.json, as_json(o, bytes, runs, wrong), &why)) {
+    std::fprintf(stderr, "cmt-bench-replay: cannot write '%s': %s\n", o.json.c_str(), why.c_str());
+    return 1;
   }
   std::size_t all_wrong = 0;
   for (const auto& [m, w] : wrong) all_wrong += w;

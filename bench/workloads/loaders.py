@@ -18,7 +18,9 @@ Each process is one mode and runs every scenario once: `default` (cmt run with C
 the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
 those variables, e.g. lanes1:CMT_LANES=1); rounds alternate the modes. Reported: GB/s of each
 scenario (all bytes over the wall time from the first copy's start to the last thread's end),
-median of the rounds, their spread, and each mode against default and against pinned. With
+median of the rounds, their spread, each mode against default and against pinned, and the CPU
+seconds the process spent per GB copied (cmt's copy threads included: speed must not be bought
+with spinning that `top` shows). With
 --record DIR, one more round of each cmt mode runs under `cmt run --record` and leaves its trace
 in DIR.
 
@@ -39,6 +41,7 @@ import machine_meta  # noqa: E402  (bench/machine_meta.py)
 
 HIDDEN, INTER, VOCAB, LAYERS, KV = 2048, 5632, 32000, 22, 256
 THREADS = (1, 4, 8)
+CPU_PER_GB = [0.0]  # the last copy_all's CPU seconds per GB
 
 
 def shapes():
@@ -103,12 +106,15 @@ def copy_all(torch, sources, threads, gap_s=0.0):
     for t in ts:
         t.start()
     start.wait()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for t in ts:
         t.join()
     torch.cuda.synchronize()
     seconds = time.perf_counter() - t0
-    return sum(s.numel() for s in sources) / seconds / 1e9, out
+    # The whole process's CPU time (cmt's copy threads included), per GB: what speed cost in top.
+    gb = sum(s.numel() for s in sources) / 1e9
+    CPU_PER_GB[0] = (time.process_time() - cpu0) / gb
+    return gb / seconds, out
 
 
 def checked(torch, sources, copies):
@@ -120,7 +126,7 @@ def child_copies(blob, index):
     import torch
     torch.cuda.init()
     torch.zeros(1, device="cuda")
-    results, ok = {}, True
+    results, cpu, ok = {}, {}, True
 
     def mapped():
         m = np.memmap(blob, dtype=np.uint8, mode="r")  # a new mapping: nothing faulted in yet
@@ -131,24 +137,29 @@ def child_copies(blob, index):
     for t in THREADS:
         srcs, m = mapped()
         results[f"mapped-{t}"], copies = copy_all(torch, srcs, t)
+        cpu[f"mapped-{t}"] = CPU_PER_GB[0]
         ok &= checked(torch, resident, copies)
         del copies, srcs, m
         results[f"resident-{t}"], copies = copy_all(torch, resident, t)
+        cpu[f"resident-{t}"] = CPU_PER_GB[0]
         ok &= checked(torch, resident, copies)
         del copies
     results["gap-1ms"], copies = copy_all(torch, resident, 1, gap_s=0.001)
+    cpu["gap-1ms"] = CPU_PER_GB[0]
     ok &= checked(torch, resident, copies)
     del copies
     if os.environ.get("CMT_DISABLE") == "1":  # the ceiling, measured once per default process
         pinned = [s.pin_memory() for s in resident]
         for t in THREADS:
             results[f"pinned-{t}"], copies = copy_all(torch, pinned, t)
+            cpu[f"pinned-{t}"] = CPU_PER_GB[0]
             ok &= checked(torch, resident, copies)
             del copies
         results["pinned-gap-1ms"], copies = copy_all(torch, pinned, 1, gap_s=0.001)
+        cpu["pinned-gap-1ms"] = CPU_PER_GB[0]
         ok &= checked(torch, resident, copies)
         del copies
-    return {"gbps": results, "check": "ok" if ok else "WRONG BYTES"}
+    return {"gbps": results, "cpu_s_per_gb": cpu, "check": "ok" if ok else "WRONG BYTES"}
 
 
 def child_hf(model_dir):
@@ -215,8 +226,11 @@ def summarize(runs, modes):
         for m in modes:
             v = [r["gbps"][scenario] for r in runs[m] if scenario in r.get("gbps", {})]
             if v:
+                cpu = [r["cpu_s_per_gb"][scenario] for r in runs[m]
+                       if scenario in r.get("cpu_s_per_gb", {})]
                 row[m] = {"median": statistics.median(v), "runs": v,
-                          "spread": (max(v) - min(v)) / statistics.median(v)}
+                          "spread": (max(v) - min(v)) / statistics.median(v),
+                          "cpu_s_per_gb": statistics.median(cpu) if cpu else None}
         rows[scenario] = row
     for scenario, row in rows.items():  # against default and pinned
         key = "pinned-" + (scenario if scenario.startswith("gap") else scenario.split("-")[-1])
@@ -299,6 +313,8 @@ def report(doc):
                 cell += f" {r['vs_default']:.2f}x"
             if r["vs_pinned"] and not scenario.startswith("pinned"):
                 cell += f" {r['vs_pinned']:.2f}p"
+            if r.get("cpu_s_per_gb") is not None:
+                cell += f" cpu {r['cpu_s_per_gb']:.2f}s/GB"
             cells.append(cell)
         print(f"  {scenario:12s} " + "; ".join(cells))
     for m, r in doc.get("hf", {}).items():

@@ -26,7 +26,7 @@ tmp = sys.argv[1]
 sections = {}
 pid = None
 for line in open(f"{tmp}/trace.tsv"):
-    if line.startswith("# cmt trace 1 "):
+    if line.startswith("# cmt trace 2 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):
@@ -44,6 +44,9 @@ for pid, rows in sections.items():
     assert all(int(r[6]) <= int(r[5]) for r in rows), "more taken than asked"
     assert cuda == want_cuda and cuda > 0, f"pid {pid}: trace says cmt took {cuda} bytes of CUDA copies, statistics {want_cuda}"
     assert host == want_host, f"pid {pid}: trace says the host leg took {host} bytes, statistics {want_host}"
+    taken = [r for r in rows if r[3].startswith("cu") and int(r[6]) > 0]
+    assert taken and all(int(r[11]) >= 0 and int(r[13]) >= 0 for r in taken), "a taken copy without its lane or first DMA"
+    assert all(int(r[11]) == -1 for r in rows if int(r[6]) == 0), "a lane for a copy cmt did not take"
     for d in ("h2d", "d2h"):
         t = s["taken"][d]
         assert t["in_flight_seconds"] <= t["seconds"] + 1e-6, t

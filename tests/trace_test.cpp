@@ -98,6 +98,30 @@ TEST(TraceFile, ReadsSectionsOfSeveralProcesses) {
   EXPECT_NE(report.find("2: 0.000 s"), std::string::npos) << report;  // two at once, 1 us
 }
 
+TEST(TraceFile, Version2SaysWhatTheEngineDid) {
+  const std::string columns = std::string(kHeader).substr(0, std::string(kHeader).size() - 1) +
+                              "\tlane\tlane_built\tfirst_dma_ns\n";
+  const std::string path = write_file(
+      "# cmt trace 2 pid=3 exe=/bin/c\n" + columns +
+      "1000\t9000\t3\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t0\t1\t300000\n"
+      "2000\t8000\t4\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t1\t1\t100000\n"
+      "9000\t9500\t3\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t0\t0\t50000\n"
+      "9600\t9700\t3\tcudaMemcpyAsync\th2d\t10\t0\tbelow_threshold\tresident\t0x0\t0\t-1\t0\t-1\n");
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(read_trace_file(path, &t, &error)) << error;
+  unlink(path.c_str());
+  ASSERT_EQ(t.calls.size(), 4u);
+  EXPECT_EQ(t.calls[1].lane, 1);
+  EXPECT_TRUE(t.calls[1].lane_built);
+  EXPECT_EQ(t.calls[2].first_dma_ns, 50000);
+  const std::string report = describe_trace(t);
+  EXPECT_NE(report.find("the first DMA a median 100 us"), std::string::npos) << report;
+  EXPECT_NE(report.find("copies by lane: 0: 2 1: 1; 2 made their lane's staging ring"),
+            std::string::npos)
+      << report;
+}
+
 TEST(TraceFile, ItsCopiesAreWhatTuneTunesFor) {
   const std::string path = write_file(
       std::string("# cmt trace 1 pid=10 exe=/bin/a\n") + kHeader +
@@ -126,7 +150,7 @@ TEST(TraceFile, NamesTheLineThatIsWrong) {
   std::string error;
   std::string path = write_file("not a trace\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));
-  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 1"), std::string::npos) << error;
+  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 2"), std::string::npos) << error;
   unlink(path.c_str());
   path = write_file(std::string("# cmt trace 1 pid=1 exe=x\n") + kHeader + "1\t2\t3\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));

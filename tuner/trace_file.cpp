@@ -12,9 +12,10 @@
 namespace cmt {
 namespace {
 
-const char* const kColumns =
+// Version 1's columns, and version 2's (the engine's lane and first DMA added).
+const char* const kColumns1 =
     "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult";
-constexpr std::size_t kFields = 11;
+const std::string kColumns2 = std::string(kColumns1) + "\tlane\tlane_built\tfirst_dma_ns";
 
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> fields;
@@ -34,12 +35,29 @@ bool parse_number(const std::string& text, bool is_signed, unsigned long long* o
   return errno == 0 && end && *end == '\0' && (is_signed || text[0] != '-');
 }
 
-// One call line into `call`; the empty string, or what is wrong with it.
-std::string parse_call(const std::string& line, TraceCall* call) {
+// Version 2's last three fields into `call`; the empty string, or what is wrong.
+std::string parse_engine_fields(const std::vector<std::string>& f, TraceCall* call) {
+  unsigned long long lane = 0, built = 0, first = 0;
+  if (!parse_number(f[11], true, &lane) || !parse_number(f[12], false, &built) || built > 1 ||
+      !parse_number(f[13], true, &first))
+    return "fields 12-14 (lane, lane_built, first_dma_ns) are not numbers";
+  call->lane = static_cast<int>(static_cast<long long>(lane));
+  call->lane_built = built == 1;
+  call->first_dma_ns = static_cast<std::int64_t>(static_cast<long long>(first));
+  return {};
+}
+
+// One call line of a section of `version` into `call`; the empty string, or what is wrong.
+std::string parse_call(const std::string& line, int version, TraceCall* call) {
   const std::vector<std::string> f = split_tabs(line);
-  if (f.size() != kFields)
-    return "expected " + std::to_string(kFields) + " tab-separated fields, found " +
+  const std::size_t fields = version == 1 ? 11 : 14;
+  if (f.size() != fields)
+    return "expected " + std::to_string(fields) + " tab-separated fields, found " +
            std::to_string(f.size());
+  if (version >= 2) {
+    const std::string why = parse_engine_fields(f, call);
+    if (!why.empty()) return why;
+  }
   unsigned long long v[5] = {};
   const int columns[5] = {0, 1, 2, 5, 6};
   for (int i = 0; i < 5; ++i)
@@ -161,9 +179,12 @@ std::string taken_and_forwarded(const Trace& t) {
   if (forwarded.empty()) return out;
   out += "left to CUDA or libc (the whole call, or the part cmt did not take), by reason:\n";
   for (const auto& [reason, f] : forwarded)
+    // A host-leg call cmt declined is recorded without libc's time, which comes after.
     out += "  " + reason + ": " + std::to_string(f.calls) + " calls, " +
            bytes_text(f.bytes - f.taken) +
-           fmt(", %.3f s in the calls (%.1f GB/s)\n", f.ns / 1e9, gbps(f.bytes - f.taken, f.ns));
+           (reason == "libc" ? std::string(" (libc's time is not recorded)\n")
+                             : fmt(", %.3f s in the calls (%.1f GB/s)\n", f.ns / 1e9,
+                                   gbps(f.bytes - f.taken, f.ns)));
   return out;
 }
 
@@ -193,6 +214,30 @@ std::string host_key(const TraceCall& c) {
   return c.direction + " " + c.host + (c.taken_bytes ? " taken" : " not taken");
 }
 
+// What the engine said of the copies it took (version 2): how soon each one's first DMA went in,
+// on which lanes they ran, and the copies that paid for a lane's staging ring.
+std::string engine_side(const Trace& t) {
+  std::vector<std::uint64_t> first;
+  std::map<int, std::uint64_t> per_lane;
+  std::uint64_t built = 0;
+  for (const TraceCall& c : t.calls) {
+    if (!c.taken_bytes || c.lane < 0) continue;
+    ++per_lane[c.lane];
+    built += c.lane_built;
+    if (c.first_dma_ns >= 0) first.push_back(static_cast<std::uint64_t>(c.first_dma_ns));
+  }
+  if (per_lane.empty()) return {};
+  std::sort(first.begin(), first.end());
+  std::string out = "engine: ";
+  if (!first.empty())
+    out += fmt("the first DMA a median %.0f us after the engine had the copy (90th percentile "
+               "%.0f us); ",
+               first[first.size() / 2] / 1e3, first[first.size() * 9 / 10] / 1e3);
+  out += "copies by lane:";
+  for (const auto& [lane, n] : per_lane) out += " " + std::to_string(lane) + ": " + std::to_string(n);
+  return out + "; " + std::to_string(built) + " made their lane's staging ring\n";
+}
+
 // Per thread, the time from one call's end to its next call's start: the program's own work.
 std::string gaps(const Trace& t) {
   std::map<std::pair<int, int>, std::uint64_t> last_end;
@@ -216,13 +261,17 @@ std::string gaps(const Trace& t) {
 
 namespace {
 
-// A section's header line, `# cmt trace 1 pid=... exe=... dropped=...`, into a new process.
-bool read_header(const std::string& path, int number, const std::string& line, Trace* trace,
-                 std::string* error) {
-  if (line.rfind("# cmt trace 1 ", 0) != 0) {
+// A section's header line, `# cmt trace 2 pid=... exe=... dropped=...`, into a new process;
+// the section's version (1 or 2), or 0 with `error` set.
+int read_header(const std::string& path, int number, const std::string& line, Trace* trace,
+                std::string* error) {
+  const int version = line.rfind("# cmt trace 1 ", 0) == 0   ? 1
+                      : line.rfind("# cmt trace 2 ", 0) == 0 ? 2
+                                                              : 0;
+  if (!version) {
     *error = path + ":" + std::to_string(number) +
-             ": expected '# cmt trace 1 pid=... exe=...' (a file CMT_RECORD wrote)";
-    return false;
+             ": expected '# cmt trace 2 pid=... exe=...' (a file CMT_RECORD wrote)";
+    return 0;
   }
   std::string pid = "?", exe = "?";
   std::istringstream words(line.substr(14));
@@ -232,7 +281,7 @@ bool read_header(const std::string& path, int number, const std::string& line, T
     if (w.rfind("dropped=", 0) == 0) trace->dropped += std::strtoull(w.c_str() + 8, nullptr, 10);
   }
   trace->processes.push_back("pid " + pid + " " + exe);
-  return true;
+  return version;
 }
 
 }  // namespace
@@ -245,27 +294,29 @@ bool read_trace_file(const std::string& path, Trace* trace, std::string* error) 
   }
   // One section per process: `cmt run --record` puts a whole process tree's in one file.
   std::string line;
-  int number = 0;
-  bool expect_columns = false, any = false;
+  int number = 0, version = 0;
+  bool expect_columns = false;
   while (std::getline(in, line)) {
     ++number;
     if (line.empty()) continue;
-    if (!any || line.rfind("# ", 0) == 0) {
-      if (!read_header(path, number, line, trace, error)) return false;
-      any = expect_columns = true;
+    if (!version || line.rfind("# ", 0) == 0) {
+      version = read_header(path, number, line, trace, error);
+      if (!version) return false;
+      expect_columns = true;
       continue;
     }
     if (expect_columns) {
-      if (line != kColumns) {
+      const std::string columns = version == 1 ? std::string(kColumns1) : kColumns2;
+      if (line != columns) {
         *error = path + ":" + std::to_string(number) + ": expected the column names '" +
-                 std::string(kColumns) + "'";
+                 columns + "'";
         return false;
       }
       expect_columns = false;
       continue;
     }
     TraceCall call;
-    const std::string why = parse_call(line, &call);
+    const std::string why = parse_call(line, version, &call);
     if (!why.empty()) {
       *error = path + ":" + std::to_string(number) + ": " + why;
       return false;
@@ -273,7 +324,7 @@ bool read_trace_file(const std::string& path, Trace* trace, std::string* error) 
     call.process = static_cast<int>(trace->processes.size()) - 1;
     trace->calls.push_back(std::move(call));
   }
-  if (!any) {
+  if (!version) {
     *error = path + ": empty, not a trace";
     return false;
   }
@@ -285,7 +336,7 @@ bool read_trace_file(const std::string& path, Trace* trace, std::string* error) 
 std::string describe_trace(const Trace& trace) {
   if (trace.calls.empty())
     return "trace: " + std::to_string(trace.processes.size()) + " process(es), no copy calls\n";
-  return overview(trace) + taken_and_forwarded(trace) +
+  return overview(trace) + taken_and_forwarded(trace) + engine_side(trace) +
          by_key(trace, "by direction and size (sizes from the power of two shown):", size_key) +
          by_key(trace, "by direction and host memory:", host_key) + gaps(trace);
 }

@@ -20,7 +20,10 @@ struct TraceCall {
   std::uint64_t bytes = 0, taken_bytes = 0;
   std::string stream;
   long result = 0;
-  int process = 0;  // index of the file it came from
+  int lane = -1;               // the engine's lane (trace version 2; -1: none, or version 1)
+  bool lane_built = false;     // its staging ring made for this copy
+  std::int64_t first_dma_ns = -1;  // the first DMA's delay in the engine (-1: none)
+  int process = 0;  // index of the section it came from
 };
 
 struct Trace {

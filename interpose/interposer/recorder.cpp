@@ -40,6 +40,9 @@ std::atomic<std::uint64_t> g_dropped{0};
 struct Outcome {
   const char* outcome = nullptr;
   const char* direction = nullptr;
+  int lane = -1;
+  bool lane_built = false;
+  std::int64_t first_dma_ns = -1;
 };
 thread_local Outcome t_outcome;
 
@@ -174,18 +177,21 @@ std::string Recorder::to_text() const {
   });
   char exe[512] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = '\0';
-  std::string out = "# cmt trace 1 pid=" + std::to_string(getpid()) + " exe=" + exe +
+  std::string out = "# cmt trace 2 pid=" + std::to_string(getpid()) + " exe=" + exe +
                     " calls=" + std::to_string(sorted.size()) +
                     " dropped=" + std::to_string(g_dropped.load()) + "\n";
-  out += "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult\n";
+  out += "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult"
+         "\tlane\tlane_built\tfirst_dma_ns\n";
   char line[512];
   for (const CallRecord& r : sorted) {
-    std::snprintf(line, sizeof line, "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\n",
+    std::snprintf(line, sizeof line,
+                  "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\t%d\t%d\t%lld\n",
                   static_cast<unsigned long long>(r.start_ns),
                   static_cast<unsigned long long>(r.end_ns), r.tid, r.api, r.direction,
                   static_cast<unsigned long long>(r.bytes),
                   static_cast<unsigned long long>(r.taken_bytes), r.outcome,
-                  host_kind_name(r.host), static_cast<unsigned long long>(r.stream), r.result);
+                  host_kind_name(r.host), static_cast<unsigned long long>(r.stream), r.result,
+                  r.lane, r.lane_built ? 1 : 0, static_cast<long long>(r.first_dma_ns));
     out += line;
   }
   return out;
@@ -242,6 +248,13 @@ void note_outcome(const char* outcome, const char* direction) noexcept {
   if (direction) t_outcome.direction = direction;
 }
 
+void note_engine(int lane, bool lane_built, std::int64_t first_dma_ns) noexcept {
+  t_outcome.lane = lane;
+  t_outcome.lane_built = lane_built;
+  // A batch's copies: the first one's delay, the last one's lane.
+  if (t_outcome.first_dma_ns < 0) t_outcome.first_dma_ns = first_dma_ns;
+}
+
 RecordedCall::RecordedCall(const char* api, const char* direction, const void* host,
                            std::size_t bytes, CUstream stream) noexcept
     : recorder_(Recorder::active()) {
@@ -269,6 +282,9 @@ void RecordedCall::finish(long result, std::size_t taken_bytes) noexcept {
                     : std::string_view(reason) == "taken"       ? "stopped"
                                                                 : reason;
   if (t_outcome.direction && record_.direction[0] == '?') record_.direction = t_outcome.direction;
+  record_.lane = t_outcome.lane;
+  record_.lane_built = t_outcome.lane_built;
+  record_.first_dma_ns = t_outcome.first_dma_ns;
   recorder_->add(record_);
 }
 

@@ -73,6 +73,7 @@ struct CopyEngine::Lane {
   unsigned broken_rings = 0;            // rings given up so far (kMaxBrokenRings)
   CUresult broken_by = CUDA_SUCCESS;    // what broke the last one
   CUresult unavailable = CUDA_SUCCESS;  // set if the lane could not be built: forward for good
+  int index = 0;  // among its context's and direction's lanes, in the order made
 };
 
 CopyEngine::CopyEngine(const DriverApi& driver, const Config& config, PinnedBudget& budget)
@@ -109,6 +110,7 @@ CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, u
         Lane* lane = lanes_.back().get();
         lane->ctx = ctx;
         lane->direction = direction;
+        lane->index = static_cast<int>(existing);
         hold = std::unique_lock<std::mutex>(lane->busy);
         return lane;
       }
@@ -245,6 +247,8 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
                                   !request.no_wait, hold);
     if (!acquired) return {0, CUDA_SUCCESS};
     Lane& lane = *acquired;
+    const std::int64_t start_ns = steady_now_ns();
+    const bool had_ring = lane.ring && !lane.ring->broken();
     r = prepare(lane);
     if (r != CUDA_SUCCESS) return {0, r};
     // Host to device: the workers have work at once, so let them come up while the issuer
@@ -252,10 +256,13 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // enqueued before the wake-up's system call (device_to_host).
     const GpuPool::Running running(*lane.pool);
     if (request.direction == Direction::HostToDevice) lane.queue->wake();
-    const CopyOutcome out = request.direction == Direction::HostToDevice
-                                ? host_to_device(lane, request)
-                                : device_to_host(lane, request);
+    CopyOutcome out = request.direction == Direction::HostToDevice
+                          ? host_to_device(lane, request)
+                          : device_to_host(lane, request);
     if (lane.ring->broken()) lane.broken_by = out.status;
+    out.lane = lane.index;
+    out.lane_built = !had_ring;
+    if (out.first_dma_ns >= 0) out.first_dma_ns -= start_ns;
     return out;
   } catch (...) {
     return {0, CUDA_ERROR_UNKNOWN};
@@ -312,7 +319,9 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   pool.end();  // published pieces finish staging; nothing else touches the user's buffer after
   trace.report("H2D", layout);
   trace.report_dma_completions(ring, issued > ring.size() ? issued - ring.size() : 0, issued);
-  return {layout.piece_offset(issued), pipe.status()};
+  CopyOutcome out{layout.piece_offset(issued), pipe.status()};
+  out.first_dma_ns = pipe.first_enqueue_ns();  // made relative to the copy's start by copy()
+  return out;
 }
 
 CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
@@ -398,7 +407,9 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
     CMT_LOG(debug, "D2H into a fresh destination: {} blocks of 2 MiB {} ({}), populated at {} us",
             fresh.count, populate.refused() ? "left to fault" : "populated",
             choice_name(lane.config.fresh_pages), trace.populated_us);
-  return {layout.piece_offset(landed), pipe.status(), fresh.count * kFreshBlock};
+  CopyOutcome out{layout.piece_offset(landed), pipe.status(), fresh.count * kFreshBlock};
+  out.first_dma_ns = pipe.first_enqueue_ns();  // made relative to the copy's start by copy()
+  return out;
 }
 
 }  // namespace cmt

@@ -38,6 +38,7 @@ bool Pipeline::enqueue_dma(std::size_t p, bool* enqueued) {
     if (failed) return false;
   }
   *enqueued = true;
+  if (first_enqueue_ns_ < 0) first_enqueue_ns_ = steady_now_ns();
   bool recorded = false;
   {
     CopyTrace::InDriver timing(trace_);

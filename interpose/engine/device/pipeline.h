@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 #include "common/copy_types.h"
 #include "cuda/driver_api.h"
@@ -47,6 +48,13 @@ enum class SlotState { Free, Busy, Stop };
 
 // Whatever stops the copy is kept in status() (CUDA_SUCCESS when the issuer merely declined to
 // wait on another stream).
+// The steady clock in nanoseconds, as the engine's diagnostics read it.
+inline std::int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 class Pipeline {
  public:
   Pipeline(const DriverApi& driver, StagingRing& ring, WorkQueue& pool, const CopyRequest& req,
@@ -70,6 +78,8 @@ class Pipeline {
   void pace(bool progress);
 
   CUresult status() const { return status_; }
+  // When the first DMA went in (steady clock, ns), or -1.
+  std::int64_t first_enqueue_ns() const { return first_enqueue_ns_; }
 
  private:
   bool failed(CUresult r, const char* what);
@@ -81,6 +91,7 @@ class Pipeline {
   const CopyLayout& layout_;
   CopyTrace& trace_;
   CUresult status_ = CUDA_SUCCESS;
+  std::int64_t first_enqueue_ns_ = -1;
   Backoff backoff_;
   StallClock stall_;
 };

@@ -155,10 +155,18 @@ const EngineLink* load_engine() {
   return state == Loaded ? g_engine : nullptr;
 }
 
+// A child forked while another thread was loading the engine would wait for a load that no
+// thread of it makes: it forwards instead, as cmt's forked children do anyway (interposer.h).
+void after_fork_in_child() {
+  int loading = Loading;
+  g_state.compare_exchange_strong(loading, Failed, std::memory_order_acq_rel);
+}
+
 // The folder libcmt.so was loaded from, made absolute now: the program may chdir before its
 // first CUDA call.
 __attribute__((constructor)) void find_engine_and_dlsym() {
   g_libc_dlsym = find_libc_dlsym();
+  pthread_atfork(nullptr, nullptr, after_fork_in_child);
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&find_engine_and_dlsym), &info) || !info.dli_fname) return;
   g_front_base = info.dli_fbase;

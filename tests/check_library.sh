@@ -13,9 +13,15 @@ hostlib=${3:-}
 hostmap=${4:-}
 enginelib=${5:-}
 enginemap=${6:-}
-exported=$(nm -D --defined-only "$lib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
-expected=$(sed -n '/global:/,/local:/p' "$map" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
-  grep -vx 'global\|local' | sort | tr '\n' ' ')
+# The names a library exports, and the names its version script makes global.
+exports_of() { nm -D --defined-only "$1" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' '; }
+map_names() {
+  sed -n '/global:/,/local:/p' "$1" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
+    grep -vx 'global\|local' | sort | tr '\n' ' '
+}
+needs_of() { readelf -d "$1" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' '; }
+exported=$(exports_of "$lib")
+expected=$(map_names "$map")
 if [ "$exported" != "$expected" ]; then
   echo "FAIL: libcmt.so exports [$exported], its version script names [$expected]"; exit 1
 fi
@@ -34,29 +40,27 @@ if nm -D --defined-only "$lib" | grep -q '@'; then
 fi
 # Its copy threads outlive any dlclose: the library must never be unmapped under them.
 readelf -d "$lib" | grep -q "FLAGS_1.*NODELETE" || { echo "FAIL: libcmt.so is not linked -z nodelete"; exit 1; }
-needed=$(readelf -d "$lib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
+needed=$(needs_of "$lib")
 # Nor the C++ runtime (linked in, hidden): each process under `cmt run` would pay for loading it.
 for bad in cudart spdlog fmt hwloc numa cuda stdc++ gcc_s; do
   case "$needed" in *lib$bad*) echo "FAIL: libcmt.so needs lib$bad ($needed)"; exit 1;; esac
 done
 if [ -n "$hostlib" ]; then
-  host_exported=$(nm -D --defined-only "$hostlib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
-  host_expected=$(sed -n '/global:/,/local:/p' "$hostmap" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
-    grep -vx 'global\|local' | sort | tr '\n' ' ')
+  host_exported=$(exports_of "$hostlib")
+  host_expected=$(map_names "$hostmap")
   [ "$host_exported" = "$host_expected" ] ||
     { echo "FAIL: libcmt-host.so exports [$host_exported], its map names [$host_expected]"; exit 1; }
-  host_needed=$(readelf -d "$hostlib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
+  host_needed=$(needs_of "$hostlib")
   [ "$host_needed" = "libc.so.6 " ] || { echo "FAIL: libcmt-host.so needs [$host_needed]"; exit 1; }
   readelf -d "$hostlib" | grep -q "FLAGS_1.*NODELETE" || { echo "FAIL: libcmt-host.so is not -z nodelete"; exit 1; }
   echo "ok: libcmt-host.so exports [$host_exported]; needs [$host_needed]"
 fi
 if [ -n "$enginelib" ]; then
-  engine_exported=$(nm -D --defined-only "$enginelib" | awk '$2 ~ /^[TWDBVi]$/ {print $3}' | sort | tr '\n' ' ')
-  engine_expected=$(sed -n '/global:/,/local:/p' "$enginemap" | tr ' ;' '\n\n' | grep -E '^[A-Za-z_][A-Za-z0-9_]*$' |
-    grep -vx 'global\|local' | sort | tr '\n' ' ')
+  engine_exported=$(exports_of "$enginelib")
+  engine_expected=$(map_names "$enginemap")
   [ "$engine_exported" = "$engine_expected" ] ||
     { echo "FAIL: libcmt-engine.so exports [$engine_exported], its map names [$engine_expected]"; exit 1; }
-  engine_needed=$(readelf -d "$enginelib" | awk '/NEEDED/ {print $5}' | tr -d '[]' | tr '\n' ' ')
+  engine_needed=$(needs_of "$enginelib")
   for bad in cudart spdlog fmt hwloc numa cuda stdc++ gcc_s; do
     case "$engine_needed" in *lib$bad*) echo "FAIL: libcmt-engine.so needs lib$bad ($engine_needed)"; exit 1;; esac
   done

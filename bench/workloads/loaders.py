@@ -41,7 +41,6 @@ import machine_meta  # noqa: E402  (bench/machine_meta.py)
 
 HIDDEN, INTER, VOCAB, LAYERS, KV = 2048, 5632, 32000, 22, 256
 THREADS = (1, 4, 8)
-CPU_PER_GB = [0.0]  # the last copy_all's CPU seconds per GB
 
 
 def shapes():
@@ -82,7 +81,7 @@ def busy(seconds):
 
 def copy_all(torch, sources, threads, gap_s=0.0):
     """`threads` threads take the tensors in turn and copy each with .to('cuda') on their own
-    stream; the GB/s of all bytes over the wall time, and the copies."""
+    stream; the GB/s of all bytes over the wall time, the CPU seconds per GB, and the copies."""
     out = [None] * len(sources)
     next_i = [0]
     lock = threading.Lock()
@@ -113,8 +112,7 @@ def copy_all(torch, sources, threads, gap_s=0.0):
     seconds = time.perf_counter() - t0
     # The whole process's CPU time (cmt's copy threads included), per GB: what speed cost in top.
     gb = sum(s.numel() for s in sources) / 1e9
-    CPU_PER_GB[0] = (time.process_time() - cpu0) / gb
-    return gb / seconds, out
+    return gb / seconds, (time.process_time() - cpu0) / gb, out
 
 
 def checked(torch, sources, copies):
@@ -126,40 +124,29 @@ def child_copies(blob, index):
     import torch
     torch.cuda.init()
     torch.zeros(1, device="cuda")
-    results, cpu, ok = {}, {}, True
+    results, cpu, ok = {}, {}, [True]
+
+    def scenario(name, sources, threads, gap_s=0.0):
+        """One scenario timed, then every byte checked; its copies freed on return."""
+        results[name], cpu[name], copies = copy_all(torch, sources, threads, gap_s)
+        ok[0] &= checked(torch, resident, copies)
 
     def mapped():
         m = np.memmap(blob, dtype=np.uint8, mode="r")  # a new mapping: nothing faulted in yet
-        return [torch.from_numpy(m[a:a + n]) for _, a, n in index], m
+        return [torch.from_numpy(m[a:a + n]) for _, a, n in index]
 
     resident = [torch.from_numpy(np.fromfile(blob, dtype=np.uint8, count=n, offset=a))
                 for _, a, n in index]
     for t in THREADS:
-        srcs, m = mapped()
-        results[f"mapped-{t}"], copies = copy_all(torch, srcs, t)
-        cpu[f"mapped-{t}"] = CPU_PER_GB[0]
-        ok &= checked(torch, resident, copies)
-        del copies, srcs, m
-        results[f"resident-{t}"], copies = copy_all(torch, resident, t)
-        cpu[f"resident-{t}"] = CPU_PER_GB[0]
-        ok &= checked(torch, resident, copies)
-        del copies
-    results["gap-1ms"], copies = copy_all(torch, resident, 1, gap_s=0.001)
-    cpu["gap-1ms"] = CPU_PER_GB[0]
-    ok &= checked(torch, resident, copies)
-    del copies
+        scenario(f"mapped-{t}", mapped(), t)
+        scenario(f"resident-{t}", resident, t)
+    scenario("gap-1ms", resident, 1, gap_s=0.001)
     if os.environ.get("CMT_DISABLE") == "1":  # the ceiling, measured once per default process
         pinned = [s.pin_memory() for s in resident]
         for t in THREADS:
-            results[f"pinned-{t}"], copies = copy_all(torch, pinned, t)
-            cpu[f"pinned-{t}"] = CPU_PER_GB[0]
-            ok &= checked(torch, resident, copies)
-            del copies
-        results["pinned-gap-1ms"], copies = copy_all(torch, pinned, 1, gap_s=0.001)
-        cpu["pinned-gap-1ms"] = CPU_PER_GB[0]
-        ok &= checked(torch, resident, copies)
-        del copies
-    return {"gbps": results, "cpu_s_per_gb": cpu, "check": "ok" if ok else "WRONG BYTES"}
+            scenario(f"pinned-{t}", pinned, t)
+        scenario("pinned-gap-1ms", pinned, 1, gap_s=0.001)
+    return {"gbps": results, "cpu_s_per_gb": cpu, "check": "ok" if ok[0] else "WRONG BYTES"}
 
 
 def child_hf(model_dir):

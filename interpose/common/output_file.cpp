@@ -63,4 +63,11 @@ bool write_output_file(const std::string& path, const std::string& text, std::st
   return false;
 }
 
+std::string path_for_this_process(std::string pattern) {
+  const std::string pid = std::to_string(getpid());
+  for (std::size_t at = 0; (at = pattern.find("%p", at)) != std::string::npos; at += pid.size())
+    pattern.replace(at, 2, pid);
+  return pattern;
+}
+
 }  // namespace cmt

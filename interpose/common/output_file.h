@@ -37,4 +37,8 @@ class OutputFile {
 bool write_output_file(const std::string& path, const std::string& text, std::string* why,
                        mode_t mode = 0644);
 
+// A per-process output's path (CMT_STATS, CMT_RECORD): each `%p` in `pattern` becomes this
+// process's pid, so the processes of a tree each write their own file.
+std::string path_for_this_process(std::string pattern);
+
 }  // namespace cmt

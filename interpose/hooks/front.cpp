@@ -21,8 +21,8 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <initializer_list>
 
+#include "cuda/real_dl.h"
 #include "hooks/engine_link.h"
 #include "hooks/exported.h"
 #include "hooks/front.h"
@@ -50,17 +50,6 @@ const EngineLink* g_engine = nullptr;  // published by g_state = Loaded
 
 char g_engine_path[PATH_MAX];  // found at load time, while a relative path still means the same
 const void* g_front_base = nullptr;
-
-DlsymFn g_libc_dlsym = nullptr;
-
-DlsymFn find_libc_dlsym() {
-  // glibc 2.34 moved dlsym into libc.so.6 under a new version; older ones have it in libdl under
-  // the architecture's base version. dlvsym is not hooked.
-  for (const char* version : {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5", "GLIBC_2.0"})
-    for (void* scope : {RTLD_NEXT, RTLD_DEFAULT})
-      if (void* fn = dlvsym(scope, "dlsym", version)) return reinterpret_cast<DlsymFn>(fn);
-  return nullptr;
-}
 
 // RTLD_NEXT resolves against the return address of the C library's dlsym, which must lie in
 // libcmt.so: a call from here, never a tail call (which would hand dlsym our caller's address, in
@@ -165,7 +154,7 @@ void after_fork_in_child() {
 // The folder libcmt.so was loaded from, made absolute now: the program may chdir before its
 // first CUDA call.
 __attribute__((constructor)) void find_engine_and_dlsym() {
-  g_libc_dlsym = find_libc_dlsym();
+  (void)libc_dlsym();  // found now, before the program's threads can race to find it
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
   Dl_info info{};
   if (!dladdr(reinterpret_cast<void*>(&find_engine_and_dlsym), &info) || !info.dli_fname) return;
@@ -190,8 +179,7 @@ __attribute__((constructor)) void find_engine_and_dlsym() {
 }  // namespace
 
 DlsymFn libc_dlsym() noexcept {
-  if (!g_libc_dlsym) g_libc_dlsym = find_libc_dlsym();  // a call before the constructor ran
-  return g_libc_dlsym;
+  return reinterpret_cast<DlsymFn>(libc_dlsym_address());  // cuda/real_dl.h, shared with the engine
 }
 
 const EngineLink* engine() noexcept {

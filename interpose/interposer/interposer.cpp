@@ -57,19 +57,11 @@ void after_fork_child() {
   engine_mu().unlock();
 }
 
-// CMT_STATS's path for this process: each `%p` becomes its pid, so the processes of a tree each
-// write their own file (tuner/stats_files.h sums them); without one, the last to exit wins.
-std::string stats_path(std::string path) {
-  const std::string pid = std::to_string(getpid());
-  for (std::size_t at = 0; (at = path.find("%p", at)) != std::string::npos; at += pid.size())
-    path.replace(at, 2, pid);
-  return path;
-}
-
 void write_stats_at_exit() {
   Interposer& self = Interposer::instance();
   if (self.config().stats_file.empty()) return;
-  const std::string path = stats_path(self.config().stats_file);
+  // One file per process of a tree (tuner/stats_files.h sums them); without %p the last wins.
+  const std::string path = path_for_this_process(self.config().stats_file);
   std::string why;
   // Private to the user, replacing whatever is at the path, never following it.
   if (!write_output_file(path, self.stats().to_json(), &why, 0600))

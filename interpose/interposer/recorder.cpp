@@ -53,14 +53,6 @@ std::uint64_t now_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-// Each %p in the pattern becomes the pid, as for CMT_STATS.
-std::string path_for_pid(std::string path) {
-  const std::string pid = std::to_string(getpid());
-  for (std::size_t at = 0; (at = path.find("%p", at)) != std::string::npos; at += pid.size())
-    path.replace(at, 2, pid);
-  return path;
-}
-
 void write_at_exit() {
   if (Recorder* r = Recorder::active()) r->write();
 }
@@ -148,7 +140,7 @@ void Recorder::start(const std::string& path_pattern) {
     return;
   }
   g_slots = static_cast<Slot*>(slots);  // zero pages: every slot not ready
-  g_recorder = new Recorder(path_for_pid(path_pattern));
+  g_recorder = new Recorder(path_for_this_process(path_pattern));
   g_state.store(On, std::memory_order_release);
   std::atexit(write_at_exit);
 }

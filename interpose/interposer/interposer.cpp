@@ -57,20 +57,27 @@ void after_fork_child() {
   engine_mu().unlock();
 }
 
-void write_stats_at_exit() {
-  Interposer& self = Interposer::instance();
-  if (self.config().stats_file.empty()) return;
-  // One file per process of a tree (tuner/stats_files.h sums them); without %p the last wins.
-  const std::string path = path_for_this_process(self.config().stats_file);
-  std::string why;
-  // Private to the user, replacing whatever is at the path, never following it.
-  if (!write_output_file(path, self.stats().to_json(), &why, 0600))
-    CMT_WARN_ONCE("CMT_STATS: cannot write '{}': {}", path, why);
+// Runs inside the program's exit: nothing may escape it (an exception there ends the process).
+void write_stats_at_exit() noexcept {
+  try {
+    Interposer& self = Interposer::instance();
+    if (self.config().stats_file.empty()) return;
+    // One file per process of a tree (tuner/stats_files.h sums them); without %p the last wins.
+    const std::string path = path_for_this_process(self.config().stats_file);
+    std::string why;
+    // Private to the user, replacing whatever is at the path, never following it.
+    if (!write_output_file(path, self.stats().to_json(), &why, 0600))
+      CMT_WARN_ONCE("CMT_STATS: cannot write '{}': {}", path, why);
+  } catch (...) {
+  }
 }
 
 // `cmt run -v` (or CMT_LOG=info) ends with what cmt did in the process.
-void log_summary_at_exit() {
-  CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
+void log_summary_at_exit() noexcept {
+  try {
+    CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
+  } catch (...) {
+  }
 }
 
 std::uint64_t steady_ns(std::chrono::steady_clock::time_point t) {

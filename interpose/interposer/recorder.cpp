@@ -53,8 +53,12 @@ std::uint64_t now_ns() {
          static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
-void write_at_exit() {
-  if (Recorder* r = Recorder::active()) r->write();
+// Runs inside the program's exit: nothing may escape it (an exception there ends the process).
+void write_at_exit() noexcept {
+  try {
+    if (Recorder* r = Recorder::active()) r->write();
+  } catch (...) {
+  }
 }
 
 int pagemap_fd() {

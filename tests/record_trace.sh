@@ -26,7 +26,7 @@ tmp = sys.argv[1]
 sections = {}
 pid = None
 for line in open(f"{tmp}/trace.tsv"):
-    if line.startswith("# cmt trace 2 "):
+    if line.startswith("# cmt trace 3 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):

@@ -12,10 +12,16 @@
 namespace cmt {
 namespace {
 
-// Version 1's columns, and version 2's (the engine's lane and first DMA added).
+// Version 1's columns, version 2's (the engine's lane and first DMA added) and version 3's (the
+// copy's wait for a lane added).
 const char* const kColumns1 =
     "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult";
 const std::string kColumns2 = std::string(kColumns1) + "\tlane\tlane_built\tfirst_dma_ns";
+const std::string kColumns3 = kColumns2 + "\tlane_wait_ns";
+
+std::string columns_of(int version) {
+  return version == 1 ? std::string(kColumns1) : version == 2 ? kColumns2 : kColumns3;
+}
 
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> fields;
@@ -35,27 +41,31 @@ bool parse_number(const std::string& text, bool is_signed, unsigned long long* o
   return errno == 0 && end && *end == '\0' && (is_signed || text[0] != '-');
 }
 
-// Version 2's last three fields into `call`; the empty string, or what is wrong.
-std::string parse_engine_fields(const std::vector<std::string>& f, TraceCall* call) {
-  unsigned long long lane = 0, built = 0, first = 0;
+// The engine's fields of version 2 (three) and 3 (four) into `call`; the empty string, or what
+// is wrong.
+std::string parse_engine_fields(const std::vector<std::string>& f, int version, TraceCall* call) {
+  unsigned long long lane = 0, built = 0, first = 0, wait = static_cast<unsigned long long>(-1);
   if (!parse_number(f[11], true, &lane) || !parse_number(f[12], false, &built) || built > 1 ||
       !parse_number(f[13], true, &first))
     return "fields 12-14 (lane, lane_built, first_dma_ns) are not numbers";
+  if (version >= 3 && !parse_number(f[14], true, &wait))
+    return "field 15 (lane_wait_ns) is not a number";
   call->lane = static_cast<int>(static_cast<long long>(lane));
   call->lane_built = built == 1;
   call->first_dma_ns = static_cast<std::int64_t>(static_cast<long long>(first));
+  call->lane_wait_ns = static_cast<std::int64_t>(static_cast<long long>(wait));
   return {};
 }
 
 // One call line of a section of `version` into `call`; the empty string, or what is wrong.
 std::string parse_call(const std::string& line, int version, TraceCall* call) {
   const std::vector<std::string> f = split_tabs(line);
-  const std::size_t fields = version == 1 ? 11 : 14;
+  const std::size_t fields = version == 1 ? 11 : version == 2 ? 14 : 15;
   if (f.size() != fields)
     return "expected " + std::to_string(fields) + " tab-separated fields, found " +
            std::to_string(f.size());
   if (version >= 2) {
-    const std::string why = parse_engine_fields(f, call);
+    const std::string why = parse_engine_fields(f, version, call);
     if (!why.empty()) return why;
   }
   unsigned long long v[5] = {};
@@ -214,6 +224,63 @@ std::string host_key(const TraceCall& c) {
   return c.direction + " " + c.host + (c.taken_bytes ? " taken" : " not taken");
 }
 
+// Version 3: how long copies waited for a lane (every lane of their direction busy with other
+// copies), and how busy each lane was: the time it held a copy (from the end of the copy's wait to
+// the call's return) over the time from its direction's first taken copy to the last one's end.
+// A lane idle while copies wait is time lost to handing lanes over.
+std::string lane_use(const Trace& t) {
+  std::vector<std::uint64_t> waits;
+  std::uint64_t waited_total = 0;
+  struct Span {
+    std::vector<TraceCall> held;  // [start of work, end) of each copy the lane ran
+    std::uint64_t first = ~0ull, last = 0;
+  };
+  std::map<std::string, Span> lanes;        // "direction lane N (process)"
+  std::map<std::string, Span> directions;  // the whole span per direction and process
+  for (const TraceCall& c : t.calls) {
+    if (!c.taken_bytes || c.lane < 0 || c.lane_wait_ns < 0) continue;
+    if (c.lane_wait_ns > 0) {
+      waits.push_back(static_cast<std::uint64_t>(c.lane_wait_ns));
+      waited_total += static_cast<std::uint64_t>(c.lane_wait_ns);
+    }
+    TraceCall work = c;
+    work.start_ns = std::min(c.end_ns, c.start_ns + static_cast<std::uint64_t>(c.lane_wait_ns));
+    const std::string where = c.direction + (t.processes.size() > 1
+                                                 ? " (process " + std::to_string(c.process) + ")"
+                                                 : std::string());
+    Span& lane = lanes[where + " lane " + std::to_string(c.lane)];
+    lane.held.push_back(work);
+    Span& all = directions[where];
+    all.first = std::min(all.first, c.start_ns);
+    all.last = std::max(all.last, c.end_ns);
+  }
+  if (lanes.empty()) return {};
+  std::string out;
+  if (waits.empty()) {
+    out = "lane waits: none (a lane was free for every copy)\n";
+  } else {
+    std::sort(waits.begin(), waits.end());
+    out = "lane waits: " + std::to_string(waits.size()) +
+          fmt(" copies waited for a free lane, median %.0f us, 90th percentile %.0f us, %.3f s "
+              "in all\n",
+              waits[waits.size() / 2] / 1e3, waits[waits.size() * 9 / 10] / 1e3,
+              waited_total / 1e9);
+  }
+  out += "lanes busy (holding a copy, of their direction's span):";
+  for (auto& [name, lane] : lanes) {
+    std::stable_sort(lane.held.begin(), lane.held.end(),
+                     [](const TraceCall& a, const TraceCall& b) { return a.start_ns < b.start_ns; });
+    const Span& all = directions[name.substr(0, name.find(" lane "))];
+    const double span = static_cast<double>(all.last - all.first);
+    const double busy = static_cast<double>(in_flight_ns(lane.held, [](const TraceCall&) {
+      return true;
+    }));
+    out += " " + name + fmt(" %.0f%%;", span > 0 ? 100.0 * busy / span : 0.0);
+  }
+  out.back() = '\n';
+  return out;
+}
+
 // What the engine said of the copies it took (version 2): how soon each one's first DMA went in,
 // on which lanes they ran, and the copies that paid for a lane's staging ring.
 std::string engine_side(const Trace& t) {
@@ -235,7 +302,7 @@ std::string engine_side(const Trace& t) {
                first[first.size() / 2] / 1e3, first[first.size() * 9 / 10] / 1e3);
   out += "copies by lane:";
   for (const auto& [lane, n] : per_lane) out += " " + std::to_string(lane) + ": " + std::to_string(n);
-  return out + "; " + std::to_string(built) + " made their lane's staging ring\n";
+  return out + "; " + std::to_string(built) + " made their lane's staging ring\n" + lane_use(t);
 }
 
 // Per thread, the time from one call's end to its next call's start: the program's own work.
@@ -261,16 +328,17 @@ std::string gaps(const Trace& t) {
 
 namespace {
 
-// A section's header line, `# cmt trace 2 pid=... exe=... dropped=...`, into a new process;
-// the section's version (1 or 2), or 0 with `error` set.
+// A section's header line, `# cmt trace 3 pid=... exe=... dropped=...`, into a new process;
+// the section's version (1 to 3), or 0 with `error` set.
 int read_header(const std::string& path, int number, const std::string& line, Trace* trace,
                 std::string* error) {
   const int version = line.rfind("# cmt trace 1 ", 0) == 0   ? 1
                       : line.rfind("# cmt trace 2 ", 0) == 0 ? 2
+                      : line.rfind("# cmt trace 3 ", 0) == 0 ? 3
                                                               : 0;
   if (!version) {
     *error = path + ":" + std::to_string(number) +
-             ": expected '# cmt trace 2 pid=... exe=...' (a file CMT_RECORD wrote)";
+             ": expected '# cmt trace 3 pid=... exe=...' (a file CMT_RECORD wrote)";
     return 0;
   }
   std::string pid = "?", exe = "?";
@@ -306,7 +374,7 @@ bool read_trace_file(const std::string& path, Trace* trace, std::string* error) 
       continue;
     }
     if (expect_columns) {
-      const std::string columns = version == 1 ? std::string(kColumns1) : kColumns2;
+      const std::string columns = columns_of(version);
       if (line != columns) {
         *error = path + ":" + std::to_string(number) + ": expected the column names '" +
                  columns + "'";

@@ -23,6 +23,7 @@ struct TraceCall {
   int lane = -1;               // the engine's lane (trace version 2; -1: none, or version 1)
   bool lane_built = false;     // its staging ring made for this copy
   std::int64_t first_dma_ns = -1;  // the first DMA's delay in the engine (-1: none)
+  std::int64_t lane_wait_ns = -1;  // its wait for a free lane before that (version 3; -1: none)
   int process = 0;  // index of the section it came from
 };
 

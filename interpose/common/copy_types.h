@@ -44,10 +44,12 @@ struct CopyOutcome {
   std::size_t fresh_bytes = 0;
   // For the record (interposer/recorder.h): which lane of its context and direction the copy ran
   // on (0 first), whether that lane's staging ring was made for it (its first copy, or after a
-  // broken one), and how long after the engine got the copy its first DMA was enqueued (-1: none).
+  // broken one), how long after the engine got the copy its first DMA was enqueued (-1: none),
+  // and how long the copy waited for a free lane before that (every lane busy with other copies).
   int lane = -1;
   bool lane_built = false;
   std::int64_t first_dma_ns = -1;
+  std::int64_t lane_wait_ns = -1;
 };
 
 // A knob's named choices: each enum's names are written once, in its table below (in the order

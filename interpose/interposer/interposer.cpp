@@ -397,7 +397,7 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
       return 0;
     }
     stats_->taken(d.request.direction, entry, out.bytes_done, static_cast<std::uint64_t>(ns));
-    note_engine(out.lane, out.lane_built, out.first_dma_ns);
+    note_engine(out.lane, out.lane_built, out.first_dma_ns, out.lane_wait_ns);
     if (taken) *taken = d.request.direction;
     if (out.fresh_bytes) stats_->fresh(out.fresh_bytes);
     if (out.bytes_done < bytes) {

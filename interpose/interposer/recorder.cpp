@@ -43,6 +43,7 @@ struct Outcome {
   int lane = -1;
   bool lane_built = false;
   std::int64_t first_dma_ns = -1;
+  std::int64_t lane_wait_ns = -1;
 };
 thread_local Outcome t_outcome;
 
@@ -173,21 +174,22 @@ std::string Recorder::to_text() const {
   });
   char exe[512] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = '\0';
-  std::string out = "# cmt trace 2 pid=" + std::to_string(getpid()) + " exe=" + exe +
+  std::string out = "# cmt trace 3 pid=" + std::to_string(getpid()) + " exe=" + exe +
                     " calls=" + std::to_string(sorted.size()) +
                     " dropped=" + std::to_string(g_dropped.load()) + "\n";
   out += "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult"
-         "\tlane\tlane_built\tfirst_dma_ns\n";
+         "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\n";
   char line[512];
   for (const CallRecord& r : sorted) {
     std::snprintf(line, sizeof line,
-                  "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\t%d\t%d\t%lld\n",
+                  "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\t%d\t%d\t%lld\t%lld\n",
                   static_cast<unsigned long long>(r.start_ns),
                   static_cast<unsigned long long>(r.end_ns), r.tid, r.api, r.direction,
                   static_cast<unsigned long long>(r.bytes),
                   static_cast<unsigned long long>(r.taken_bytes), r.outcome,
                   host_kind_name(r.host), static_cast<unsigned long long>(r.stream), r.result,
-                  r.lane, r.lane_built ? 1 : 0, static_cast<long long>(r.first_dma_ns));
+                  r.lane, r.lane_built ? 1 : 0, static_cast<long long>(r.first_dma_ns),
+                  static_cast<long long>(r.lane_wait_ns));
     out += line;
   }
   return out;
@@ -244,11 +246,14 @@ void note_outcome(const char* outcome, const char* direction) noexcept {
   if (direction) t_outcome.direction = direction;
 }
 
-void note_engine(int lane, bool lane_built, std::int64_t first_dma_ns) noexcept {
+void note_engine(int lane, bool lane_built, std::int64_t first_dma_ns,
+                 std::int64_t lane_wait_ns) noexcept {
   t_outcome.lane = lane;
   t_outcome.lane_built = lane_built;
-  // A batch's copies: the first one's delay, the last one's lane.
+  // A batch's copies: the first one's delay, the last one's lane, their waits together.
   if (t_outcome.first_dma_ns < 0) t_outcome.first_dma_ns = first_dma_ns;
+  if (lane_wait_ns >= 0)
+    t_outcome.lane_wait_ns = std::max<std::int64_t>(t_outcome.lane_wait_ns, 0) + lane_wait_ns;
 }
 
 RecordedCall::RecordedCall(const char* api, const char* direction, const void* host,
@@ -281,6 +286,7 @@ void RecordedCall::finish(long result, std::size_t taken_bytes) noexcept {
   record_.lane = t_outcome.lane;
   record_.lane_built = t_outcome.lane_built;
   record_.first_dma_ns = t_outcome.first_dma_ns;
+  record_.lane_wait_ns = t_outcome.lane_wait_ns;
   recorder_->add(record_);
 }
 

@@ -7,9 +7,9 @@
 // trace shows what they do, which `cmt trace show` summarizes (tuner/trace_file.h) and which a
 // replay can reproduce.
 //
-// The file is text, tab-separated: a header line `# cmt trace 2 pid=... exe=...`, a line naming the
+// The file is text, tab-separated: a header line `# cmt trace 3 pid=... exe=...`, a line naming the
 // columns, then one line per call in order of start. (Version 1 had no lane, lane_built and
-// first_dma_ns columns; `cmt trace show` reads both.) Recording costs each recorded call a few
+// first_dma_ns columns, version 2 no lane_wait_ns; `cmt trace show` reads all three.) Recording costs each recorded call a few
 // system calls (the host memory is sampled through /proc/self/pagemap and mincore) and an atomic
 // add; a process that does not record pays one load per call. At most 1,048,576 calls are kept.
 #pragma once
@@ -51,10 +51,12 @@ struct CallRecord {
   HostKind host = HostKind::None;
   long result = 0;  // what the call returned (a cudaError_t or CUresult; 0 for the host leg)
   // A copy cmt's engine took: the lane it ran on (-1: none), whether the lane's staging ring was
-  // made for it, and its first DMA's delay from the engine's start of the copy (-1: none).
+  // made for it, its first DMA's delay from the engine's start of the copy (-1: none), and how
+  // long it waited for a lane before that start (-1: not known).
   int lane = -1;
   bool lane_built = false;
   std::int64_t first_dma_ns = -1;
+  std::int64_t lane_wait_ns = -1;
 };
 
 // The process's recorder.
@@ -84,7 +86,8 @@ class Recorder {
 // the hook that records the call.
 void note_outcome(const char* outcome, const char* direction) noexcept;
 // And, for a copy the engine took, what the engine said of it (common/copy_types.h's CopyOutcome).
-void note_engine(int lane, bool lane_built, std::int64_t first_dma_ns) noexcept;
+void note_engine(int lane, bool lane_built, std::int64_t first_dma_ns,
+                 std::int64_t lane_wait_ns) noexcept;
 
 // The recorder's clock (CLOCK_MONOTONIC, ns), and a call the host leg took (memcpy, memmove or
 // memset: `api`), begun at `start_ns`, of which cmt's threads made `done` bytes. Allocates nothing.

@@ -243,6 +243,7 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // by what the engine does on this thread's own streams.
     RelaxedCaptureMode relaxed(driver_);
     std::unique_lock<std::mutex> hold;
+    const std::int64_t asked_ns = steady_now_ns();
     Lane* acquired = acquire_lane(ctx, request.direction, lanes_for(request.stream),
                                   !request.no_wait, hold);
     if (!acquired) return {0, CUDA_SUCCESS};
@@ -263,6 +264,7 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     out.lane = lane.index;
     out.lane_built = !had_ring;
     if (out.first_dma_ns >= 0) out.first_dma_ns -= start_ns;
+    out.lane_wait_ns = start_ns - asked_ns;
     return out;
   } catch (...) {
     return {0, CUDA_ERROR_UNKNOWN};

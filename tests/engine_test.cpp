@@ -284,6 +284,61 @@ TEST(CopyEngine, LegacyStreamCopiesMayHaveMoreLanes) {
   }
 }
 
+// Copies waiting for a lane get it in the order they asked: with one lane, a copy holds it (its
+// DMAs held back) while four callers ask one after another, and they finish in that order. (A
+// waiter that raced for the lane instead could lose it again and again: 30 ms on the H200,
+// NOTES 46.)
+TEST(CopyEngine, WaitingCopiesGetTheLaneInTheOrderTheyAsked) {
+  fake::FakeDriver fake(10);
+  Config config = small_config(2, 64 << 10, 2);
+  config.lanes = 1;
+  CopyEngine engine(fake.api(), config);
+  CUstream stream = fake.create_stream();
+  constexpr int kWaiters = 4;
+  const std::size_t long_bytes = 1u << 20, bytes = 256u << 10;
+  auto long_src = pattern(long_bytes, 1);
+  CUdeviceptr long_dev = fake.alloc_device(long_bytes);
+  fake.pause_streams(true);  // the first copy fills its two slots, then holds the lane
+  std::thread holder([&] {
+    EXPECT_EQ(engine.copy({Direction::HostToDevice, long_src.data(), long_dev, long_bytes, stream,
+                           false})
+                  .bytes_done,
+              long_bytes);
+  });
+  while (fake.dma_count.load() == 0) std::this_thread::yield();  // it has the lane
+  std::vector<std::vector<unsigned char>> src;
+  std::vector<CUdeviceptr> dev;
+  for (int i = 0; i < kWaiters; ++i) {
+    src.push_back(pattern(bytes, 10 + i));
+    dev.push_back(fake.alloc_device(bytes));
+  }
+  std::atomic<int> finished{0};
+  int order[kWaiters] = {};
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kWaiters; ++i) {
+    waiters.emplace_back([&, i] {
+      const CopyOutcome out =
+          engine.copy({Direction::HostToDevice, src[i].data(), dev[i], bytes, stream, false});
+      order[i] = finished++;
+      EXPECT_EQ(out.bytes_done, bytes) << "waiter " << i << " was not given the lane in time";
+      EXPECT_GT(out.lane_wait_ns, 0);
+    });
+    // The next one asks once this one waits.
+    while (engine.waiting_copies() < static_cast<std::size_t>(i + 1))
+      std::this_thread::yield();
+  }
+  fake.pause_streams(false);
+  for (auto& t : waiters) t.join();
+  holder.join();
+  for (int i = 0; i < kWaiters; ++i) EXPECT_EQ(order[i], i) << "waiter " << i;
+  fake.synchronize_all();
+  for (int i = 0; i < kWaiters; ++i)
+    EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(dev[i]), src[i].data(), bytes));
+  EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(long_dev), long_src.data(), long_bytes));
+  EXPECT_EQ(engine.lanes().size(), 1u);
+  EXPECT_EQ(engine.waiting_copies(), 0u);
+}
+
 // One caller copying each way in turn never has two copies running: the GPU's pool keeps one
 // copy's threads (more would only spin beside it). Two callers at once grow it.
 TEST(CopyEngine, ThePoolGrowsOnlyWhenCopiesOverlap) {

@@ -7,6 +7,9 @@
 
 namespace cmt::fake {
 
+// While set, no stream runs its next operation (FakeDriver::pause_streams).
+std::atomic<bool> g_streams_paused{false};
+
 class FakeStream {
  public:
   explicit FakeStream(int max_delay_us) : max_delay_us_(max_delay_us) {
@@ -47,6 +50,8 @@ class FakeStream {
       }
       if (max_delay_us_ > 0)
         std::this_thread::sleep_for(std::chrono::microseconds(rng() % (max_delay_us_ + 1)));
+      while (g_streams_paused.load())
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
       op();
       {
         std::lock_guard<std::mutex> lk(mu_);
@@ -369,7 +374,12 @@ CUcontext fake_context(int device) {
   return reinterpret_cast<CUcontext>(kCtxBase + static_cast<std::uintptr_t>(device));
 }
 
+void FakeDriver::pause_streams(bool paused) {
+  g_streams_paused.store(paused);
+}
+
 FakeDriver::FakeDriver(int max_delay) : max_delay_us(max_delay) {
+  g_streams_paused.store(false);
   g_fake = this;
   streams.push_back(std::make_unique<FakeStream>(max_delay_us));
   legacy = streams.back().get();

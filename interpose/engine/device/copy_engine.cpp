@@ -64,8 +64,10 @@ struct CopyEngine::GpuPool {
 struct CopyEngine::Lane {
   CUcontext ctx = nullptr;
   Direction direction = Direction::HostToDevice;
-  Config config;    // the engine's, with the knobs of this lane's GPU applied (set by prepare)
-  std::mutex busy;  // one copy at a time per context and direction; guards all below
+  // Held by one copy at a time (acquire_lane), which alone uses the fields below; guarded by the
+  // engine's lanes_mu_, whose lock and unlock at each hand-over order their accesses.
+  bool held = false;
+  Config config;  // the engine's, with the knobs of this lane's GPU applied (set by prepare)
   std::unique_ptr<StagingRing> ring;
   WorkQueue* queue = nullptr;  // on the GPU's shared pool (pool_for), for this lane's copies
   GpuPool* pool = nullptr;
@@ -86,40 +88,68 @@ unsigned CopyEngine::lanes_for(CUstream stream) const {
   return stream == CU_STREAM_LEGACY ? rules::kAutoLanesLegacy : rules::kAutoLanes;
 }
 
+// A lane taken by a copy, given back (to the next waiting copy) when it goes.
+class CopyEngine::LaneHold {
+ public:
+  LaneHold(CopyEngine& engine, Lane& lane) : engine_(engine), lane_(lane) {}
+  ~LaneHold() { engine_.release_lane(lane_); }
+  LaneHold(const LaneHold&) = delete;
+  LaneHold& operator=(const LaneHold&) = delete;
+
+ private:
+  CopyEngine& engine_;
+  Lane& lane_;
+};
+
 CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, unsigned most,
-                                           bool wait, std::unique_lock<std::mutex>& hold) {
-  // How long a copy waits for a free lane (every one busy with another thread's copy) before
-  // leaving it to CUDA.
-  const auto deadline = std::chrono::steady_clock::now() + rules::kLaneWait;
-  Backoff backoff;
-  for (;;) {
-    {
-      std::lock_guard<std::mutex> lk(lanes_mu_);
-      unsigned existing = 0;
-      for (auto& lane : lanes_) {
-        if (lane->ctx != ctx || lane->direction != direction) continue;
-        ++existing;
-        std::unique_lock<std::mutex> mine(lane->busy, std::try_to_lock);
-        if (mine) {
-          hold = std::move(mine);
-          return lane.get();
-        }
-      }
-      if (existing < most) {  // every lane is busy: another thread gets one of its own
-        lanes_.push_back(std::make_unique<Lane>());
-        Lane* lane = lanes_.back().get();
-        lane->ctx = ctx;
-        lane->direction = direction;
-        lane->index = static_cast<int>(existing);
-        hold = std::unique_lock<std::mutex>(lane->busy);
-        return lane;
-      }
+                                           bool wait) {
+  std::unique_lock<std::mutex> lk(lanes_mu_);
+  // A free lane means no copy waits for one of its kind: freed lanes go to waiters first.
+  unsigned existing = 0;
+  for (auto& lane : lanes_) {
+    if (lane->ctx != ctx || lane->direction != direction) continue;
+    ++existing;
+    if (!lane->held) {
+      lane->held = true;
+      return lane.get();
     }
-    // The link is the limit either way, so wait for a lane, but not forever: CUDA then takes
-    // the copy.
-    if (!wait || std::chrono::steady_clock::now() > deadline) return nullptr;
-    backoff.pause();
   }
+  if (existing < most) {  // every lane is busy: this copy gets one of its own
+    lanes_.push_back(std::make_unique<Lane>());
+    Lane* lane = lanes_.back().get();
+    lane->ctx = ctx;
+    lane->direction = direction;
+    lane->index = static_cast<int>(existing);
+    lane->held = true;
+    return lane;
+  }
+  // The link is the limit either way, so wait for a lane, but not forever: CUDA then takes the
+  // copy.
+  if (!wait) return nullptr;
+  LaneWaiter me;
+  me.ctx = ctx;
+  me.direction = direction;
+  waiters_.push_back(&me);
+  const auto deadline = std::chrono::steady_clock::now() + rules::kLaneWait;
+  if (!me.handed.wait_until(lk, deadline, [&] { return me.given != nullptr; })) {
+    waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &me));
+    return nullptr;
+  }
+  return me.given;
+}
+
+void CopyEngine::release_lane(Lane& lane) {
+  std::lock_guard<std::mutex> lk(lanes_mu_);
+  for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
+    LaneWaiter* waiter = *it;
+    if (waiter->ctx != lane.ctx || waiter->direction != lane.direction) continue;
+    waiters_.erase(it);
+    waiter->given = &lane;  // still held: it passes straight to the waiter
+    // Under the lock: the waiter cannot leave (and take its condition variable with it) before.
+    waiter->handed.notify_one();
+    return;
+  }
+  lane.held = false;
 }
 
 CUresult CopyEngine::prepare(Lane& lane) {
@@ -225,12 +255,16 @@ std::vector<LaneInfo> CopyEngine::lanes() {
   std::vector<LaneInfo> out;
   std::lock_guard<std::mutex> lk(lanes_mu_);
   for (auto& lane : lanes_) {
-    std::unique_lock<std::mutex> hold(lane->busy, std::try_to_lock);
-    if (!hold || !lane->ring || !lane->queue) continue;
+    if (lane->held || !lane->ring || !lane->queue) continue;
     out.push_back({lane->ctx, lane->direction, lane->queue->threads(), lane->pool->threads->size(),
                    lane->ring->size(), lane->ring->slot_bytes()});
   }
   return out;
+}
+
+std::size_t CopyEngine::waiting_copies() {
+  std::lock_guard<std::mutex> lk(lanes_mu_);
+  return waiters_.size();
 }
 
 CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
@@ -242,12 +276,12 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     // Relaxed for the whole copy: another thread's global-mode capture must not be invalidated
     // by what the engine does on this thread's own streams.
     RelaxedCaptureMode relaxed(driver_);
-    std::unique_lock<std::mutex> hold;
     const std::int64_t asked_ns = steady_now_ns();
-    Lane* acquired = acquire_lane(ctx, request.direction, lanes_for(request.stream),
-                                  !request.no_wait, hold);
+    Lane* acquired =
+        acquire_lane(ctx, request.direction, lanes_for(request.stream), !request.no_wait);
     if (!acquired) return {0, CUDA_SUCCESS};
     Lane& lane = *acquired;
+    const LaneHold hold(*this, lane);
     const std::int64_t start_ns = steady_now_ns();
     const bool had_ring = lane.ring && !lane.ring->broken();
     r = prepare(lane);

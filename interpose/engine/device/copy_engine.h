@@ -8,8 +8,10 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -48,16 +50,31 @@ class CopyEngine {
   const Config& config() const { return config_; }
   // The lanes built so far (those not busy copying right now).
   std::vector<LaneInfo> lanes();
+  // Copies waiting for a lane now.
+  std::size_t waiting_copies();
 
   struct Lane;
   struct GpuPool;
+  class LaneHold;
 
  private:
-  // Locks a lane for (ctx, direction) into `hold`: a free one, else a new one while there are
-  // fewer than `most`, else the first to come free within rules::kLaneWait (`wait` false: none);
-  // nullptr if none did.
-  Lane* acquire_lane(CUcontext ctx, Direction direction, unsigned most, bool wait,
-                     std::unique_lock<std::mutex>& hold);
+  // A copy waiting for a lane: the lane is handed to it (`given`) by the copy that frees it.
+  struct LaneWaiter {
+    CUcontext ctx;
+    Direction direction;
+    Lane* given = nullptr;
+    std::condition_variable handed;
+  };
+
+  // Takes a lane for (ctx, direction): a free one, else a new one while there are fewer than
+  // `most`, else waits for one within rules::kLaneWait (`wait` false: not at all); nullptr if
+  // none came. Waiting copies sleep, and freed lanes go to them in the order they asked: a
+  // waiter that spun took cores from the copy threads at work (8 Python threads on one lane each
+  // copied at half the rate one thread alone did), and one that raced for the lane could lose it
+  // for tens of milliseconds (bench/lab/NOTES.md 46).
+  Lane* acquire_lane(CUcontext ctx, Direction direction, unsigned most, bool wait);
+  // Hands `lane` to the first copy waiting for its context and direction, or frees it.
+  void release_lane(Lane& lane);
   // Lanes per context and direction: config.lanes, else rules::kAutoLanes, or
   // rules::kAutoLanesLegacy for a copy on the legacy stream. Two copies each
   // way at once share the GPU's pool well, and a short copy need not wait behind a long one; more
@@ -68,7 +85,7 @@ class CopyEngine {
   // stage meanwhile. Same benchmark on the legacy stream: 2 lanes 39.2 GB/s, 4 lanes 46.2-46.9,
   // 8 lanes 47.1-47.8 (lab/NOTES.md 34).
   unsigned lanes_for(CUstream stream) const;
-  CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding lane.busy
+  CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding the lane
   // The copy threads of the GPU at `pci`, started with the first lane that needs them: one
   // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once.
   GpuPool& pool_for(const std::string& pci, unsigned per_copy, unsigned most,
@@ -83,8 +100,9 @@ class CopyEngine {
   PinnedBudget& budget_;
   std::mutex pools_mu_;
   std::vector<std::unique_ptr<GpuPool>> pools_;  // one per PCI bus id
-  std::mutex lanes_mu_;
+  std::mutex lanes_mu_;  // guards lanes_, each lane's `held` and waiters_
   std::vector<std::unique_ptr<Lane>> lanes_;  // destroyed before the pools their queues are on
+  std::deque<LaneWaiter*> waiters_;           // in the order they asked
 };
 
 }  // namespace cmt

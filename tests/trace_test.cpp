@@ -125,21 +125,23 @@ TEST(TraceFile, Version2SaysWhatTheEngineDid) {
 TEST(TraceFile, Version3SaysHowLongCopiesWaitedForALaneAndHowBusyLanesWere) {
   const std::string columns = std::string(kHeader).substr(0, std::string(kHeader).size() - 1) +
                               "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\n";
-  // Lane 0 holds copies over [0, 4000) and [6000, 10000) of the direction's 10 us: 80% busy. The
-  // second copy waited 2 us for it; lane 1 ran one copy over [0, 5000): 50%.
+  // Lane 0 holds copies over [0, 4) and [6, 10) ms of the direction's 10 ms: 80% busy. The second
+  // copy waited 2 ms for it (the first 0.9 us: taking a free lane); lane 1 ran one copy over
+  // [0, 5) ms: 50%.
   const std::string path = write_file(
       "# cmt trace 3 pid=3 exe=/bin/c\n" + columns +
-      "0\t4000\t3\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t0\t0\t100\t0\n"
-      "4000\t10000\t3\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t0\t0\t100\t2000\n"
-      "0\t5000\t4\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t1\t1\t100\t0\n");
+      "0\t4000000\t3\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t0\t0\t100\t900\n"
+      "4000000\t10000000\t3\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t0\t0\t100"
+      "\t2000000\n"
+      "0\t5000000\t4\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t1\t1\t100\t0\n");
   Trace t;
   std::string error;
   ASSERT_TRUE(read_trace_file(path, &t, &error)) << error;
   unlink(path.c_str());
   ASSERT_EQ(t.calls.size(), 3u);
-  EXPECT_EQ(t.calls[2].lane_wait_ns, 2000);
+  EXPECT_EQ(t.calls[2].lane_wait_ns, 2000000);
   const std::string report = describe_trace(t);
-  EXPECT_NE(report.find("lane waits: 1 copies waited for a free lane, median 2 us"),
+  EXPECT_NE(report.find("lane waits: 1 copies waited for a free lane, median 2000 us"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("h2d lane 0 80%; h2d lane 1 50%"), std::string::npos) << report;

@@ -224,11 +224,13 @@ std::string host_key(const TraceCall& c) {
   return c.direction + " " + c.host + (c.taken_bytes ? " taken" : " not taken");
 }
 
-// Version 3: how long copies waited for a lane (every lane of their direction busy with other
+// Version 3: how long copies waited for a lane (over 10 us: every lane of their direction busy with other
 // copies), and how busy each lane was: the time it held a copy (from the end of the copy's wait to
 // the call's return) over the time from its direction's first taken copy to the last one's end.
 // A lane idle while copies wait is time lost to handing lanes over.
 std::string lane_use(const Trace& t) {
+  // Taking a free lane costs a lock, a microsecond or two: a copy that took longer waited.
+  constexpr std::int64_t kWaitedNs = 10000;
   std::vector<std::uint64_t> waits;
   std::uint64_t waited_total = 0;
   struct Span {
@@ -239,7 +241,7 @@ std::string lane_use(const Trace& t) {
   std::map<std::string, Span> directions;  // the whole span per direction and process
   for (const TraceCall& c : t.calls) {
     if (!c.taken_bytes || c.lane < 0 || c.lane_wait_ns < 0) continue;
-    if (c.lane_wait_ns > 0) {
+    if (c.lane_wait_ns > kWaitedNs) {
       waits.push_back(static_cast<std::uint64_t>(c.lane_wait_ns));
       waited_total += static_cast<std::uint64_t>(c.lane_wait_ns);
     }

@@ -15,6 +15,12 @@ every byte checked afterwards, in these scenarios:
               beforehand (with --hf): the process's second call timed (its first, which also
               imports the model's modules, is reported beside it)
 
+  files       (with --files) checkpoint loaders reading the same tensors from files in the page
+              cache: torch.load(map_location='cuda') of a torch.save'd dict (torch-load-cuda),
+              torch.load(mmap=True) then .to('cuda') of each (torch-load-mmap), safetensors'
+              safe_open + get_tensor(name).to('cuda') of each (safe-open) and load_file(device=
+              'cuda') (load-file)
+
 Each process is one mode and runs every scenario once: `default` (cmt run with CMT_DISABLE=1,
 the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
 those variables, e.g. lanes1:CMT_LANES=1); rounds alternate the modes. Reported: GB/s of each
@@ -25,7 +31,7 @@ with spinning that `top` shows). With
 --record DIR, one more round of each cmt mode runs under `cmt run --record` and leaves its trace
 in DIR.
 
-usage: loaders.py CMT [--rounds N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only]
+usage: loaders.py CMT [--rounds N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only] [--files]
                   [--record DIR] [--json FILE] [--workdir DIR]
 """
 import json
@@ -180,6 +186,59 @@ def child_hf(model_dir):
             "check": "ok" if ok else "WRONG BYTES"}
 
 
+FILE_SCENARIOS = ("torch-load-cuda", "torch-load-mmap", "safe-open", "load-file")
+
+
+def child_files(pt, st, blob, index):
+    """Each checkpoint loader once: GB/s over the whole call, CPU s/GB, every byte checked."""
+    import numpy as np
+    import torch
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    torch.zeros(1, device="cuda")
+    names = [name for name, _, _ in index]
+    resident = {name: torch.from_numpy(np.fromfile(blob, dtype=np.uint8, count=n, offset=a))
+                for name, a, n in index}
+    gb = sum(t.numel() for t in resident.values()) / 1e9
+
+    def mmap_then_copy():
+        sd = torch.load(pt, mmap=True, weights_only=True)
+        return {k: v.to("cuda") for k, v in sd.items()}
+
+    def safe_open_loop():
+        with safe_open(st, framework="pt", device="cpu") as f:
+            return {k: f.get_tensor(k).to("cuda") for k in names}
+    loaders = {"torch-load-cuda": lambda: torch.load(pt, map_location="cuda", weights_only=True),
+               "torch-load-mmap": mmap_then_copy, "safe-open": safe_open_loop,
+               "load-file": lambda: load_file(st, device="cuda")}
+    results, cpu, ok = {}, {}, True
+    for name in FILE_SCENARIOS:
+        t0, cpu0 = time.perf_counter(), time.process_time()
+        loaded = loaders[name]()
+        torch.cuda.synchronize()
+        results[name] = gb / (time.perf_counter() - t0)
+        cpu[name] = (time.process_time() - cpu0) / gb
+        ok &= all(torch.equal(loaded[k].cpu(), resident[k]) for k in names)
+        del loaded
+        torch.cuda.empty_cache()
+    return {"gbps": results, "cpu_s_per_gb": cpu, "check": "ok" if ok else "WRONG BYTES"}
+
+
+def prepare_files(workdir, blob, index):
+    """The tensors as a torch.save'd dict and as a safetensors file, both in the page cache."""
+    import numpy as np
+    import torch
+    from safetensors.torch import save_file
+    sd = {name: torch.from_numpy(np.fromfile(blob, dtype=np.uint8, count=n, offset=a))
+          for name, a, n in index}
+    pt, st = os.path.join(workdir, "model.pt"), os.path.join(workdir, "model.safetensors")
+    torch.save(sd, pt)
+    save_file(sd, st)
+    for path in (pt, st):
+        subprocess.run(["cat", path], stdout=subprocess.DEVNULL)
+    return pt, st
+
+
 def prepare_hf(workdir):
     """A random TinyLlama-shaped model saved with save_pretrained (safetensors, one file)."""
     import torch
@@ -244,8 +303,13 @@ def main():
     if "--child" in sys.argv:
         i = sys.argv.index("--child")
         what = sys.argv[i + 1]
-        doc = child_hf(sys.argv[i + 2]) if what == "hf" else child_copies(
-            sys.argv[i + 2], json.load(open(sys.argv[i + 3])))
+        if what == "hf":
+            doc = child_hf(sys.argv[i + 2])
+        elif what == "files":
+            doc = child_files(sys.argv[i + 2], sys.argv[i + 3], sys.argv[i + 4],
+                              json.load(open(sys.argv[i + 5])))
+        else:
+            doc = child_copies(sys.argv[i + 2], json.load(open(sys.argv[i + 3])))
         print(json.dumps(doc))
         return 0
     cmt = sys.argv[1]
@@ -259,10 +323,13 @@ def main():
     json.dump(index, open(blob + ".json", "w"))
     subprocess.run(["cat", blob], stdout=subprocess.DEVNULL)  # in the page cache
     hf = prepare_hf(workdir) if "--hf" in sys.argv or "--hf-only" in sys.argv else None
+    files = prepare_files(workdir, blob, index) if "--files" in sys.argv else None
+    files_args = ["files", *files, blob, blob + ".json"] if files else None
     doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, modes=modes,
                bytes=sum(n for _, _, n in index), tensors=len(index))
     runs = {m: [] for m in modes}
     hf_runs = {m: [] for m in modes}
+    file_runs = {m: [] for m in modes}
     copies = "--hf-only" not in sys.argv
     for _ in range(rounds):
         for m, env in modes.items():
@@ -270,10 +337,23 @@ def main():
                 runs[m].append(run_child(cmt, env, None, ["copies", blob, blob + ".json"]))
             if hf:
                 hf_runs[m].append(run_child(cmt, env, None, ["hf", hf]))
-    errors = [r["error"] for m in modes for r in runs[m] + hf_runs[m] if "error" in r]
+            if files:
+                file_runs[m].append(run_child(cmt, env, None, files_args))
+    errors = [r["error"] for m in modes for r in runs[m] + hf_runs[m] + file_runs[m]
+              if "error" in r]
     if errors:
         doc["errors"] = errors
         print("errors:", errors[0], file=sys.stderr)
+    # The file loaders' scenarios join the copies' (one process each, the same modes and rounds).
+    for m in modes:
+        for k, r in enumerate(file_runs[m]):
+            if k < len(runs[m]) and "gbps" in r and "gbps" in runs[m][k]:
+                for key in ("gbps", "cpu_s_per_gb"):
+                    runs[m][k][key].update(r[key])
+                if r["check"] != "ok":
+                    runs[m][k]["check"] = r["check"]
+            elif not copies:
+                runs[m].append(r)
     runs = {m: [r for r in v if "gbps" in r] for m, v in runs.items()}
     doc["checks"] = sorted({r["check"] for v in runs.values() for r in v} |
                            {r["check"] for v in hf_runs.values() for r in v if "check" in r})
@@ -294,6 +374,8 @@ def main():
                           ["copies", blob, blob + ".json"])
             if hf:
                 run_child(cmt, env, os.path.join(out, f"hf-{m}.tsv"), ["hf", hf])
+            if files:
+                run_child(cmt, env, os.path.join(out, f"files-{m}.tsv"), files_args)
     report(doc)
     if "--json" in sys.argv:
         json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)

@@ -2,6 +2,10 @@
 // the host leg's decisions (the libc hooks over them are tested end to end by host_copy.sh).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -85,6 +89,105 @@ TEST(HostCopier, FreshDestinationsArePreparedAndCopiedRight) {
   std::unique_ptr<unsigned char[]> fresh(new unsigned char[n + 4096]);
   ASSERT_TRUE(copier.copy(fresh.get() + 1, src.data(), n));
   EXPECT_EQ(std::memcmp(fresh.get() + 1, src.data(), n), 0);
+}
+
+// A temporary file of `n` pattern bytes, removed with the object.
+class PatternFile {
+ public:
+  explicit PatternFile(std::size_t n) : bytes(n) {
+    char name[] = "/tmp/cmt-read-XXXXXX";
+    fd = mkstemp(name);
+    unlink(name);
+    std::mt19937_64 rng(11);
+    for (auto& c : bytes) c = static_cast<unsigned char>(rng());
+    if (fd >= 0 && write(fd, bytes.data(), n) != static_cast<ssize_t>(n)) {
+      close(fd);
+      fd = -1;
+    }
+  }
+  ~PatternFile() {
+    if (fd >= 0) close(fd);
+  }
+  int fd = -1;
+  std::vector<unsigned char> bytes;
+};
+
+// read_file returns what one pread of the whole would: at odd offsets and sizes, across the end of
+// the file (short), past it (0), and failing (EBADF, EISDIR, EFAULT), never touching a byte past
+// what it says it read within the stretches before the end, nor any byte outside the buffer.
+TEST(HostCopier, FileReadsReturnWhatOnePreadWould) {
+  HostCopier copier(host_config(HostCopy::All), 3, {});
+  const std::size_t size = (5u << 20) + 12345;
+  PatternFile file(size);
+  ASSERT_GE(file.fd, 0);
+  std::vector<unsigned char> dst(size + 8192), want(size + 8192);
+  struct Case {
+    std::size_t bytes;
+    off_t offset;
+  };
+  const Case cases[] = {{1, 0},           {4097, 3},          {(1u << 20) + 3, 4095},
+                        {size, 0},        {size + 5000, 0},   {(2u << 20) + 1, static_cast<off_t>(size - 70000)},
+                        {1u << 20, static_cast<off_t>(size)}, {1u << 20, static_cast<off_t>(size + 99)}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(testing::Message() << "bytes=" << c.bytes << " offset=" << c.offset);
+    std::fill(dst.begin(), dst.end(), 0xEE);
+    std::fill(want.begin(), want.end(), 0xEE);
+    const ssize_t libc = pread(file.fd, want.data() + 1, c.bytes, c.offset);
+    const HostCopier::ReadResult r = copier.read_file(file.fd, dst.data() + 1, c.bytes, c.offset);
+    ASSERT_TRUE(r.taken);
+    EXPECT_EQ(r.error, 0);
+    ASSERT_EQ(static_cast<ssize_t>(r.bytes), libc);
+    EXPECT_EQ(std::memcmp(dst.data(), want.data(), dst.size()), 0);
+  }
+  std::vector<unsigned char> buf(1u << 20);
+  HostCopier::ReadResult r = copier.read_file(-1, buf.data(), buf.size(), 0);
+  EXPECT_EQ(r.bytes, 0u);
+  EXPECT_EQ(r.error, EBADF);
+  const int dir = open("/tmp", O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(dir, 0);
+  r = copier.read_file(dir, buf.data(), buf.size(), 0);
+  close(dir);
+  EXPECT_EQ(r.error, EISDIR);
+  // The buffer's second half unmapped: the first stretches are read, the call says how many bytes.
+  const std::size_t page = 4096, half = 1u << 20;
+  auto* map = static_cast<unsigned char*>(
+      mmap(nullptr, 2 * half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(map, MAP_FAILED);
+  munmap(map + half, half);
+  r = copier.read_file(file.fd, map + page, 2 * half - page, 0);
+  EXPECT_EQ(r.error, EFAULT);
+  EXPECT_GT(r.bytes, 0u);
+  EXPECT_LE(r.bytes, half - page);
+  EXPECT_EQ(std::memcmp(map + page, file.bytes.data(), r.bytes), 0);
+  munmap(map, half);
+  EXPECT_EQ(copier.counts().read_calls, std::size(cases) + 3);
+}
+
+// Two reads at once: one is read on the threads, the other declined (it touched nothing).
+TEST(HostCopier, AReadWhileTheThreadsAreHeldIsDeclined) {
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  const std::size_t size = 16u << 20;
+  PatternFile file(size);
+  ASSERT_GE(file.fd, 0);
+  std::atomic<int> declined{0}, wrong{0};
+  std::vector<std::thread> callers;
+  for (int t = 0; t < 4; ++t)
+    callers.emplace_back([&] {
+      std::vector<unsigned char> dst(size, 0xEE);
+      for (int i = 0; i < 20; ++i) {
+        const HostCopier::ReadResult r = copier.read_file(file.fd, dst.data(), size, 0);
+        if (!r.taken) {
+          ++declined;
+          if (std::count(dst.begin(), dst.end(), 0xEE) != static_cast<long>(size)) ++wrong;
+          continue;
+        }
+        if (r.bytes != size || std::memcmp(dst.data(), file.bytes.data(), size) != 0) ++wrong;
+        std::fill(dst.begin(), dst.end(), 0xEE);
+      }
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(copier.counts().read_calls + declined.load(), 80u);
 }
 
 // The host leg's decisions, on a leg of the test's own (its own map of CUDA host memory).

@@ -1,6 +1,9 @@
 #include "engine/host/host_copier.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 
@@ -71,7 +74,68 @@ class HostCopier::Job final : public UnitTask {
   std::atomic<std::size_t> first_fault_{kNone};
 };
 
+// One pread cut into stretches, each read by one thread. Not under a fault guard: pread into memory
+// that is not there returns EFAULT, it raises no signal.
+class HostCopier::FileRead final : public UnitTask {
+ public:
+  static constexpr std::size_t kMostUnits = kMostReadUnits;
+  FileRead(int fd, char* dst, std::size_t bytes, off_t offset, std::size_t unit)
+      : fd_(fd), dst_(dst), bytes_(bytes), offset_(offset), unit_(unit) {}
+  std::size_t units() const { return (bytes_ + unit_ - 1) / unit_; }
+  void run_unit(std::size_t i) override {
+    const std::size_t off = i * unit_, n = std::min(unit_, bytes_ - off);
+    std::size_t got = 0;
+    int error = 0;
+    while (got < n) {
+      const ssize_t r = ::pread(fd_, dst_ + off + got, n - got,
+                                offset_ + static_cast<off_t>(off + got));
+      if (r > 0) {
+        got += static_cast<std::size_t>(r);
+      } else if (r < 0 && errno == EINTR) {
+        continue;
+      } else {
+        if (r < 0) error = errno;
+        break;  // 0: the file ends here
+      }
+    }
+    got_[i] = got;  // published to the issuer by the pool's count of finished units
+    error_[i] = error;
+  }
+  // What one pread of the whole returns: the stretches up to the first that came short.
+  ReadResult result() const {
+    ReadResult out{true, 0, 0};
+    for (std::size_t i = 0; i < units(); ++i) {
+      out.bytes += got_[i];
+      if (got_[i] < std::min(unit_, bytes_ - i * unit_)) {
+        out.error = error_[i];
+        break;
+      }
+    }
+    return out;
+  }
+
+ private:
+  const int fd_;
+  char* const dst_;
+  const std::size_t bytes_;
+  const off_t offset_;
+  const std::size_t unit_;
+  std::size_t got_[kMostUnits] = {};
+  int error_[kMostUnits] = {};
+};
+
 namespace {
+// A stretch of a file read is at least this long: a pread costs a system call and a page-cache
+// lookup per page.
+constexpr std::size_t kMinReadUnit = 64u << 10;
+
+// About two stretches per thread, within FileRead::kMostUnits.
+std::size_t read_unit_for(std::size_t bytes, std::size_t threads) {
+  const std::size_t most = HostCopier::kMostReadUnits;
+  std::size_t unit = std::max({kMinReadUnit, bytes / (threads * 2), (bytes + most - 1) / most});
+  return (unit + 4095) / 4096 * 4096;  // whole pages: each stretch copies into its own pages
+}
+
 // About four units per thread (the issuer helps), so a slow core does not hold the end up.
 std::size_t unit_for(std::size_t bytes, std::size_t threads) {
   std::size_t unit = std::max(kMinUnit, bytes / (threads * 4));
@@ -99,25 +163,16 @@ std::size_t HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally
     return 0;
   }
   InsideCmt inside;  // the issuer's own memcpy calls while it helps are libc's
-  WorkQueue& pool = pool_->queue();
-  pool.wake();
-  Backoff backoff;
-  auto run_units = [&](UnitTask* task, std::size_t units) {
-    pool.begin(task);
-    pool.publish(units);
-    while (pool.finished() < units)
-      if (!pool.help()) backoff.pause();
-    pool.end();
-  };
+  pool_->queue().wake();
   // A destination never written yet (a new buffer): huge pages, faulted in on every thread.
   const FreshBlocks fresh = find_fresh(fresh_pages_, dst, bytes);
   if (fresh.count) {
     if (fresh_pages_ == FreshPages::Huge) advise_huge_pages(fresh);
     PopulateFresh populate(fresh);
-    run_units(&populate, fresh.count);
+    run_units(populate, fresh.count);
     tally.fresh_bytes.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
   }
-  run_units(&job, job.units());
+  run_units(job, job.units());
   busy_.store(false, std::memory_order_release);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - t0)
@@ -128,6 +183,40 @@ std::size_t HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally
   const std::size_t done = job.done();
   if (done < bytes) tally.faults.fetch_add(1, std::memory_order_relaxed);
   return done;
+}
+
+void HostCopier::run_units(UnitTask& task, std::size_t units) noexcept {
+  WorkQueue& pool = pool_->queue();
+  Backoff backoff;
+  pool.begin(&task);
+  pool.publish(units);
+  while (pool.finished() < units)
+    if (!pool.help()) backoff.pause();
+  pool.end();
+}
+
+HostCopier::ReadResult HostCopier::read_file(int fd, void* dst, std::size_t bytes,
+                                             off_t offset) noexcept {
+  if (bytes == 0) return {true, 0, 0};
+  const auto t0 = std::chrono::steady_clock::now();
+  bool expected = false;
+  if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+    declined_busy_.fetch_add(1, std::memory_order_relaxed);
+    return {};
+  }
+  InsideCmt inside;
+  pool_->queue().wake();
+  FileRead job(fd, static_cast<char*>(dst), bytes, offset,
+               read_unit_for(bytes, pool_->size() + 1));
+  run_units(job, job.units());
+  busy_.store(false, std::memory_order_release);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  reads_.calls.fetch_add(1, std::memory_order_relaxed);
+  reads_.bytes.fetch_add(bytes, std::memory_order_relaxed);
+  reads_.ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+  return job.result();
 }
 
 std::size_t HostCopier::copy(void* dst, const void* src, std::size_t bytes) noexcept {
@@ -145,7 +234,8 @@ HostCopier::Counts HostCopier::counts() const {
   return {copies_.calls.load(),      copies_.bytes.load(), copies_.ns.load(),
           copies_.fresh_bytes.load(), declined_busy_.load(), fills_.calls.load(),
           fills_.bytes.load(),        fills_.ns.load(),     fills_.fresh_bytes.load(),
-          copies_.faults.load(),      fills_.faults.load()};
+          copies_.faults.load(),      fills_.faults.load(),  reads_.calls.load(),
+          reads_.bytes.load(),        reads_.ns.load()};
 }
 
 }  // namespace cmt

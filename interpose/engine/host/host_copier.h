@@ -5,6 +5,8 @@
 // inside malloc and signal handlers; a call while another holds its threads is declined.
 #pragma once
 
+#include <sys/types.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -18,6 +20,7 @@
 namespace cmt {
 
 class WorkerPool;
+class UnitTask;
 
 class HostCopier {
  public:
@@ -36,17 +39,34 @@ class HostCopier {
   // memset(dst, value, bytes) on all threads; returns how many leading bytes are set, as copy().
   std::size_t fill(void* dst, int value, std::size_t bytes) noexcept;
 
+  // pread(fd, dst, bytes, offset) cut into stretches read at once on all threads, each by pread
+  // (issue 32: a file in the page cache is read at many times one thread's rate). What one pread
+  // of the whole would have returned: `bytes` read, fewer where the file ends (up to its end), or
+  // an error where the first stretch that came short failed with one (`error`, the errno; bytes
+  // read before it still count). Stretches after one that came short may have been read too, as
+  // when the file grows meanwhile: only the leading `bytes` are the call's. `taken` false: another
+  // job holds the threads and nothing was read.
+  static constexpr std::size_t kMostReadUnits = 64;  // stretches of one read, at most
+  struct ReadResult {
+    bool taken = false;
+    std::size_t bytes = 0;
+    int error = 0;
+  };
+  ReadResult read_file(int fd, void* dst, std::size_t bytes, off_t offset) noexcept;
+
   unsigned threads() const;
 
   struct Counts {
     std::uint64_t calls, bytes, ns, fresh_bytes, busy;  // busy: declined, threads held
     std::uint64_t fill_calls, fill_bytes, fill_ns, fill_fresh_bytes;
     std::uint64_t faults, fill_faults;  // calls stopped by a fault, their rest left to libc
+    std::uint64_t read_calls, read_bytes, read_ns;  // file reads (read_file), bytes asked
   };
   Counts counts() const;
 
  private:
   class Job;
+  class FileRead;
 
   // What one kind of job (copies, fills) has done.
   struct Tally {
@@ -59,7 +79,10 @@ class HostCopier {
   const FreshPages fresh_pages_;
   std::unique_ptr<WorkerPool> pool_;
   std::atomic<bool> busy_{false};
-  Tally copies_, fills_;
+  // Runs `task`'s first `units` units on all threads, the issuer helping; the threads are held.
+  void run_units(UnitTask& task, std::size_t units) noexcept;
+
+  Tally copies_, fills_, reads_;
   std::atomic<std::uint64_t> declined_busy_{0};
 };
 

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/engine_rules.h"
 #include "common/thread_context.h"
 #include "engine/host/host_copier.h"
 #include "interposer/host_leg.h"
@@ -188,6 +189,66 @@ TEST(HostCopier, AReadWhileTheThreadsAreHeldIsDeclined) {
   for (auto& t : callers) t.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(copier.counts().read_calls + declined.load(), 80u);
+}
+
+// File reads the host leg takes: regular files read into CUDA host memory, from rules::
+// kFileReadFrom up, as read (the descriptor's offset moved as one read moves it) or pread; the
+// rest is libc's.
+TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
+  const std::size_t size = (3u << 20) + 777;
+  PatternFile file(size);
+  ASSERT_GE(file.fd, 0);
+  HostCopier copier(host_config(HostCopy::Pinned), 2, {});
+  HostMemoryMap map;
+  HostLeg leg(&map);
+  std::vector<unsigned char> pinned(2u << 20), plain(2u << 20);
+  const std::size_t n = 1u << 20;
+  EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), n, 0).taken) << "not armed";
+  leg.arm(copier, host_config(HostCopy::Pinned));
+  ASSERT_TRUE(map.add(pinned.data(), pinned.size()));
+  EXPECT_FALSE(leg.take_read(file.fd, plain.data(), n, 0).taken) << "not CUDA host memory";
+  EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), rules::kFileReadFrom - 1, 0).taken);
+  // pread: at its offset, the descriptor's untouched.
+  ASSERT_EQ(lseek(file.fd, 100, SEEK_SET), 100);
+  HostLeg::ReadTaken r = leg.take_read(file.fd, pinned.data(), n, 5000);
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.result, static_cast<long>(n));
+  EXPECT_EQ(std::memcmp(pinned.data(), file.bytes.data() + 5000, n), 0);
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), 100);
+  // read: from the descriptor's offset, which moves past the bytes read; short at the end of the
+  // file, then 0.
+  r = leg.take_read(file.fd, pinned.data(), n, -1);
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.result, static_cast<long>(n));
+  EXPECT_EQ(std::memcmp(pinned.data(), file.bytes.data() + 100, n), 0);
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), static_cast<off_t>(100 + n));
+  ASSERT_EQ(lseek(file.fd, static_cast<off_t>(size - 4000), SEEK_SET),
+            static_cast<off_t>(size - 4000));
+  r = leg.take_read(file.fd, pinned.data(), n, -1);
+  EXPECT_EQ(r.result, 4000);
+  EXPECT_EQ(std::memcmp(pinned.data(), file.bytes.data() + size - 4000, 4000), 0);
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), static_cast<off_t>(size));
+  r = leg.take_read(file.fd, pinned.data(), n, -1);
+  EXPECT_TRUE(r.taken);
+  EXPECT_EQ(r.result, 0);
+  // Not regular files, or not open for reading: libc's, which says what is wrong.
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_FALSE(leg.take_read(pipe_fds[0], pinned.data(), n, -1).taken);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  char name[] = "/tmp/cmt-wronly-XXXXXX";
+  const int wronly = mkstemp(name);
+  ASSERT_GE(wronly, 0);
+  const int w = open(name, O_WRONLY);
+  unlink(name);
+  close(wronly);
+  ASSERT_GE(w, 0);
+  EXPECT_FALSE(leg.take_read(w, pinned.data(), n, 0).taken);
+  close(w);
+  EXPECT_FALSE(leg.take_read(-1, pinned.data(), n, 0).taken);
+  leg.disarm();
+  EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), n, 0).taken) << "disarmed";
 }
 
 // The host leg's decisions, on a leg of the test's own (its own map of CUDA host memory).

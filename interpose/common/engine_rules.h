@@ -54,4 +54,8 @@ inline constexpr unsigned kMaxSpinUs = 20000;
 // this factor (tuner/pickers.h).
 inline constexpr double kHostLegWin = 1.20;
 
+// Reads of a regular file into CUDA host memory from this size on are read on the host leg's
+// threads (interposer/host_leg.h): a loader's 1 MiB staging buffers and up.
+inline constexpr std::size_t kFileReadFrom = std::size_t{512} << 10;
+
 }  // namespace cmt::rules

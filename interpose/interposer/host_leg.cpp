@@ -1,10 +1,14 @@
 #include "interposer/host_leg.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <mutex>
 
+#include "common/engine_rules.h"
 #include "common/log.h"
 #include "common/thread_context.h"
 #include "engine/shared/fresh_pages.h"
@@ -63,8 +67,10 @@ void HostLeg::arm(HostCopier& copier, const Config& config) noexcept {
   fill_mode_.store(config.host_fill, std::memory_order_relaxed);
   copier_.store(&copier, std::memory_order_release);
   // The thresholds last: a hook that sees one below SIZE_MAX finds the copier and modes set.
-  if (config.host_copy != HostCopy::Off)
+  if (config.host_copy != HostCopy::Off) {
     copy_threshold_.store(config.host_copy_threshold, std::memory_order_release);
+    read_threshold_.store(rules::kFileReadFrom, std::memory_order_release);
+  }
   if (config.host_fill != HostFill::Off)
     fill_threshold_.store(config.host_fill_threshold, std::memory_order_release);
 }
@@ -72,6 +78,7 @@ void HostLeg::arm(HostCopier& copier, const Config& config) noexcept {
 void HostLeg::disarm() noexcept {
   copy_threshold_.store(kNever, std::memory_order_relaxed);
   fill_threshold_.store(kNever, std::memory_order_relaxed);
+  read_threshold_.store(kNever, std::memory_order_relaxed);
 }
 
 bool HostLeg::faults_caught() noexcept {
@@ -127,6 +134,39 @@ std::size_t HostLeg::take_fill(void* dst, int value, std::size_t bytes, CallerHo
   const std::size_t done = copier->fill(dst, value, bytes);
   if (start) record_host_call("memset", bytes, done, start);
   return done;
+}
+
+namespace {
+
+// Whether `fd` is a regular file open for reading, without O_DIRECT (whose alignment rules a
+// stretch of a read need not keep): what cmt may read in stretches.
+bool readable_regular_file(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  const int flags = fcntl(fd, F_GETFL);
+  return flags >= 0 && (flags & O_ACCMODE) != O_WRONLY && (flags & O_DIRECT) == 0;
+}
+
+}  // namespace
+
+HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long long offset,
+                                      CallerHold* hold) noexcept {
+  const std::size_t threshold = read_threshold_.load(std::memory_order_acquire);
+  if (bytes < threshold || threshold == kNever) return {};  // not armed
+  if (!t_thread.application_call()) return {};
+  HostCopier* copier = copier_.load(std::memory_order_acquire);
+  if (!copier || !pinned().overlaps(dst, bytes) || !readable_regular_file(fd)) return {};
+  // read(): the descriptor's offset, moved once the bytes are in.
+  const off_t at = offset >= 0 ? static_cast<off_t>(offset) : lseek(fd, 0, SEEK_CUR);
+  if (at < 0) return {};
+  Held held(hold);
+  const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
+  const HostCopier::ReadResult r = copier->read_file(fd, dst, bytes, at);
+  if (!r.taken) return {};
+  if (start) record_host_call(offset >= 0 ? "pread" : "read", bytes, r.bytes, start);
+  if (offset < 0 && r.bytes > 0) lseek(fd, at + static_cast<off_t>(r.bytes), SEEK_SET);
+  if (r.bytes == 0 && r.error) return {true, -1, r.error};
+  return {true, static_cast<long>(r.bytes), 0};
 }
 
 bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>& cpus) noexcept {

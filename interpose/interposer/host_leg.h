@@ -59,8 +59,25 @@ class HostLeg {
   std::size_t take_fill(void* dst, int value, std::size_t bytes,
                         CallerHold* hold = nullptr) noexcept;
 
+  // A read of a regular file into CUDA host memory (a loader's staging buffer), on cmt's threads:
+  // pread's at `offset`, or read's (`offset` negative) at the descriptor's offset, which then
+  // moves past the bytes read as one read moves it. `taken` false: the call is libc's (not armed,
+  // under rules::kFileReadFrom, not into CUDA host memory, not a regular file open for reading
+  // without O_DIRECT, an offset that cannot be had, the threads held by another call). Taken:
+  // `result` is what the call returns, with `error` its errno where that is -1. Between the
+  // offset's read and its move the descriptor is not locked: another thread reading the same
+  // open file at the same time may see the offset before the move.
+  struct ReadTaken {
+    bool taken = false;
+    long result = 0;
+    int error = 0;
+  };
+  ReadTaken take_read(int fd, void* dst, std::size_t bytes, long long offset,
+                      CallerHold* hold = nullptr) noexcept;
+
   const std::atomic<std::size_t>& copy_threshold() const { return copy_threshold_; }
   const std::atomic<std::size_t>& fill_threshold() const { return fill_threshold_; }
+  const std::atomic<std::size_t>& read_threshold() const { return read_threshold_; }
 
   // Whether the program displaced cmt's fault handler past sigaction, which disarmed the leg.
   bool handler_displaced() const { return handler_displaced_.load(std::memory_order_relaxed); }
@@ -76,6 +93,7 @@ class HostLeg {
 
   std::atomic<std::size_t> copy_threshold_{kNever};
   std::atomic<std::size_t> fill_threshold_{kNever};
+  std::atomic<std::size_t> read_threshold_{kNever};
   std::atomic<HostCopier*> copier_{nullptr};
   std::atomic<HostCopy> copy_mode_{HostCopy::Off};
   std::atomic<HostFill> fill_mode_{HostFill::Off};

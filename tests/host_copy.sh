@@ -59,6 +59,11 @@ elif fill == "fresh":
     ok = ok and 0 < f["calls"] <= r["fresh_fills"]
 else:
     ok = ok and f["calls"] > 0
+# File reads: every large one into pinned memory taken where host copies are on (the threads idle
+# by then), none otherwise; their bytes were checked by the program.
+rd = h["reads"]
+line += f"; {r['reads']} file reads ({r['large_reads']} large into pinned memory), cmt read {rd['calls']}"
+ok = ok and (rd["calls"] == r["large_reads"] if mode != "off" and name != "nohooks" else rd["calls"] == 0)
 print(("ok   " if ok else "FAIL ") + line)
 sys.exit(0 if ok else 1)
 PY

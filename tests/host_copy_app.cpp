@@ -7,6 +7,8 @@
 // forms. Every call is repeated on mirror buffers with the C library's own functions (looked up in
 // libc.so.6 itself, past any preload), and the destination with 64 bytes either side must match.
 // A timer signal's handler makes large copies of its own meanwhile, and a forked child copies too.
+// Last, file reads into the pinned buffer and elsewhere (read, pread, pread64 and their fortified
+// forms, across the end of the file, from a pipe), checked against the file's bytes and offsets.
 // Linked against the fake libcuda (fake_libcuda_engine.cpp), or the real one for the GPU machine:
 // its cuMemAllocHost reaches libcmt.so's host-memory hook when preloaded. Exit 77 without a GPU.
 //
@@ -14,17 +16,20 @@
 // Prints "calls N large N large_pinned N wrong 0 ..."; exits 1 on any difference.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -32,6 +37,9 @@
 extern "C" void* __memcpy_chk(void*, const void*, std::size_t, std::size_t);
 extern "C" void* __memmove_chk(void*, const void*, std::size_t, std::size_t);
 extern "C" void* __memset_chk(void*, int, std::size_t, std::size_t);
+extern "C" ssize_t __read_chk(int, void*, std::size_t, std::size_t);
+extern "C" ssize_t __pread_chk(int, void*, std::size_t, off_t, std::size_t);
+extern "C" ssize_t __pread64_chk(int, void*, std::size_t, off_t, std::size_t);
 
 namespace {
 
@@ -265,6 +273,75 @@ void on_timer(int) {
   g_signal_copies.fetch_add(1);
 }
 
+// File reads: the host leg takes those of a regular file into CUDA host memory from 512 KiB
+// (`large_reads` counts them); every one must return what libc's would, and read's must move the
+// descriptor's offset as libc's does. Returns the reads that differed.
+long g_reads = 0, g_large_reads = 0;
+long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) {
+  const std::size_t size = (6u << 20) + 4321, large = 512u << 10;
+  // Not zero-filled first (a vector's memset of new memory would be one more fresh fill for cmt).
+  std::unique_ptr<unsigned char[]> file_bytes(new unsigned char[size]);
+  unsigned char* const bytes_data = file_bytes.get();
+  fill(bytes_data, size, rng);
+  char name[] = "/tmp/cmt-host-read-XXXXXX";
+  const int w = mkstemp(name);
+  if (w < 0 || write(w, bytes_data, size) != static_cast<ssize_t>(size)) return 1;
+  close(w);
+  const int fd = open(name, O_RDONLY);
+  unlink(name);
+  if (fd < 0) return 1;
+  long wrong = 0;
+  std::unique_ptr<unsigned char[]> plain(new unsigned char[room]);
+  // Checks one read's result against the file: `n` bytes asked at `at`.
+  auto check = [&](const char* what, ssize_t got, std::size_t n, off_t at, unsigned char* into) {
+    ++g_reads;
+    if (into == pinned && n >= large) ++g_large_reads;
+    const std::size_t want = at >= static_cast<off_t>(size) ? 0 : std::min(n, size - at);
+    if (got != static_cast<ssize_t>(want) || std::memcmp(into, bytes_data + at, want) != 0) {
+      ++wrong;
+      std::fprintf(stderr, "%s of %zu at %lld: %zd bytes, want %zu\n", what, n,
+                   static_cast<long long>(at), got, want);
+    }
+  };
+  // read() through the whole file in 1 MiB + 17 steps, into pinned memory: the offset moves.
+  off_t at = 0;
+  for (;;) {
+    const std::size_t n = (1u << 20) + 17;
+    const ssize_t got = read(fd, pinned, n);
+    check("read", got, n, at, pinned);
+    if (got <= 0) break;
+    at += got;
+    if (lseek(fd, 0, SEEK_CUR) != at) {
+      ++wrong;
+      std::fprintf(stderr, "read left the offset at %lld, want %lld\n",
+                   static_cast<long long>(lseek(fd, 0, SEEK_CUR)), static_cast<long long>(at));
+    }
+  }
+  // pread and its forms at random offsets (some past the end) and sizes, pinned or not.
+  for (int i = 0; i < 40; ++i) {
+    const std::size_t n = 1 + rng() % room;
+    const off_t offset = static_cast<off_t>(rng() % (size + 4096));
+    unsigned char* into = (i % 3 == 2) ? plain.get() : pinned;
+    switch (i % 4) {
+      case 0: check("pread", pread(fd, into, n, offset), n, offset, into); break;
+      case 1: check("pread64", pread64(fd, into, n, offset), n, offset, into); break;
+      case 2: check("__pread_chk", __pread_chk(fd, into, n, offset, room), n, offset, into); break;
+      default:
+        check("__pread64_chk", __pread64_chk(fd, into, n, offset, room), n, offset, into);
+    }
+  }
+  if (lseek(fd, 1000, SEEK_SET) == 1000)
+    check("__read_chk", __read_chk(fd, pinned, 2u << 20, room), 2u << 20, 1000, pinned);
+  close(fd);
+  // A pipe is never taken, whatever the size: what it holds is read.
+  int p[2];
+  if (pipe(p) != 0 || write(p[1], bytes_data, 4096) != 4096) return wrong + 1;
+  close(p[1]);
+  if (read(p[0], pinned, large * 2) != 4096 || std::memcmp(pinned, bytes_data, 4096) != 0) ++wrong;
+  close(p[0]);
+  return wrong;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -355,11 +432,15 @@ int main(int argc, char** argv) {
   for (auto& t : pool) t.join();
   itimerval off{};
   setitimer(ITIMER_REAL, &off, nullptr);
+  // The copy threads idle now: every large read into pinned memory can be taken.
+  std::mt19937_64 read_rng(seed + 7);
+  const long read_wrong = reads_wrong(buffers[0].real[2], kBuffer, read_rng);
 
   std::printf(
       "calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld fills %ld "
-      "large_fills %ld fresh_fills %ld\n",
+      "large_fills %ld fresh_fills %ld reads %ld large_reads %ld read_wrong %ld\n",
       g_calls.load(), g_large.load(), g_large_pinned.load(), g_wrong.load(), g_signal_copies.load(),
-      g_signal_wrong.load(), g_fills.load(), g_large_fills.load(), g_fresh_fills.load());
-  return g_wrong.load() == 0 && g_signal_wrong.load() == 0 ? 0 : 1;
+      g_signal_wrong.load(), g_fills.load(), g_large_fills.load(), g_fresh_fills.load(), g_reads,
+      g_large_reads, read_wrong);
+  return g_wrong.load() == 0 && g_signal_wrong.load() == 0 && read_wrong == 0 ? 0 : 1;
 }

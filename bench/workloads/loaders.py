@@ -18,8 +18,10 @@ every byte checked afterwards, in these scenarios:
   files       (with --files) checkpoint loaders reading the same tensors from files in the page
               cache: torch.load(map_location='cuda') of a torch.save'd dict (torch-load-cuda),
               torch.load(mmap=True) then .to('cuda') of each (torch-load-mmap), safetensors'
-              safe_open + get_tensor(name).to('cuda') of each (safe-open) and load_file(device=
-              'cuda') (load-file)
+              safe_open + get_tensor(name).to('cuda') of each (safe-open), load_file(device=
+              'cuda') (load-file), and a staging loader: the safetensors file read with
+              readinto (read(2)) into one pinned buffer of 1 MiB (read-pinned-1M) or 16 MiB
+              (read-pinned-16M) at a time, each buffer then copied into one GPU tensor
 
 Each process is one mode and runs every scenario once: `default` (cmt run with CMT_DISABLE=1,
 the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
@@ -186,7 +188,26 @@ def child_hf(model_dir):
             "check": "ok" if ok else "WRONG BYTES"}
 
 
-FILE_SCENARIOS = ("torch-load-cuda", "torch-load-mmap", "safe-open", "load-file")
+FILE_SCENARIOS = ("torch-load-cuda", "torch-load-mmap", "safe-open", "load-file",
+                  "read-pinned-1M", "read-pinned-16M")
+
+
+def read_through_pinned(torch, path, chunk):
+    """A loader's staging: the file read into a pinned buffer `chunk` bytes at a time (raw
+    readinto: one read(2) each), each buffer copied to its place in one GPU tensor."""
+    size = os.path.getsize(path)
+    out = torch.empty(size, dtype=torch.uint8, device="cuda")
+    pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
+    view = memoryview(pinned.numpy())
+    at = 0
+    with open(path, "rb", buffering=0) as f:
+        while at < size:
+            got = f.readinto(view)
+            if not got:
+                break
+            out[at:at + got].copy_(pinned[:got])  # synchronous: the buffer is read again next
+            at += got
+    return out
 
 
 def child_files(pt, st, blob, index):
@@ -210,7 +231,11 @@ def child_files(pt, st, blob, index):
             return {k: f.get_tensor(k).to("cuda") for k in names}
     loaders = {"torch-load-cuda": lambda: torch.load(pt, map_location="cuda", weights_only=True),
                "torch-load-mmap": mmap_then_copy, "safe-open": safe_open_loop,
-               "load-file": lambda: load_file(st, device="cuda")}
+               "load-file": lambda: load_file(st, device="cuda"),
+               "read-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20),
+               "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20)}
+    with open(st, "rb") as f:  # the whole file's bytes, for the staging loaders' check
+        whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
     results, cpu, ok = {}, {}, True
     for name in FILE_SCENARIOS:
         t0, cpu0 = time.perf_counter(), time.process_time()
@@ -218,7 +243,10 @@ def child_files(pt, st, blob, index):
         torch.cuda.synchronize()
         results[name] = gb / (time.perf_counter() - t0)
         cpu[name] = (time.process_time() - cpu0) / gb
-        ok &= all(torch.equal(loaded[k].cpu(), resident[k]) for k in names)
+        if name.startswith("read-pinned"):
+            ok &= torch.equal(loaded.cpu(), whole)
+        else:
+            ok &= all(torch.equal(loaded[k].cpu(), resident[k]) for k in names)
         del loaded
         torch.cuda.empty_cache()
     return {"gbps": results, "cpu_s_per_gb": cpu, "check": "ok" if ok else "WRONG BYTES"}

@@ -211,8 +211,8 @@ std::vector<OptionSpec> build_table() {
       "many (0: " +
           std::to_string(kAutoLanes) + ", or " + std::to_string(kAutoLanesLegacy) +
           " for copies on the legacy default stream, where CUDA runs them one after another); "
-          "the rest wait up to " +
-          std::to_string(kLaneWait.count()) + " ms for one, then go to CUDA.",
+          "the rest wait for one, asleep and served in the order they asked, up to " +
+          std::to_string(kLaneWait.count()) + " ms, then go to CUDA.",
       &Config::lanes, 0, 16));
   t.push_back(choice_option(
       "gpu_cores", "CMT_GPU_CORES", Scope::Process, true,
@@ -281,7 +281,9 @@ std::vector<OptionSpec> build_table() {
       "Which large memcpy and memmove calls run on cmt's copy threads: pinned, those into or out "
       "of CUDA host memory (cudaHostAlloc, cudaHostRegister and the driver's forms: a library "
       "filling its own pinned staging buffer); all, every one, from the program's first CUDA "
-      "call on; off, none, and cmt run then leaves libcmt-host.so (the memcpy hooks) out.",
+      "call on; off, none, and cmt run then leaves libcmt-host.so (the memcpy hooks) out. Unless "
+      "off, reads of a regular file into CUDA host memory (read, pread) of 512 KiB or more are "
+      "read on the same threads, in parallel stretches.",
       &Config::host_copy));
   t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, true,
                           "memcpy and memmove calls smaller than this go straight to libc; cmt "

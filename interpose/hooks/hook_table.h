@@ -90,7 +90,9 @@
 /* libcmt-host.so, the second, small preload (hooks/libc_hooks.cpp, its version script
    libcmt-host.map): the C library's copies and fills, for the host leg, and sigaction with its
    relatives (hooks/signal_hooks.cpp), which keep cmt's signal handler in front
-   (interposer/signal_chain.h); and the entry that takes the engine's host-leg table
+   (interposer/signal_chain.h); reads of files (read, pread and their fortified forms), which the
+   host leg reads on its threads where they fill CUDA host memory; and the entry that takes the
+   engine's host-leg table
    (hooks/host_leg_abi.h). A library of its own because even a
    hook that only compares a size costs a tight loop of 64-byte memcpy calls measurably, so it is
    loaded only where host copies are on (`cmt run` adds it unless host_copy is off). X(name) */
@@ -101,6 +103,12 @@
   X(__memmove_chk)                  \
   X(memset)                         \
   X(__memset_chk)                   \
+  X(read)                           \
+  X(__read_chk)                     \
+  X(pread)                          \
+  X(pread64)                        \
+  X(__pread_chk)                    \
+  X(__pread64_chk)                  \
   X(sigaction)                      \
   X(__sigaction)                    \
   X(signal)                         \

@@ -15,9 +15,17 @@
 
 namespace cmt {
 
-inline constexpr unsigned kHostLegAbiVersion = 3;
+inline constexpr unsigned kHostLegAbiVersion = 4;
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 inline constexpr const char* kHostLibraryAttachSymbol = "cmt_host_library_attach";
+
+// A file read the host leg took (`taken`), and what the call returns: `result`, with `error` the
+// errno where that is -1.
+struct HostRead {
+  bool taken;
+  long result;
+  int error;
+};
 
 struct HostLegAbi {
   unsigned version;  // kHostLegAbiVersion
@@ -32,6 +40,12 @@ struct HostLegAbi {
   // held (common/caller_hold.h): the hook releases it once back.
   std::size_t (*copy)(void* dst, const void* src, std::size_t bytes, CallerHold* hold) noexcept;
   std::size_t (*fill)(void* dst, int value, std::size_t bytes, CallerHold* hold) noexcept;
+  // read (`offset` negative: at the descriptor's offset) and pread calls of at least
+  // *read_threshold bytes (SIZE_MAX: none): a regular file's bytes into CUDA host memory, read on
+  // cmt's threads; not taken, libc's read or pread makes the call. Held as copy() holds.
+  const std::atomic<std::size_t>* read_threshold;
+  HostRead (*read)(int fd, void* dst, std::size_t bytes, long long offset,
+                   CallerHold* hold) noexcept;
   // libcmt-host.so says it is loaded, and which sigaction lies below its own: only then does
   // the engine start threads for the host leg and put its fault handler in front. Called from
   // libcmt-host.so's attach, inside cmt_engine_attach.

@@ -16,6 +16,11 @@ std::size_t fill(void* dst, int value, std::size_t bytes, CallerHold* hold) noex
   return host_leg().take_fill(dst, value, bytes, hold);
 }
 
+HostRead read(int fd, void* dst, std::size_t bytes, long long offset, CallerHold* hold) noexcept {
+  const HostLeg::ReadTaken r = host_leg().take_read(fd, dst, bytes, offset, hold);
+  return {r.taken, r.result, r.error};
+}
+
 void hooks_loaded(SigactionFn next_sigaction) noexcept {
   set_next_sigaction(next_sigaction);
   host_leg().note_hooks_loaded();
@@ -35,6 +40,8 @@ const cmt::HostLegAbi* cmt::cmt_host_leg_abi() noexcept {
                                    &cmt::host_leg().fill_threshold(),
                                    cmt::hooks::copy,
                                    cmt::hooks::fill,
+                                   &cmt::host_leg().read_threshold(),
+                                   cmt::hooks::read,
                                    cmt::hooks::hooks_loaded,
                                    cmt::hooks::sigaction_for_program};
   return &abi;

@@ -1,6 +1,7 @@
 // libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
-// fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), preloaded beside libcmt.so where
-// host copies or fills are on.
+// fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), and of its file reads, read and pread
+// with theirs, preloaded beside libcmt.so where host copies or fills are on. A large read is
+// offered to the host leg, which reads a regular file into CUDA host memory on its threads.
 // It holds no state: the thresholds and the copy come from the host leg in libcmt-engine.so, as one
 // table (hooks/host_leg_abi.h) that the engine hands over when libcmt.so loads it, on the first
 // CUDA call; until then, and without libcmt.so, every call goes to libc.
@@ -20,8 +21,11 @@
 // the program's thread. Neither the hooks nor their slow paths are noexcept: a cancellation acting
 // at the release, or in libc's function, unwinds through them as through libc's own memcpy.
 #include <dlfcn.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -36,6 +40,10 @@ using CopyFn = void* (*)(void*, const void*, std::size_t) noexcept;
 using CheckedCopyFn = void* (*)(void*, const void*, std::size_t, std::size_t) noexcept;
 using FillFn = void* (*)(void*, int, std::size_t) noexcept;
 using CheckedFillFn = void* (*)(void*, int, std::size_t, std::size_t) noexcept;
+using ReadFn = ssize_t (*)(int, void*, std::size_t);
+using CheckedReadFn = ssize_t (*)(int, void*, std::size_t, std::size_t);
+using PreadFn = ssize_t (*)(int, void*, std::size_t, off_t);
+using CheckedPreadFn = ssize_t (*)(int, void*, std::size_t, off_t, std::size_t);
 
 // Copies forwards or backwards by bytes (memmove's meaning), for the moment before libc's
 // functions are known. `rep movsb` cannot be turned into a call to memcpy by the compiler.
@@ -80,6 +88,23 @@ void* early_checked_fill(void* dst, int value, std::size_t n, std::size_t) noexc
   return early_fill(dst, value, n);
 }
 
+// The system calls themselves, for reads before libc's functions are known; a fortified call past
+// its buffer stops the process there, as libc's would.
+ssize_t early_read(int fd, void* buf, std::size_t n) {
+  return syscall(SYS_read, fd, buf, n);
+}
+ssize_t early_checked_read(int fd, void* buf, std::size_t n, std::size_t room) {
+  if (n > room) __builtin_trap();
+  return early_read(fd, buf, n);
+}
+ssize_t early_pread(int fd, void* buf, std::size_t n, off_t offset) {
+  return syscall(SYS_pread64, fd, buf, n, offset);
+}
+ssize_t early_checked_pread(int fd, void* buf, std::size_t n, off_t offset, std::size_t room) {
+  if (n > room) __builtin_trap();
+  return early_pread(fd, buf, n, offset);
+}
+
 // The engine's host leg (hooks/host_leg_abi.h): until its table arrives, no copy is large enough
 // to hand over. Set once, from whichever thread loads the engine, while other threads copy: hence
 // atomics, read relaxed on the fast path (a plain load on x86-64 and AArch64) since the value
@@ -88,6 +113,13 @@ using Threshold = std::atomic<std::size_t>;
 const Threshold kNever{std::numeric_limits<std::size_t>::max()};
 std::atomic<const Threshold*> g_threshold{&kNever};
 std::atomic<const Threshold*> g_fill_threshold{&kNever};
+std::atomic<const Threshold*> g_read_threshold{&kNever};
+ReadFn g_read = early_read;
+CheckedReadFn g_read_chk = early_checked_read;
+PreadFn g_pread = early_pread;
+PreadFn g_pread64 = early_pread;
+CheckedPreadFn g_pread_chk = early_checked_pread;
+CheckedPreadFn g_pread64_chk = early_checked_pread;
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
 
@@ -117,6 +149,12 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_memmove_chk, "__memmove_chk", "GLIBC_2.3.4");
   find(&g_memset, "memset", "GLIBC_2.2.5");
   find(&g_memset_chk, "__memset_chk", "GLIBC_2.3.4");
+  find(&g_read, "read", "GLIBC_2.2.5");
+  find(&g_pread, "pread", "GLIBC_2.2.5");
+  find(&g_pread64, "pread64", "GLIBC_2.2.5");
+  find(&g_read_chk, "__read_chk", "GLIBC_2.4");
+  find(&g_pread_chk, "__pread_chk", "GLIBC_2.4");
+  find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.4");
   find_signal_functions("GLIBC_2.2.5");
 #else
   find(&g_memcpy, "memcpy", "GLIBC_2.17");
@@ -125,6 +163,12 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_memmove_chk, "__memmove_chk", "GLIBC_2.17");
   find(&g_memset, "memset", "GLIBC_2.17");
   find(&g_memset_chk, "__memset_chk", "GLIBC_2.17");
+  find(&g_read, "read", "GLIBC_2.17");
+  find(&g_pread, "pread", "GLIBC_2.17");
+  find(&g_pread64, "pread64", "GLIBC_2.17");
+  find(&g_read_chk, "__read_chk", "GLIBC_2.17");
+  find(&g_pread_chk, "__pread_chk", "GLIBC_2.17");
+  find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.17");
   find_signal_functions("GLIBC_2.17");
 #endif
 }
@@ -172,6 +216,39 @@ inline std::size_t host_fill_threshold() {
   return g_fill_threshold.load(std::memory_order_relaxed)->load(std::memory_order_relaxed);
 }
 
+inline std::size_t host_read_threshold() {
+  return g_read_threshold.load(std::memory_order_relaxed)->load(std::memory_order_relaxed);
+}
+
+// A large read (read's when `offset` is negative) offered to the host leg; what it does not take,
+// `libc_pread` or `libc_read` makes.
+__attribute__((noinline)) ssize_t large_read(int fd, void* buf, std::size_t n, off_t offset,
+                                             ReadFn libc_read, PreadFn libc_pread) {
+  if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
+    cmt::CallerHold hold;
+    const HostRead r = leg->read(fd, buf, n, offset, &hold);
+    hold.release();
+    if (r.taken) {
+      if (r.result < 0) errno = r.error;  // after the release, whose system calls may set it
+      return r.result;
+    }
+  }
+  return offset < 0 ? libc_read(fd, buf, n) : libc_pread(fd, buf, n, offset);
+}
+
+// The read hooks: one compare, then libc's function, below the threshold; a pread at a negative
+// offset is libc's (EINVAL) whatever its size.
+inline ssize_t hooked_read(int fd, void* buf, std::size_t n) {
+  if (__builtin_expect(n < host_read_threshold(), 1)) return g_read(fd, buf, n);
+  return large_read(fd, buf, n, -1, g_read, g_pread);
+}
+
+inline ssize_t hooked_pread(PreadFn libc_pread, int fd, void* buf, std::size_t n, off_t offset) {
+  if (__builtin_expect(n < host_read_threshold(), 1) || offset < 0)
+    return libc_pread(fd, buf, n, offset);
+  return large_read(fd, buf, n, offset, g_read, libc_pread);
+}
+
 }  // namespace
 }  // namespace cmt::hooks
 
@@ -187,7 +264,33 @@ CMT_LIBC_EXPORT void cmt_host_library_attach(const cmt::HostLegAbi* table) noexc
   if (!g_next_sigaction) find_libc_copies();
   g_threshold.store(table->copy_threshold, std::memory_order_release);
   g_fill_threshold.store(table->fill_threshold, std::memory_order_release);
+  g_read_threshold.store(table->read_threshold, std::memory_order_release);
   table->hooks_loaded(g_next_sigaction);
+}
+
+// File reads (the same in every variant: a system call dwarfs the compare).
+CMT_LIBC_EXPORT ssize_t read(int fd, void* buf, std::size_t n) {
+  return cmt::hooks::hooked_read(fd, buf, n);
+}
+CMT_LIBC_EXPORT ssize_t __read_chk(int fd, void* buf, std::size_t n, std::size_t room) {
+  if (__builtin_expect(n > room, 0)) return cmt::hooks::g_read_chk(fd, buf, n, room);
+  return cmt::hooks::hooked_read(fd, buf, n);
+}
+CMT_LIBC_EXPORT ssize_t pread(int fd, void* buf, std::size_t n, off_t offset) {
+  return cmt::hooks::hooked_pread(cmt::hooks::g_pread, fd, buf, n, offset);
+}
+CMT_LIBC_EXPORT ssize_t pread64(int fd, void* buf, std::size_t n, off_t offset) {
+  return cmt::hooks::hooked_pread(cmt::hooks::g_pread64, fd, buf, n, offset);
+}
+CMT_LIBC_EXPORT ssize_t __pread_chk(int fd, void* buf, std::size_t n, off_t offset,
+                                    std::size_t room) {
+  if (__builtin_expect(n > room, 0)) return cmt::hooks::g_pread_chk(fd, buf, n, offset, room);
+  return cmt::hooks::hooked_pread(cmt::hooks::g_pread, fd, buf, n, offset);
+}
+CMT_LIBC_EXPORT ssize_t __pread64_chk(int fd, void* buf, std::size_t n, off_t offset,
+                                      std::size_t room) {
+  if (__builtin_expect(n > room, 0)) return cmt::hooks::g_pread64_chk(fd, buf, n, offset, room);
+  return cmt::hooks::hooked_pread(cmt::hooks::g_pread64, fd, buf, n, offset);
 }
 
 // The hooks' bodies, one set per instruction set. Up to kSmallMost bytes they copy or fill

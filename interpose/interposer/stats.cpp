@@ -95,14 +95,16 @@ std::string Stats::host_copies_json() {
   HostCopier::Counts c{};
   const HostCopier* copier = host_leg().copier();
   if (copier) c = copier->counts();
-  char buf[640];
-  // faults: taken calls a fault stopped, their rest left to libc on the program's thread.
+  char buf[800];
+  // faults: taken calls a fault stopped, their rest left to libc on the program's thread. reads:
+  // file reads into CUDA host memory (read, pread) read on the threads, the bytes they asked for.
   std::snprintf(buf, sizeof(buf),
                 "{\"armed\": %s, \"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
                 "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"declined_busy\": %llu, "
                 "\"faults\": %llu, \"fault_handler_displaced\": %s, "
                 "\"fills\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
-                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"faults\": %llu}}",
+                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"faults\": %llu}, "
+                "\"reads\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f}}",
                 copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
                 static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
                 c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
@@ -114,7 +116,10 @@ std::string Stats::host_copies_json() {
                 static_cast<unsigned long long>(c.fill_bytes), static_cast<double>(c.fill_ns) / 1e9,
                 c.fill_ns ? static_cast<double>(c.fill_bytes) / static_cast<double>(c.fill_ns) : 0.0,
                 static_cast<unsigned long long>(c.fill_fresh_bytes),
-                static_cast<unsigned long long>(c.fill_faults));
+                static_cast<unsigned long long>(c.fill_faults),
+                static_cast<unsigned long long>(c.read_calls),
+                static_cast<unsigned long long>(c.read_bytes), static_cast<double>(c.read_ns) / 1e9,
+                c.read_ns ? static_cast<double>(c.read_bytes) / static_cast<double>(c.read_ns) : 0.0);
   return buf;
 }
 

@@ -31,6 +31,7 @@
 #include <cstring>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -273,10 +274,96 @@ void on_timer(int) {
   g_signal_copies.fetch_add(1);
 }
 
+long g_reads = 0, g_large_reads = 0, g_freads_large = 0;
+
+// Writes `bytes` to a new file and returns its name (removed by freads_wrong).
+std::string name_for_freads(const unsigned char* bytes, std::size_t size) {
+  char name[] = "/tmp/cmt-host-fread-XXXXXX";
+  const int w = mkstemp(name);
+  if (w < 0) return {};
+  const bool ok = write(w, bytes, size) == static_cast<ssize_t>(size);
+  close(w);
+  return ok ? name : std::string();
+}
+
+// fread into pinned memory (the host leg may take the large ones) against fread of the same file
+// into ordinary memory (which it never takes), on two streams, step by step: small freads, fgetc,
+// ungetc, ftell, fseek, large freads with and without bytes in the stream's buffer, elements of
+// odd sizes, across the end of the file; after each step the counts, the bytes, ftell, feof and
+// ferror must agree. Returns the steps that differed.
+long freads_wrong(const std::string& name, unsigned char* pinned, std::size_t room,
+                  std::mt19937_64& rng) {
+  if (name.empty()) return 1;
+  FILE* a = std::fopen(name.c_str(), "rb");
+  FILE* b = std::fopen(name.c_str(), "rb");
+  unlink(name.c_str());
+  if (!a || !b) return 1;
+  std::unique_ptr<unsigned char[]> plain(new unsigned char[room]);
+  long wrong = 0;
+  const long size = [&] {
+    std::fseek(b, 0, SEEK_END);
+    const long s = std::ftell(b);
+    std::rewind(b);
+    return s;
+  }();
+  for (int step = 0; step < 400; ++step) {
+    const int what = static_cast<int>(rng() % 10);
+    std::size_t ra = 0, rb = 0, n = 0;
+    if (what < 4) {  // large: from 256 KiB to 3 MiB, elements of 1, 3 or 4096 bytes
+      const std::size_t elem = what == 0 ? 3 : what == 1 ? 4096 : 1;
+      n = (256u << 10) + rng() % (3u << 20);
+      n = std::min(n, room) / elem;
+      ra = std::fread(pinned, elem, n, a);
+      rb = std::fread(plain.get(), elem, n, b);
+      if (ra != rb || std::memcmp(pinned, plain.get(), ra * elem) != 0) {
+        ++wrong;
+        std::size_t at = 0;
+        while (at < ra * elem && pinned[at] == plain[at]) ++at;
+        std::fprintf(stderr, "fread step %d: %zu x %zu: %zu against libc's %zu, first difference at %zu\n", step, n, elem,
+                     ra, rb, at);
+      }
+      ++g_reads;
+      if (n * elem >= (512u << 10)) ++g_freads_large;
+    } else if (what < 6) {  // small
+      n = 1 + rng() % 9000;
+      ra = std::fread(pinned, 1, n, a);
+      rb = std::fread(plain.get(), 1, n, b);
+      if (ra != rb || std::memcmp(pinned, plain.get(), ra) != 0) ++wrong;
+    } else if (what == 6) {
+      const int ca = std::fgetc(a), cb = std::fgetc(b);
+      if (ca != cb) ++wrong;
+      if (ca != EOF && rng() % 2) {
+        std::ungetc(ca, a);
+        std::ungetc(cb, b);
+      }
+    } else if (what == 7) {
+      const long to = static_cast<long>(rng() % static_cast<unsigned long>(size + 100));
+      std::fseek(a, to, SEEK_SET);
+      std::fseek(b, to, SEEK_SET);
+    } else if (what == 8) {
+      std::fseek(a, -1000, SEEK_END);
+      std::fseek(b, -1000, SEEK_END);
+    } else {
+      std::clearerr(a);
+      std::clearerr(b);
+    }
+    if (std::ftell(a) != std::ftell(b) || std::feof(a) != std::feof(b) ||
+        std::ferror(a) != std::ferror(b)) {
+      ++wrong;
+      std::fprintf(stderr, "fread step %d (%d): ftell %ld/%ld feof %d/%d ferror %d/%d\n", step,
+                   what, std::ftell(a), std::ftell(b), std::feof(a), std::feof(b), std::ferror(a),
+                   std::ferror(b));
+    }
+  }
+  std::fclose(a);
+  std::fclose(b);
+  return wrong;
+}
+
 // File reads: the host leg takes those of a regular file into CUDA host memory from 512 KiB
 // (`large_reads` counts them); every one must return what libc's would, and read's must move the
 // descriptor's offset as libc's does. Returns the reads that differed.
-long g_reads = 0, g_large_reads = 0;
+
 long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) {
   const std::size_t size = (6u << 20) + 4321, large = 512u << 10;
   // Not zero-filled first (a vector's memset of new memory would be one more fresh fill for cmt).
@@ -333,6 +420,7 @@ long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) 
   if (lseek(fd, 1000, SEEK_SET) == 1000)
     check("__read_chk", __read_chk(fd, pinned, 2u << 20, room), 2u << 20, 1000, pinned);
   close(fd);
+  wrong += freads_wrong(name_for_freads(bytes_data, size), pinned, room, rng);
   // A pipe is never taken, whatever the size: what it holds is read.
   int p[2];
   if (pipe(p) != 0 || write(p[1], bytes_data, 4096) != 4096) return wrong + 1;
@@ -438,9 +526,9 @@ int main(int argc, char** argv) {
 
   std::printf(
       "calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld fills %ld "
-      "large_fills %ld fresh_fills %ld reads %ld large_reads %ld read_wrong %ld\n",
+      "large_fills %ld fresh_fills %ld reads %ld large_reads %ld large_freads %ld read_wrong %ld\n",
       g_calls.load(), g_large.load(), g_large_pinned.load(), g_wrong.load(), g_signal_copies.load(),
       g_signal_wrong.load(), g_fills.load(), g_large_fills.load(), g_fresh_fills.load(), g_reads,
-      g_large_reads, read_wrong);
+      g_large_reads, g_freads_large, read_wrong);
   return g_wrong.load() == 0 && g_signal_wrong.load() == 0 && read_wrong == 0 ? 0 : 1;
 }

@@ -21,7 +21,8 @@ every byte checked afterwards, in these scenarios:
               safe_open + get_tensor(name).to('cuda') of each (safe-open), load_file(device=
               'cuda') (load-file), and a staging loader: the safetensors file read with
               readinto (read(2)) into one pinned buffer of 1 MiB (read-pinned-1M) or 16 MiB
-              (read-pinned-16M) at a time, each buffer then copied into one GPU tensor
+              (read-pinned-16M) at a time, or with C's fread (fread-pinned-1M, -16M), each
+              buffer then copied into one GPU tensor
 
 Each process is one mode and runs every scenario once: `default` (cmt run with CMT_DISABLE=1,
 the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
@@ -189,24 +190,35 @@ def child_hf(model_dir):
 
 
 FILE_SCENARIOS = ("torch-load-cuda", "torch-load-mmap", "safe-open", "load-file",
-                  "read-pinned-1M", "read-pinned-16M")
+                  "read-pinned-1M", "read-pinned-16M", "fread-pinned-1M", "fread-pinned-16M")
 
 
-def read_through_pinned(torch, path, chunk):
+def read_through_pinned(torch, path, chunk, use_fread=False):
     """A loader's staging: the file read into a pinned buffer `chunk` bytes at a time (raw
-    readinto: one read(2) each), each buffer copied to its place in one GPU tensor."""
+    readinto: one read(2) each; or C's fread on a FILE, as llama.cpp's loader reads), each buffer
+    copied to its place in one GPU tensor."""
+    import ctypes
     size = os.path.getsize(path)
     out = torch.empty(size, dtype=torch.uint8, device="cuda")
     pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
     view = memoryview(pinned.numpy())
+    libc = ctypes.CDLL(None)  # the process's fread, as a C program's call finds it (cmt's first)
+    libc.fopen.restype = ctypes.c_void_p
+    libc.fread.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
+    libc.fread.restype = ctypes.c_size_t
+    libc.fclose.argtypes = [ctypes.c_void_p]
     at = 0
     with open(path, "rb", buffering=0) as f:
+        fp = libc.fopen(path.encode(), b"rb") if use_fread else None
         while at < size:
-            got = f.readinto(view)
+            got = (libc.fread(ctypes.c_void_p(pinned.data_ptr()), 1, chunk, fp) if use_fread
+                   else f.readinto(view))
             if not got:
                 break
             out[at:at + got].copy_(pinned[:got])  # synchronous: the buffer is read again next
             at += got
+        if fp:
+            libc.fclose(fp)
     return out
 
 
@@ -233,7 +245,9 @@ def child_files(pt, st, blob, index):
                "torch-load-mmap": mmap_then_copy, "safe-open": safe_open_loop,
                "load-file": lambda: load_file(st, device="cuda"),
                "read-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20),
-               "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20)}
+               "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20),
+               "fread-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20, True),
+               "fread-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20, True)}
     with open(st, "rb") as f:  # the whole file's bytes, for the staging loaders' check
         whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
     results, cpu, ok = {}, {}, True
@@ -243,7 +257,7 @@ def child_files(pt, st, blob, index):
         torch.cuda.synchronize()
         results[name] = gb / (time.perf_counter() - t0)
         cpu[name] = (time.process_time() - cpu0) / gb
-        if name.startswith("read-pinned"):
+        if "read-pinned" in name:
             ok &= torch.equal(loaded.cpu(), whole)
         else:
             ok &= all(torch.equal(loaded[k].cpu(), resident[k]) for k in names)

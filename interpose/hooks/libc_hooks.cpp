@@ -1,6 +1,6 @@
 // libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
 // fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), and of its file reads, read and pread
-// with theirs, preloaded beside libcmt.so where host copies or fills are on. A large read is
+// with theirs and fread (not fread_unlocked), preloaded beside libcmt.so where host copies or fills are on. A large read is
 // offered to the host leg, which reads a regular file into CUDA host memory on its threads.
 // It holds no state: the thresholds and the copy come from the host leg in libcmt-engine.so, as one
 // table (hooks/host_leg_abi.h) that the engine hands over when libcmt.so loads it, on the first
@@ -21,6 +21,7 @@
 // the program's thread. Neither the hooks nor their slow paths are noexcept: a cancellation acting
 // at the release, or in libc's function, unwinds through them as through libc's own memcpy.
 #include <dlfcn.h>
+#include <stdio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -44,6 +45,7 @@ using ReadFn = ssize_t (*)(int, void*, std::size_t);
 using CheckedReadFn = ssize_t (*)(int, void*, std::size_t, std::size_t);
 using PreadFn = ssize_t (*)(int, void*, std::size_t, off_t);
 using CheckedPreadFn = ssize_t (*)(int, void*, std::size_t, off_t, std::size_t);
+using FreadFn = std::size_t (*)(void*, std::size_t, std::size_t, FILE*);
 
 // Copies forwards or backwards by bytes (memmove's meaning), for the moment before libc's
 // functions are known. `rep movsb` cannot be turned into a call to memcpy by the compiler.
@@ -120,6 +122,20 @@ PreadFn g_pread = early_pread;
 PreadFn g_pread64 = early_pread;
 CheckedPreadFn g_pread_chk = early_checked_pread;
 CheckedPreadFn g_pread64_chk = early_checked_pread;
+// libc's fread: found by the constructor, or by the first call if a library's constructor reads a
+// stream before ours has run.
+std::size_t early_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp);
+FreadFn g_fread = early_fread;
+std::size_t early_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
+#if defined(__x86_64__)
+  void* fn = dlvsym(RTLD_NEXT, "fread", "GLIBC_2.2.5");
+#else
+  void* fn = dlvsym(RTLD_NEXT, "fread", "GLIBC_2.17");
+#endif
+  if (!fn) return 0;
+  g_fread = reinterpret_cast<FreadFn>(fn);
+  return g_fread(ptr, size, count, fp);
+}
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
 
@@ -155,6 +171,7 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_read_chk, "__read_chk", "GLIBC_2.4");
   find(&g_pread_chk, "__pread_chk", "GLIBC_2.4");
   find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.4");
+  find(&g_fread, "fread", "GLIBC_2.2.5");
   find_signal_functions("GLIBC_2.2.5");
 #else
   find(&g_memcpy, "memcpy", "GLIBC_2.17");
@@ -169,6 +186,7 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_read_chk, "__read_chk", "GLIBC_2.17");
   find(&g_pread_chk, "__pread_chk", "GLIBC_2.17");
   find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.17");
+  find(&g_fread, "fread", "GLIBC_2.17");
   find_signal_functions("GLIBC_2.17");
 #endif
 }
@@ -249,6 +267,65 @@ inline ssize_t hooked_pread(PreadFn libc_pread, int fd, void* buf, std::size_t n
   return large_read(fd, buf, n, offset, g_read, libc_pread);
 }
 
+// glibc's stream flags that are not in its public headers (libio/libio.h), part of its ABI.
+constexpr int kNoReads = 0x0004;            // _IO_NO_READS: not open for reading
+constexpr int kInBackup = 0x0100;           // _IO_IN_BACKUP: ungetc's pushback being read
+constexpr int kCurrentlyPutting = 0x0800;   // _IO_CURRENTLY_PUTTING: in write mode
+
+// A large fread: what glibc's own fread does past its buffer (libio's _IO_file_xsgetn), with the
+// part from the file read by the host leg. Under the stream's lock: the bytes still in the
+// stream's buffer come first, then the rest from the descriptor's offset (where the buffer's bytes
+// ended), read in one take, which moves the offset; end of file and errors are flagged as glibc
+// flags them, and the stream's cached offset moves as glibc moves it. A stream that is not a plain
+// byte stream reading a file (wide, in write mode, reading pushed-back bytes, no descriptor), or a
+// read the host leg does not take, is libc's fread, nothing touched.
+__attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, std::size_t count,
+                                                  std::size_t bytes, FILE* fp) {
+  const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire);
+  if (!leg) return g_fread(ptr, size, count, fp);
+  flockfile(fp);
+  const std::size_t have = fp->_IO_read_ptr < fp->_IO_read_end
+                               ? static_cast<std::size_t>(fp->_IO_read_end - fp->_IO_read_ptr)
+                               : 0;
+  const int fd = fileno_unlocked(fp);
+  HostRead r{false, 0, 0};
+  if (fd >= 0 && fp->_mode <= 0 && (fp->_flags & (kNoReads | kInBackup | kCurrentlyPutting)) == 0 &&
+      fp->_IO_write_ptr <= fp->_IO_write_base && have < bytes) {
+    cmt::CallerHold hold;
+    r = leg->read(fd, static_cast<char*>(ptr) + have, bytes - have, -1, &hold);
+    hold.release();
+  }
+  if (!r.taken) {
+    funlockfile(fp);
+    return g_fread(ptr, size, count, fp);
+  }
+  if (have) __builtin_memcpy(ptr, fp->_IO_read_ptr, have);
+  // The buffer emptied, as glibc empties it before a read past it: left describing the bytes it
+  // held, a later fseek into their range would be served from them.
+  fp->_IO_read_base = fp->_IO_read_ptr = fp->_IO_read_end = fp->_IO_buf_base;
+  fp->_IO_write_base = fp->_IO_write_ptr = fp->_IO_write_end = fp->_IO_buf_base;
+  std::size_t got = 0;
+  if (r.result < 0) {
+    fp->_flags |= _IO_ERR_SEEN;
+    errno = r.error;
+  } else {
+    got = static_cast<std::size_t>(r.result);
+    if (got < bytes - have) fp->_flags |= _IO_EOF_SEEN;  // it read up to the file's end
+    if (fp->_offset != -1) fp->_offset += static_cast<off_t>(got);
+  }
+  funlockfile(fp);
+  const std::size_t done = have + got;
+  return done == bytes ? count : done / size;
+}
+
+inline std::size_t hooked_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
+  std::size_t bytes = 0;
+  if (__builtin_expect(__builtin_mul_overflow(size, count, &bytes) ||
+                           bytes < host_read_threshold(), 1))
+    return g_fread(ptr, size, count, fp);
+  return large_fread(ptr, size, count, bytes, fp);
+}
+
 }  // namespace
 }  // namespace cmt::hooks
 
@@ -291,6 +368,10 @@ CMT_LIBC_EXPORT ssize_t __pread64_chk(int fd, void* buf, std::size_t n, off_t of
                                       std::size_t room) {
   if (__builtin_expect(n > room, 0)) return cmt::hooks::g_pread64_chk(fd, buf, n, offset, room);
   return cmt::hooks::hooked_pread(cmt::hooks::g_pread64, fd, buf, n, offset);
+}
+
+CMT_LIBC_EXPORT std::size_t fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
+  return cmt::hooks::hooked_fread(ptr, size, count, fp);
 }
 
 // The hooks' bodies, one set per instruction set. Up to kSmallMost bytes they copy or fill

@@ -34,7 +34,8 @@ with spinning that `top` shows). With
 --record DIR, one more round of each cmt mode runs under `cmt run --record` and leaves its trace
 in DIR.
 
-usage: loaders.py CMT [--rounds N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only] [--files]
+usage: loaders.py CMT [--rounds N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only]
+                  [--files | --files-only]
                   [--record DIR] [--json FILE] [--workdir DIR]
 """
 import json
@@ -365,14 +366,15 @@ def main():
     json.dump(index, open(blob + ".json", "w"))
     subprocess.run(["cat", blob], stdout=subprocess.DEVNULL)  # in the page cache
     hf = prepare_hf(workdir) if "--hf" in sys.argv or "--hf-only" in sys.argv else None
-    files = prepare_files(workdir, blob, index) if "--files" in sys.argv else None
+    files = (prepare_files(workdir, blob, index)
+             if "--files" in sys.argv or "--files-only" in sys.argv else None)
     files_args = ["files", *files, blob, blob + ".json"] if files else None
     doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, modes=modes,
                bytes=sum(n for _, _, n in index), tensors=len(index))
     runs = {m: [] for m in modes}
     hf_runs = {m: [] for m in modes}
     file_runs = {m: [] for m in modes}
-    copies = "--hf-only" not in sys.argv
+    copies = "--hf-only" not in sys.argv and "--files-only" not in sys.argv
     for _ in range(rounds):
         for m, env in modes.items():
             if copies:

@@ -155,15 +155,46 @@ unsigned HostCopier::threads() const {
   return pool_->size();
 }
 
-std::size_t HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept {
-  const auto t0 = std::chrono::steady_clock::now();
-  bool expected = false;
-  if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
-    declined_busy_.fetch_add(1, std::memory_order_relaxed);
-    return 0;
+// The copier's threads held for one job (none: another job holds them, and this one is declined),
+// the issuer's own copies while it helps left to libc, and the job counted in `tally` at its end.
+class HostCopier::Occupied {
+ public:
+  Occupied(HostCopier& copier, Tally& tally, std::size_t bytes)
+      : copier_(copier), tally_(tally), bytes_(bytes), t0_(std::chrono::steady_clock::now()) {
+    bool expected = false;
+    held_ = copier.busy_.compare_exchange_strong(expected, true, std::memory_order_acquire);
+    if (!held_) {
+      copier.declined_busy_.fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    copier.pool_->queue().wake();
   }
-  InsideCmt inside;  // the issuer's own memcpy calls while it helps are libc's
-  pool_->queue().wake();
+  ~Occupied() {
+    if (!held_) return;
+    copier_.busy_.store(false, std::memory_order_release);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::steady_clock::now() - t0_)
+                        .count();
+    tally_.calls.fetch_add(1, std::memory_order_relaxed);
+    tally_.bytes.fetch_add(bytes_, std::memory_order_relaxed);
+    tally_.ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+  }
+  Occupied(const Occupied&) = delete;
+  Occupied& operator=(const Occupied&) = delete;
+  explicit operator bool() const { return held_; }
+
+ private:
+  HostCopier& copier_;
+  Tally& tally_;
+  const std::size_t bytes_;
+  const std::chrono::steady_clock::time_point t0_;
+  bool held_ = false;
+  InsideCmt inside_;
+};
+
+std::size_t HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept {
+  const Occupied occupied(*this, tally, bytes);
+  if (!occupied) return 0;
   // A destination never written yet (a new buffer): huge pages, faulted in on every thread.
   const FreshBlocks fresh = find_fresh(fresh_pages_, dst, bytes);
   if (fresh.count) {
@@ -173,13 +204,6 @@ std::size_t HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally
     tally.fresh_bytes.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
   }
   run_units(job, job.units());
-  busy_.store(false, std::memory_order_release);
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
-  tally.calls.fetch_add(1, std::memory_order_relaxed);
-  tally.bytes.fetch_add(bytes, std::memory_order_relaxed);
-  tally.ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
   const std::size_t done = job.done();
   if (done < bytes) tally.faults.fetch_add(1, std::memory_order_relaxed);
   return done;
@@ -198,24 +222,11 @@ void HostCopier::run_units(UnitTask& task, std::size_t units) noexcept {
 HostCopier::ReadResult HostCopier::read_file(int fd, void* dst, std::size_t bytes,
                                              off_t offset) noexcept {
   if (bytes == 0) return {true, 0, 0};
-  const auto t0 = std::chrono::steady_clock::now();
-  bool expected = false;
-  if (!busy_.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
-    declined_busy_.fetch_add(1, std::memory_order_relaxed);
-    return {};
-  }
-  InsideCmt inside;
-  pool_->queue().wake();
+  const Occupied occupied(*this, reads_, bytes);
+  if (!occupied) return {};
   FileRead job(fd, static_cast<char*>(dst), bytes, offset,
                read_unit_for(bytes, pool_->size() + 1));
   run_units(job, job.units());
-  busy_.store(false, std::memory_order_release);
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - t0)
-                      .count();
-  reads_.calls.fetch_add(1, std::memory_order_relaxed);
-  reads_.bytes.fetch_add(bytes, std::memory_order_relaxed);
-  reads_.ns.fetch_add(static_cast<std::uint64_t>(ns), std::memory_order_relaxed);
   return job.result();
 }
 

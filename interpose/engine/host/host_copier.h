@@ -67,6 +67,7 @@ class HostCopier {
  private:
   class Job;
   class FileRead;
+  class Occupied;
 
   // What one kind of job (copies, fills) has done.
   struct Tally {

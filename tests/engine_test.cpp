@@ -37,6 +37,8 @@ Config small_config(unsigned threads, std::size_t chunk = 64 << 10, unsigned slo
   c.d2h_chunk_bytes = chunk;  // both directions' rings alike, unless a test says otherwise
   c.slots = slots;
   c.threshold = 0;
+  // The tests' copies are small: each may open a lane, unless a test says otherwise.
+  c.lane_split_from = 0;
   return c;
 }
 
@@ -281,6 +283,51 @@ TEST(CopyEngine, LegacyStreamCopiesMayHaveMoreLanes) {
     } else {
       EXPECT_LE(lanes, rules::kAutoLanes);
     }
+  }
+}
+
+// Copies below lane_split_from take turns on the first lane, however many threads make them;
+// larger ones may open lanes of their own, and while a large one holds the first lane, small ones
+// wait for it rather than take the second. Checked with the fake's streams held, so that every
+// caller asks while the others still hold their lanes.
+TEST(CopyEngine, CopiesBelowTheSplitTakeTurnsOnTheFirstLane) {
+  constexpr std::size_t kSmall = 512u << 10, kLarge = 2u << 20;
+  for (const std::size_t bytes : {kSmall, kLarge}) {
+    SCOPED_TRACE(testing::Message() << "bytes=" << bytes);
+    fake::FakeDriver fake(10);
+    Config config = small_config(2, 64 << 10, 2);
+    config.lane_split_from = 1u << 20;
+    CopyEngine engine(fake.api(), config);
+    constexpr int kCallers = 4;
+    std::vector<CUstream> streams;
+    for (int t = 0; t < kCallers; ++t) streams.push_back(fake.create_stream());
+    fake.pause_streams(true);  // every caller's DMAs wait: it keeps its lane until released
+    std::atomic<int> wrong{0};
+    std::vector<std::thread> callers;
+    for (int t = 0; t < kCallers; ++t)
+      callers.emplace_back([&, t] {
+        auto src = pattern(bytes + 4099 * t, 30 + t);
+        CUdeviceptr dev = fake.alloc_device(src.size());
+        const std::size_t done =
+            engine.copy({Direction::HostToDevice, src.data(), dev, src.size(), streams[t], false})
+                .bytes_done;
+        if (done < src.size())
+          fake.run_copy(streams[t], reinterpret_cast<void*>(dev + done), src.data() + done,
+                        src.size() - done, false);
+        std::vector<unsigned char> back(src.size());
+        fake.run_copy(streams[t], back.data(), reinterpret_cast<const void*>(dev), src.size(),
+                      true);
+        if (back != src) ++wrong;
+      });
+    // Small copies: one holds the lane and the others queue for it; large: two hold lanes.
+    const std::size_t queued = bytes == kSmall ? kCallers - 1 : kCallers - rules::kAutoLanes;
+    for (int i = 0; i < 2000 && engine.waiting_copies() < queued; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(engine.waiting_copies(), queued);
+    fake.pause_streams(false);
+    for (auto& t : callers) t.join();
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_EQ(engine.lanes().size(), bytes == kSmall ? 1u : std::size_t{rules::kAutoLanes});
   }
 }
 

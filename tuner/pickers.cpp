@@ -88,6 +88,8 @@ unsigned measure_lanes(CopyBench& bench, const Config& config, std::vector<std::
     for (std::size_t k = 0; k < std::size(candidates); ++k) {
       Config c = config;
       c.lanes = candidates[(k + round) % std::size(candidates)];  // rotate which goes first
+      // `lanes` governs the copies that may open lanes; these must, whatever their size.
+      c.lane_split_from = std::min(c.lane_split_from, bytes);
       rates[(k + round) % std::size(candidates)].push_back(
           bench.cmt_concurrent(c, kCallers, bytes, 4));
     }

@@ -305,10 +305,18 @@ def run_child(cmt, mode_env, record, args):
     env.update(mode_env)
     cmd = [cmt, "run"] + (["--record", record] if record else []) + ["--", sys.executable,
                                                                      os.path.abspath(__file__)]
+    t0 = time.perf_counter()
     p = subprocess.run(cmd + ["--child"] + args, env=env, capture_output=True, text=True)
     if p.returncode != 0:
         return {"error": (p.stderr or p.stdout)[-600:]}
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    doc = json.loads(p.stdout.strip().splitlines()[-1])
+    # Each child's figures as it ends, so that a run cut short by a time limit still says them.
+    print(f"child {args[0]} {' '.join(f'{k}={v}' for k, v in mode_env.items()) or 'cmt'}"
+          f"{' recorded' if record else ''} ({time.perf_counter() - t0:.0f} s): "
+          + json.dumps({k: ({s: round(v, 1) for s, v in doc[k].items()} if k == "gbps" else doc[k])
+                        for k in ("gbps", "seconds", "first_seconds", "check") if k in doc}),
+          file=sys.stderr, flush=True)
+    return doc
 
 
 def parse_modes(argv):

@@ -214,6 +214,14 @@ std::vector<OptionSpec> build_table() {
           "the rest wait for one, asleep and served in the order they asked, up to " +
           std::to_string(kLaneWait.count()) + " ms, then go to CUDA.",
       &Config::lanes, 0, 16));
+  t.push_back(size_option(
+      "lane_split_from", "CMT_LANE_SPLIT_FROM", Scope::Process, false,
+      "Copies smaller than this take turns on one lane per GPU and direction (the first), "
+      "however many threads make them; from this size on a copy may open another lane, up to "
+      "`lanes`. The link is the limit either way: medium copies that run side by side each "
+      "start their own pipeline and split the copy threads, and one after another they go "
+      "faster; 0 lets every copy open a lane.",
+      &Config::lane_split_from, 0, std::size_t{1} << 40));
   t.push_back(choice_option(
       "gpu_cores", "CMT_GPU_CORES", Scope::Process, true,
       "Where several GPUs hang off the same cores (one NUMA node): all lets each GPU's copy "

@@ -26,6 +26,7 @@ struct Config {
   std::size_t d2h_chunk_bytes = 4u << 20;     // D2H slot size: largest piece of a long D2H copy
   unsigned slots = 12;                        // pinned staging buffers per lane
   unsigned lanes = 0;                         // lanes per GPU and direction (0: 2): concurrent copies
+  std::size_t lane_split_from = 64u << 20;    // smaller copies share one lane, one after another
   GpuCores gpu_cores = GpuCores::All;         // several GPUs on the same cores: share or split them
   std::size_t threshold = 1u << 20;           // smaller H2D copies are forwarded
   std::size_t d2h_threshold = 1u << 20;       // smaller D2H copies are forwarded

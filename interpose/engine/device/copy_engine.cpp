@@ -83,7 +83,8 @@ CopyEngine::CopyEngine(const DriverApi& driver, const Config& config, PinnedBudg
 
 CopyEngine::~CopyEngine() = default;
 
-unsigned CopyEngine::lanes_for(CUstream stream) const {
+unsigned CopyEngine::lanes_for(CUstream stream, std::size_t bytes) const {
+  if (bytes < config_.lane_split_from) return 1;
   if (config_.lanes) return config_.lanes;
   return stream == CU_STREAM_LEGACY ? rules::kAutoLanesLegacy : rules::kAutoLanes;
 }
@@ -109,7 +110,7 @@ CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, u
   for (auto& lane : lanes_) {
     if (lane->ctx != ctx || lane->direction != direction) continue;
     ++existing;
-    if (!lane->held) {
+    if (!lane->held && static_cast<unsigned>(lane->index) < most) {
       lane->held = true;
       return lane.get();
     }
@@ -129,6 +130,7 @@ CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, u
   LaneWaiter me;
   me.ctx = ctx;
   me.direction = direction;
+  me.most = most;
   waiters_.push_back(&me);
   const auto deadline = std::chrono::steady_clock::now() + rules::kLaneWait;
   if (!me.handed.wait_until(lk, deadline, [&] { return me.given != nullptr; })) {
@@ -142,7 +144,9 @@ void CopyEngine::release_lane(Lane& lane) {
   std::lock_guard<std::mutex> lk(lanes_mu_);
   for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
     LaneWaiter* waiter = *it;
-    if (waiter->ctx != lane.ctx || waiter->direction != lane.direction) continue;
+    if (waiter->ctx != lane.ctx || waiter->direction != lane.direction ||
+        static_cast<unsigned>(lane.index) >= waiter->most)
+      continue;
     waiters_.erase(it);
     waiter->given = &lane;  // still held: it passes straight to the waiter
     // Under the lock: the waiter cannot leave (and take its condition variable with it) before.
@@ -278,7 +282,8 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     RelaxedCaptureMode relaxed(driver_);
     const std::int64_t asked_ns = steady_now_ns();
     Lane* acquired =
-        acquire_lane(ctx, request.direction, lanes_for(request.stream), !request.no_wait);
+        acquire_lane(ctx, request.direction, lanes_for(request.stream, request.bytes),
+                     !request.no_wait);
     if (!acquired) return {0, CUDA_SUCCESS};
     Lane& lane = *acquired;
     const LaneHold hold(*this, lane);

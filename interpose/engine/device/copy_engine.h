@@ -62,21 +62,26 @@ class CopyEngine {
   struct LaneWaiter {
     CUcontext ctx;
     Direction direction;
+    unsigned most;  // it takes only lanes of index below this (lanes_for)
     Lane* given = nullptr;
     std::condition_variable handed;
   };
 
-  // Takes a lane for (ctx, direction): a free one, else a new one while there are fewer than
-  // `most`, else waits for one within rules::kLaneWait (`wait` false: not at all); nullptr if
+  // Takes a lane for (ctx, direction) among the first `most`: a free one, else a new one while
+  // there are fewer than `most`, else waits for one within rules::kLaneWait (`wait` false: not at all); nullptr if
   // none came. Waiting copies sleep, and freed lanes go to them in the order they asked: a
   // waiter that spun took cores from the copy threads at work (8 Python threads on one lane each
   // copied at half the rate one thread alone did), and one that raced for the lane could lose it
   // for tens of milliseconds (bench/lab/NOTES.md 46).
   Lane* acquire_lane(CUcontext ctx, Direction direction, unsigned most, bool wait);
-  // Hands `lane` to the first copy waiting for its context and direction, or frees it.
+  // Hands `lane` to the first copy waiting for its context and direction that may take it, or
+  // frees it.
   void release_lane(Lane& lane);
-  // Lanes per context and direction: config.lanes, else rules::kAutoLanes, or
-  // rules::kAutoLanesLegacy for a copy on the legacy stream. Two copies each
+  // The lanes a copy of `bytes` on `stream` may take, per context and direction: one below
+  // config.lane_split_from, else config.lanes, else rules::kAutoLanes, or
+  // rules::kAutoLanesLegacy for a copy on the legacy stream. Medium copies from several threads
+  // (a model loader's) went faster taking turns on one lane than side by side on two or four
+  // (bench/lab/NOTES.md 48). Two long copies each
   // way at once share the GPU's pool well, and a short copy need not wait behind a long one; more
   // callers wait for a lane. Measured on the H200 (8 threads x 256 MiB both ways, bench/results):
   // 2 lanes each way 79.6 GB/s, 1 lane 62.8, 8 lanes 65.8 (more copies at once, each on fewer
@@ -84,7 +89,7 @@ class CopyEngine {
   // copies one after another, so a copy mostly waits for the stream; more lanes let more copies
   // stage meanwhile. Same benchmark on the legacy stream: 2 lanes 39.2 GB/s, 4 lanes 46.2-46.9,
   // 8 lanes 47.1-47.8 (lab/NOTES.md 34).
-  unsigned lanes_for(CUstream stream) const;
+  unsigned lanes_for(CUstream stream, std::size_t bytes) const;
   CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding the lane
   // The copy threads of the GPU at `pci`, started with the first lane that needs them: one
   // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once.

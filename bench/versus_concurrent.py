@@ -6,7 +6,12 @@ ratio of their medians (after / before), and the spread within each build's own 
 difference must pass). The default and pinned columns are printed too: a change in the library
 should move cmt's column alone.
 
+A run cut short (a device call's time limit) leaves every finished run's JSON in DIR:
+`versus_concurrent.py --runs DIR [--json FILE]` summarizes those, each configuration over the
+runs both builds finished.
+
 usage: versus_concurrent.py BEFORE_CMT AFTER_CMT --rounds N --out DIR [--json FILE]
+       versus_concurrent.py --runs DIR [--json FILE]
 """
 import json
 import os
@@ -38,22 +43,39 @@ def spread(v):
     return (max(v) - min(v)) / statistics.median(v) if v and statistics.median(v) else 0
 
 
-def main():
-    before, after = sys.argv[1], sys.argv[2]
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1])
-    out = sys.argv[sys.argv.index("--out") + 1]
-    os.makedirs(out, exist_ok=True)
+def finished_runs(out):
+    """The runs a previous invocation left in `out` (vc-SIDE-ROUND-CONFIG.json), in round order."""
     runs = {"before": {n: [] for n in CONFIGS}, "after": {n: [] for n in CONFIGS}}
-    for r in range(rounds):
-        order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
-        for side in order:
-            cmt = before if side == "before" else after
-            for name in CONFIGS:
-                runs[side][name].append(run(cmt, name, f"{out}/vc-{side}-{r}-{name}.json"))
+    for f in sorted(os.listdir(out)):
+        side, r, name = f[len("vc-"):-len(".json")].split("-", 2)
+        runs[side][name].append((int(r), json.load(open(os.path.join(out, f)))))
+    return {side: {n: [d for _, d in sorted(v, key=lambda x: x[0])] for n, v in by.items()}
+            for side, by in runs.items()}
+
+
+def main():
+    if "--runs" in sys.argv:
+        before = after = None
+        rounds = None
+        runs = finished_runs(sys.argv[sys.argv.index("--runs") + 1])
+    else:
+        before, after = sys.argv[1], sys.argv[2]
+        rounds = int(sys.argv[sys.argv.index("--rounds") + 1])
+        out = sys.argv[sys.argv.index("--out") + 1]
+        os.makedirs(out, exist_ok=True)
+        runs = {"before": {n: [] for n in CONFIGS}, "after": {n: [] for n in CONFIGS}}
+        for r in range(rounds):
+            order = ["before", "after"] if r % 2 == 0 else ["after", "before"]
+            for side in order:
+                cmt = before if side == "before" else after
+                for name in CONFIGS:
+                    runs[side][name].append(run(cmt, name, f"{out}/vc-{side}-{r}-{name}.json"))
     summary = []
     print(f"{'config':12} {'pattern':7} {'mode':7} {'before (runs)':>26} {'after (runs)':>26} "
           f"{'after/before':>12} {'spread b/a':>12}")
     for name in CONFIGS:
+        if not runs["before"][name] or not runs["after"][name]:
+            continue  # cut short before both builds ran it
         first = runs["before"][name][0]["results"]
         for k, row in enumerate(first):
             for mode in ("default", "cmt", "pinned"):

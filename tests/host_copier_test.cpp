@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -249,6 +250,88 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   EXPECT_FALSE(leg.take_read(-1, pinned.data(), n, 0).taken);
   leg.disarm();
   EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), n, 0).taken) << "disarmed";
+}
+
+// readv and preadv: taken when a segment of the threshold or more lies in CUDA host memory, every
+// segment then read in order at its place in the file (the others with pread), the result what
+// one readv returns: short at the end of the file, partial where a later segment cannot be
+// written, the descriptor's offset moved by readv alone.
+TEST(HostLeg, TakesReadvWithASegmentInCudaHostMemory) {
+  const std::size_t size = (3u << 20) + 777;
+  PatternFile file(size);
+  ASSERT_GE(file.fd, 0);
+  HostCopier copier(host_config(HostCopy::Pinned), 2, {});
+  HostMemoryMap map;
+  HostLeg leg(&map);
+  std::vector<unsigned char> pinned(2u << 20, 0xEE), plain(1u << 20, 0xEE);
+  leg.arm(copier, host_config(HostCopy::Pinned));
+  ASSERT_TRUE(map.add(pinned.data(), pinned.size()));
+  // plain 1000 bytes, pinned 1 MiB, plain 300 KiB, pinned 700 KiB.
+  iovec segs[] = {{plain.data(), 1000},
+                  {pinned.data(), 1u << 20},
+                  {plain.data() + 4096, 300u << 10},
+                  {pinned.data() + (1u << 20), 700u << 10}};
+  std::size_t total = 0;
+  for (const iovec& v : segs) total += v.iov_len;
+  auto matches = [&](off_t at, std::size_t bytes) {  // the segments hold the file's bytes from at
+    std::size_t done = 0;
+    for (const iovec& v : segs) {
+      const std::size_t n = std::min(v.iov_len, bytes - done);
+      if (std::memcmp(v.iov_base, file.bytes.data() + at + done, n) != 0) return false;
+      done += n;
+    }
+    return true;
+  };
+  const std::uint64_t reads_before = copier.counts().read_calls;
+  ASSERT_EQ(lseek(file.fd, 100, SEEK_SET), 100);
+  HostLeg::ReadTaken r = leg.take_readv(file.fd, segs, 4, 5000);  // preadv
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.result, static_cast<long>(total));
+  EXPECT_TRUE(matches(5000, total));
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), 100) << "preadv moved the offset";
+  EXPECT_EQ(copier.counts().read_calls, reads_before + 2) << "the pinned segments, on the threads";
+  r = leg.take_readv(file.fd, segs, 4, -1);  // readv
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.result, static_cast<long>(total));
+  EXPECT_TRUE(matches(100, total));
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), static_cast<off_t>(100 + total));
+  // Near the end: short, the offset at the end; then 0.
+  const off_t near = static_cast<off_t>(size - (1u << 20) - 5000);
+  ASSERT_EQ(lseek(file.fd, near, SEEK_SET), near);
+  r = leg.take_readv(file.fd, segs, 4, -1);
+  EXPECT_EQ(r.result, static_cast<long>((1u << 20) + 5000));
+  EXPECT_TRUE(matches(near, (1u << 20) + 5000));
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), static_cast<off_t>(size));
+  r = leg.take_readv(file.fd, segs, 4, -1);
+  EXPECT_TRUE(r.taken);
+  EXPECT_EQ(r.result, 0);
+  // A segment the kernel cannot write after one it can: the bytes before it, as the kernel's
+  // readv returns them; first: -1 and EFAULT.
+  void* hole = mmap(nullptr, 1u << 20, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(hole, MAP_FAILED);
+  iovec bad[] = {{pinned.data(), 1u << 20}, {hole, 4096}};
+  r = leg.take_readv(file.fd, bad, 2, 0);
+  EXPECT_EQ(r.result, static_cast<long>(1u << 20));
+  iovec bad_first[] = {{hole, 4096}, {pinned.data(), 1u << 20}};
+  r = leg.take_readv(file.fd, bad_first, 2, 0);
+  EXPECT_TRUE(r.taken);
+  EXPECT_EQ(r.result, -1);
+  EXPECT_EQ(r.error, EFAULT);
+  // Declined, for libc: no large segment in CUDA host memory, a list the kernel cannot read,
+  // too many segments, a pipe.
+  iovec small[] = {{pinned.data(), rules::kFileReadFrom - 1}, {plain.data(), 1u << 20}};
+  EXPECT_FALSE(leg.take_readv(file.fd, small, 2, 0).taken);
+  EXPECT_FALSE(leg.take_readv(file.fd, static_cast<const iovec*>(hole), 2, 0).taken);
+  std::vector<iovec> many(rules::kMostReadSegments + 1, iovec{pinned.data(), 1u << 20});
+  EXPECT_FALSE(leg.take_readv(file.fd, many.data(), static_cast<int>(many.size()), 0).taken);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  EXPECT_FALSE(leg.take_readv(pipe_fds[0], segs, 4, -1).taken);
+  close(pipe_fds[0]);
+  close(pipe_fds[1]);
+  munmap(hole, 1u << 20);
+  leg.disarm();
+  EXPECT_FALSE(leg.take_readv(file.fd, segs, 4, 0).taken) << "disarmed";
 }
 
 // The host leg's decisions, on a leg of the test's own (its own map of CUDA host memory).

@@ -8,7 +8,8 @@
 // libc.so.6 itself, past any preload), and the destination with 64 bytes either side must match.
 // A timer signal's handler makes large copies of its own meanwhile, and a forked child copies too.
 // Last, file reads into the pinned buffer and elsewhere (read, pread, pread64 and their fortified
-// forms, across the end of the file, from a pipe), checked against the file's bytes and offsets.
+// forms, readv, preadv and preadv2 with segments in both, across the end of the file, from a
+// pipe), checked against the file's bytes and offsets.
 // Linked against the fake libcuda (fake_libcuda_engine.cpp), or the real one for the GPU machine:
 // its cuMemAllocHost reaches libcmt.so's host-memory hook when preloaded. Exit 77 without a GPU.
 //
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -360,6 +362,60 @@ long freads_wrong(const std::string& name, unsigned char* pinned, std::size_t ro
   return wrong;
 }
 
+// readv, preadv and preadv2 of 1-4 segments, each in the pinned or the plain buffer (apart), at
+// random sizes and offsets, many past the end of the file: what they return, the segments' bytes
+// and readv's offset must be the kernel's. A segment of 512 KiB or more in pinned memory is read
+// on cmt's threads if the call reaches it (every segment before it full): counted in
+// g_large_reads, as host_copy.sh compares with cmt's count.
+long readvs_wrong(int fd, const unsigned char* file, std::size_t size, unsigned char* pinned,
+                  unsigned char* plain, std::size_t room, std::mt19937_64& rng) {
+  const std::size_t large = 512u << 10, part = std::min<std::size_t>(room / 4, 2u << 20);
+  long wrong = 0;
+  for (int i = 0; i < 60; ++i) {
+    iovec segs[4];
+    const int count = 1 + static_cast<int>(rng() % 4);
+    const int kind = i % 3;  // readv, preadv, preadv2 (at an offset, or -1: readv's)
+    off_t at = static_cast<off_t>(rng() % (size + 4096));
+    if (kind == 0 || (kind == 2 && i % 2 == 0)) {
+      at = lseek(fd, at, SEEK_SET);
+    }
+    const bool moves = kind == 0 || (kind == 2 && i % 2 == 0);
+    std::size_t total = 0;
+    for (int k = 0; k < count; ++k) {
+      const std::size_t n = 1 + rng() % part;
+      unsigned char* base = (rng() % 2 ? pinned : plain) + static_cast<std::size_t>(k) * part;
+      segs[k] = {base, n};
+      if (base >= pinned && base < pinned + room && n >= large &&
+          at + static_cast<off_t>(total) <= static_cast<off_t>(size))
+        ++g_large_reads;
+      total += n;
+    }
+    ssize_t got = kind == 0   ? readv(fd, segs, count)
+                  : kind == 1 ? preadv(fd, segs, count, at)
+                  : moves     ? preadv2(fd, segs, count, -1, 0)
+                              : preadv2(fd, segs, count, at, 0);
+    ++g_reads;
+    const std::size_t want =
+        at >= static_cast<off_t>(size) ? 0 : std::min(total, size - static_cast<std::size_t>(at));
+    std::size_t checked = 0;
+    bool same = got == static_cast<ssize_t>(want);
+    for (int k = 0; k < count && same && checked < want; ++k) {
+      const std::size_t n = std::min(segs[k].iov_len, want - checked);
+      same = std::memcmp(segs[k].iov_base, file + at + checked, n) == 0;
+      checked += n;
+    }
+    const off_t offset = lseek(fd, 0, SEEK_CUR);
+    if (moves && offset != at + static_cast<off_t>(want)) same = false;
+    if (!same) {
+      ++wrong;
+      std::fprintf(stderr, "%s of %d segments, %zu bytes at %lld: %zd bytes, want %zu; offset %lld\n",
+                   kind == 0 ? "readv" : kind == 1 ? "preadv" : "preadv2", count, total,
+                   static_cast<long long>(at), got, want, static_cast<long long>(offset));
+    }
+  }
+  return wrong;
+}
+
 // File reads: the host leg takes those of a regular file into CUDA host memory from 512 KiB
 // (`large_reads` counts them); every one must return what libc's would, and read's must move the
 // descriptor's offset as libc's does. Returns the reads that differed.
@@ -419,6 +475,7 @@ long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) 
   }
   if (lseek(fd, 1000, SEEK_SET) == 1000)
     check("__read_chk", __read_chk(fd, pinned, 2u << 20, room), 2u << 20, 1000, pinned);
+  wrong += readvs_wrong(fd, bytes_data, size, pinned, plain.get(), room, rng);
   close(fd);
   wrong += freads_wrong(name_for_freads(bytes_data, size), pinned, room, rng);
   // A pipe is never taken, whatever the size: what it holds is read.

@@ -57,5 +57,8 @@ inline constexpr double kHostLegWin = 1.20;
 // Reads of a regular file into CUDA host memory from this size on are read on the host leg's
 // threads (interposer/host_leg.h): a loader's 1 MiB staging buffers and up.
 inline constexpr std::size_t kFileReadFrom = std::size_t{512} << 10;
+// readv and preadv calls of at most this many segments are offered to the host leg, which copies
+// the list onto its stack (interposer/host_leg.h's take_readv); longer lists are libc's.
+inline constexpr int kMostReadSegments = 64;
 
 }  // namespace cmt::rules

@@ -90,7 +90,8 @@
 /* libcmt-host.so, the second, small preload (hooks/libc_hooks.cpp, its version script
    libcmt-host.map): the C library's copies and fills, for the host leg, and sigaction with its
    relatives (hooks/signal_hooks.cpp), which keep cmt's signal handler in front
-   (interposer/signal_chain.h); reads of files (read, pread and their fortified forms, fread), which the
+   (interposer/signal_chain.h); reads of files (read, pread and their fortified forms, readv, preadv,
+   preadv2 and their 64-bit names, fread), which the
    host leg reads on its threads where they fill CUDA host memory; and the entry that takes the
    engine's host-leg table
    (hooks/host_leg_abi.h). A library of its own because even a
@@ -109,6 +110,11 @@
   X(pread64)                        \
   X(__pread_chk)                    \
   X(__pread64_chk)                  \
+  X(readv)                          \
+  X(preadv)                         \
+  X(preadv64)                       \
+  X(preadv2)                        \
+  X(preadv64v2)                     \
   X(fread)                          \
   X(sigaction)                      \
   X(__sigaction)                    \

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/uio.h>
 
 #include <atomic>
 #include <cstddef>
@@ -15,7 +16,7 @@
 
 namespace cmt {
 
-inline constexpr unsigned kHostLegAbiVersion = 4;
+inline constexpr unsigned kHostLegAbiVersion = 5;
 using SigactionFn = int (*)(int, const struct sigaction*, struct sigaction*);
 inline constexpr const char* kHostLibraryAttachSymbol = "cmt_host_library_attach";
 
@@ -46,6 +47,11 @@ struct HostLegAbi {
   const std::atomic<std::size_t>* read_threshold;
   HostRead (*read)(int fd, void* dst, std::size_t bytes, long long offset,
                    CallerHold* hold) noexcept;
+  // readv and preadv (`offset` negative: readv's) of a regular file with a segment of at least
+  // *read_threshold bytes in CUDA host memory, as read() above; the hooks offer every call of at
+  // most rules::kMostReadSegments segments while *read_threshold is not SIZE_MAX.
+  HostRead (*readv)(int fd, const struct iovec* segments, int count, long long offset,
+                    CallerHold* hold) noexcept;
   // libcmt-host.so says it is loaded, and which sigaction lies below its own: only then does
   // the engine start threads for the host leg and put its fault handler in front. Called from
   // libcmt-host.so's attach, inside cmt_engine_attach.

@@ -21,6 +21,12 @@ HostRead read(int fd, void* dst, std::size_t bytes, long long offset, CallerHold
   return {r.taken, r.result, r.error};
 }
 
+HostRead readv(int fd, const struct iovec* segments, int count, long long offset,
+               CallerHold* hold) noexcept {
+  const HostLeg::ReadTaken r = host_leg().take_readv(fd, segments, count, offset, hold);
+  return {r.taken, r.result, r.error};
+}
+
 void hooks_loaded(SigactionFn next_sigaction) noexcept {
   set_next_sigaction(next_sigaction);
   host_leg().note_hooks_loaded();
@@ -42,6 +48,7 @@ const cmt::HostLegAbi* cmt::cmt_host_leg_abi() noexcept {
                                    cmt::hooks::fill,
                                    &cmt::host_leg().read_threshold(),
                                    cmt::hooks::read,
+                                   cmt::hooks::readv,
                                    cmt::hooks::hooks_loaded,
                                    cmt::hooks::sigaction_for_program};
   return &abi;

@@ -1,6 +1,6 @@
 // libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
 // fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), and of its file reads, read and pread
-// with theirs and fread (not fread_unlocked), preloaded beside libcmt.so where host copies or fills are on. A large read is
+// with theirs, readv, preadv and preadv2 with their 64-bit names, and fread (not fread_unlocked), preloaded beside libcmt.so where host copies or fills are on. A large read is
 // offered to the host leg, which reads a regular file into CUDA host memory on its threads.
 // It holds no state: the thresholds and the copy come from the host leg in libcmt-engine.so, as one
 // table (hooks/host_leg_abi.h) that the engine hands over when libcmt.so loads it, on the first
@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -31,6 +32,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "common/engine_rules.h"
 #include "hooks/host_library.h"
 #include "hooks/small_copies.h"
 
@@ -46,6 +48,9 @@ using CheckedReadFn = ssize_t (*)(int, void*, std::size_t, std::size_t);
 using PreadFn = ssize_t (*)(int, void*, std::size_t, off_t);
 using CheckedPreadFn = ssize_t (*)(int, void*, std::size_t, off_t, std::size_t);
 using FreadFn = std::size_t (*)(void*, std::size_t, std::size_t, FILE*);
+using ReadvFn = ssize_t (*)(int, const iovec*, int);
+using PreadvFn = ssize_t (*)(int, const iovec*, int, off_t);
+using Preadv2Fn = ssize_t (*)(int, const iovec*, int, off_t, int);
 
 // Copies forwards or backwards by bytes (memmove's meaning), for the moment before libc's
 // functions are known. `rep movsb` cannot be turned into a call to memcpy by the compiler.
@@ -102,6 +107,17 @@ ssize_t early_checked_read(int fd, void* buf, std::size_t n, std::size_t room) {
 ssize_t early_pread(int fd, void* buf, std::size_t n, off_t offset) {
   return syscall(SYS_pread64, fd, buf, n, offset);
 }
+ssize_t early_readv(int fd, const iovec* iov, int count) {
+  return syscall(SYS_readv, fd, iov, count);
+}
+// The kernel's preadv takes the offset as two words (low, high); on a 64-bit ABI the low one holds
+// all of it.
+ssize_t early_preadv(int fd, const iovec* iov, int count, off_t offset) {
+  return syscall(SYS_preadv, fd, iov, count, offset, 0);
+}
+ssize_t early_preadv2(int fd, const iovec* iov, int count, off_t offset, int flags) {
+  return syscall(SYS_preadv2, fd, iov, count, offset, 0, flags);
+}
 ssize_t early_checked_pread(int fd, void* buf, std::size_t n, off_t offset, std::size_t room) {
   if (n > room) __builtin_trap();
   return early_pread(fd, buf, n, offset);
@@ -122,6 +138,11 @@ PreadFn g_pread = early_pread;
 PreadFn g_pread64 = early_pread;
 CheckedPreadFn g_pread_chk = early_checked_pread;
 CheckedPreadFn g_pread64_chk = early_checked_pread;
+ReadvFn g_readv = early_readv;
+PreadvFn g_preadv = early_preadv;
+PreadvFn g_preadv64 = early_preadv;
+Preadv2Fn g_preadv2 = early_preadv2;
+Preadv2Fn g_preadv64v2 = early_preadv2;
 // libc's fread: found by the constructor, or by the first call if a library's constructor reads a
 // stream before ours has run.
 std::size_t early_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp);
@@ -172,6 +193,11 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_pread_chk, "__pread_chk", "GLIBC_2.4");
   find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.4");
   find(&g_fread, "fread", "GLIBC_2.2.5");
+  find(&g_readv, "readv", "GLIBC_2.2.5");
+  find(&g_preadv, "preadv", "GLIBC_2.10");
+  find(&g_preadv64, "preadv64", "GLIBC_2.10");
+  find(&g_preadv2, "preadv2", "GLIBC_2.26");
+  find(&g_preadv64v2, "preadv64v2", "GLIBC_2.26");
   find_signal_functions("GLIBC_2.2.5");
 #else
   find(&g_memcpy, "memcpy", "GLIBC_2.17");
@@ -187,6 +213,11 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_pread_chk, "__pread_chk", "GLIBC_2.17");
   find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.17");
   find(&g_fread, "fread", "GLIBC_2.17");
+  find(&g_readv, "readv", "GLIBC_2.17");
+  find(&g_preadv, "preadv", "GLIBC_2.17");
+  find(&g_preadv64, "preadv64", "GLIBC_2.17");
+  find(&g_preadv2, "preadv2", "GLIBC_2.26");
+  find(&g_preadv64v2, "preadv64v2", "GLIBC_2.26");
   find_signal_functions("GLIBC_2.17");
 #endif
 }
@@ -254,6 +285,21 @@ __attribute__((noinline)) ssize_t large_read(int fd, void* buf, std::size_t n, o
   return offset < 0 ? libc_read(fd, buf, n) : libc_pread(fd, buf, n, offset);
 }
 
+template <typename Libc>
+__attribute__((noinline)) ssize_t large_readv(int fd, const iovec* iov, int count, off_t offset,
+                                              Libc libc) {
+  if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
+    cmt::CallerHold hold;
+    const HostRead r = leg->readv(fd, iov, count, offset, &hold);
+    hold.release();
+    if (r.taken) {
+      if (r.result < 0) errno = r.error;
+      return r.result;
+    }
+  }
+  return libc();
+}
+
 // The read hooks: one compare, then libc's function, below the threshold; a pread at a negative
 // offset is libc's (EINVAL) whatever its size.
 inline ssize_t hooked_read(int fd, void* buf, std::size_t n) {
@@ -265,6 +311,18 @@ inline ssize_t hooked_pread(PreadFn libc_pread, int fd, void* buf, std::size_t n
   if (__builtin_expect(n < host_read_threshold(), 1) || offset < 0)
     return libc_pread(fd, buf, n, offset);
   return large_read(fd, buf, n, offset, g_read, libc_pread);
+}
+
+// readv (`offset` -1) and preadv offered to the host leg, which reads the list of segments and
+// decides (HostLeg::take_readv); what it does not take, `libc` makes, with the program's own
+// arguments. Only while reads are taken at all, and for lists the leg would look at: every other
+// call is libc's after two compares.
+template <typename Libc>
+ssize_t hooked_readv(int fd, const iovec* iov, int count, off_t offset, Libc libc) {
+  if (__builtin_expect(host_read_threshold() == SIZE_MAX, 1) || count <= 0 ||
+      count > rules::kMostReadSegments)
+    return libc();
+  return large_readv(fd, iov, count, offset, libc);
 }
 
 // glibc's stream flags that are not in its public headers (libio/libio.h), part of its ABI.
@@ -368,6 +426,37 @@ CMT_LIBC_EXPORT ssize_t __pread64_chk(int fd, void* buf, std::size_t n, off_t of
                                       std::size_t room) {
   if (__builtin_expect(n > room, 0)) return cmt::hooks::g_pread64_chk(fd, buf, n, offset, room);
   return cmt::hooks::hooked_pread(cmt::hooks::g_pread64, fd, buf, n, offset);
+}
+
+// readv and its positioned forms; preadv2's flags (RWF_*) other than none, and its offsets other
+// than -1 (readv's) and real ones, are libc's.
+CMT_LIBC_EXPORT ssize_t readv(int fd, const struct iovec* iov, int count) {
+  using namespace cmt::hooks;
+  return hooked_readv(fd, iov, count, -1, [=] { return g_readv(fd, iov, count); });
+}
+CMT_LIBC_EXPORT ssize_t preadv(int fd, const struct iovec* iov, int count, off_t offset) {
+  using namespace cmt::hooks;
+  if (offset < 0) return g_preadv(fd, iov, count, offset);
+  return hooked_readv(fd, iov, count, offset, [=] { return g_preadv(fd, iov, count, offset); });
+}
+CMT_LIBC_EXPORT ssize_t preadv64(int fd, const struct iovec* iov, int count, off_t offset) {
+  using namespace cmt::hooks;
+  if (offset < 0) return g_preadv64(fd, iov, count, offset);
+  return hooked_readv(fd, iov, count, offset, [=] { return g_preadv64(fd, iov, count, offset); });
+}
+CMT_LIBC_EXPORT ssize_t preadv2(int fd, const struct iovec* iov, int count, off_t offset,
+                                int flags) {
+  using namespace cmt::hooks;
+  if (flags != 0 || offset < -1) return g_preadv2(fd, iov, count, offset, flags);
+  return hooked_readv(fd, iov, count, offset,
+                      [=] { return g_preadv2(fd, iov, count, offset, flags); });
+}
+CMT_LIBC_EXPORT ssize_t preadv64v2(int fd, const struct iovec* iov, int count, off_t offset,
+                                   int flags) {
+  using namespace cmt::hooks;
+  if (flags != 0 || offset < -1) return g_preadv64v2(fd, iov, count, offset, flags);
+  return hooked_readv(fd, iov, count, offset,
+                      [=] { return g_preadv64v2(fd, iov, count, offset, flags); });
 }
 
 CMT_LIBC_EXPORT std::size_t fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {

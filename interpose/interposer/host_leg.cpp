@@ -2,9 +2,13 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <climits>
 #include <cstdint>
 #include <mutex>
 
@@ -167,6 +171,55 @@ HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long
   if (offset < 0 && r.bytes > 0) lseek(fd, at + static_cast<off_t>(r.bytes), SEEK_SET);
   if (r.bytes == 0 && r.error) return {true, -1, r.error};
   return {true, static_cast<long>(r.bytes), 0};
+}
+
+HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int count,
+                                       long long offset, CallerHold* hold) noexcept {
+  const std::size_t threshold = read_threshold_.load(std::memory_order_acquire);
+  if (threshold == kNever || count <= 0 || count > rules::kMostReadSegments) return {};
+  if (!t_thread.application_call()) return {};
+  HostCopier* copier = copier_.load(std::memory_order_acquire);
+  if (!copier || !readable_regular_file(fd)) return {};
+  // The list copied by the kernel: a list it could not read is the program's readv's EFAULT.
+  iovec list[rules::kMostReadSegments];
+  const std::size_t list_bytes = sizeof(iovec) * static_cast<std::size_t>(count);
+  const iovec into{list, list_bytes}, from{const_cast<iovec*>(segments), list_bytes};
+  if (process_vm_readv(getpid(), &into, 1, &from, 1, 0) != static_cast<ssize_t>(list_bytes))
+    return {};
+  std::size_t total = 0;
+  bool on_threads = false;
+  for (int i = 0; i < count; ++i) {
+    if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > SSIZE_MAX) return {};
+    on_threads |= list[i].iov_len >= threshold && pinned().overlaps(list[i].iov_base,
+                                                                     list[i].iov_len);
+  }
+  if (!on_threads) return {};
+  const off_t first = offset >= 0 ? static_cast<off_t>(offset) : lseek(fd, 0, SEEK_CUR);
+  if (first < 0) return {};
+  Held held(hold);
+  const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
+  std::size_t done = 0;
+  int error = 0;
+  for (int i = 0; i < count; ++i) {
+    const std::size_t want = list[i].iov_len;
+    const off_t at = first + static_cast<off_t>(done);
+    HostCopier::ReadResult r;
+    if (want >= threshold && pinned().overlaps(list[i].iov_base, want))
+      r = copier->read_file(fd, list[i].iov_base, want, at);
+    if (!r.taken) {  // a small segment, or the threads held by another call: one pread
+      const long got = syscall(SYS_pread64, fd, list[i].iov_base, want, at);
+      r = {true, got < 0 ? 0 : static_cast<std::size_t>(got), got < 0 ? errno : 0};
+    }
+    done += r.bytes;
+    if (r.bytes < want) {
+      error = r.error;
+      break;
+    }
+  }
+  if (start) record_host_call(offset >= 0 ? "preadv" : "readv", total, done, start);
+  if (offset < 0 && done > 0) lseek(fd, first + static_cast<off_t>(done), SEEK_SET);
+  if (done == 0 && error) return {true, -1, error};
+  return {true, static_cast<long>(done), 0};
 }
 
 bool arm_host_leg(const Config& config, unsigned threads, const std::vector<int>& cpus) noexcept {

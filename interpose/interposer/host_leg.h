@@ -18,6 +18,8 @@
 // the call (siglongjmp) with copy threads still writing.
 #pragma once
 
+#include <sys/uio.h>
+
 #include <atomic>
 #include <cstddef>
 #include <limits>
@@ -74,6 +76,15 @@ class HostLeg {
   };
   ReadTaken take_read(int fd, void* dst, std::size_t bytes, long long offset,
                       CallerHold* hold = nullptr) noexcept;
+  // readv and preadv (`offset` negative: readv's, at the descriptor's offset, moved past the bytes
+  // read): taken when the file is one take_read reads, the `count` segments (at most
+  // rules::kMostReadSegments) can be read by the kernel, and one of them, of the read threshold or more,
+  // lies in CUDA host memory. Every segment is then read in order at its place in the file, those
+  // on cmt's threads, the rest with one pread each, and the call returns what one readv would:
+  // the bytes up to the first segment that came short, or -1 and the errno where the first failed.
+  // The segments' list is read with process_vm_readv, so a bad pointer is EFAULT, as the kernel's.
+  ReadTaken take_readv(int fd, const struct iovec* segments, int count, long long offset,
+                       CallerHold* hold = nullptr) noexcept;
 
   const std::atomic<std::size_t>& copy_threshold() const { return copy_threshold_; }
   const std::atomic<std::size_t>& fill_threshold() const { return fill_threshold_; }

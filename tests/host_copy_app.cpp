@@ -43,6 +43,8 @@ extern "C" void* __memset_chk(void*, int, std::size_t, std::size_t);
 extern "C" ssize_t __read_chk(int, void*, std::size_t, std::size_t);
 extern "C" ssize_t __pread_chk(int, void*, std::size_t, off_t, std::size_t);
 extern "C" ssize_t __pread64_chk(int, void*, std::size_t, off_t, std::size_t);
+extern "C" std::size_t __fread_chk(void*, std::size_t, std::size_t, std::size_t, FILE*);
+extern "C" std::size_t __fread_unlocked_chk(void*, std::size_t, std::size_t, std::size_t, FILE*);
 
 namespace {
 
@@ -315,7 +317,16 @@ long freads_wrong(const std::string& name, unsigned char* pinned, std::size_t ro
       const std::size_t elem = what == 0 ? 3 : what == 1 ? 4096 : 1;
       n = (256u << 10) + rng() % (3u << 20);
       n = std::min(n, room) / elem;
-      ra = std::fread(pinned, elem, n, a);
+      if (what == 3) {  // fread_unlocked, the stream locked by the caller as stdio's users do
+        flockfile(a);
+        ra = step % 2 ? fread_unlocked(pinned, elem, n, a)
+                      : __fread_unlocked_chk(pinned, room, elem, n, a);
+        funlockfile(a);
+      } else if (what == 2) {
+        ra = __fread_chk(pinned, room, elem, n, a);
+      } else {
+        ra = std::fread(pinned, elem, n, a);
+      }
       rb = std::fread(plain.get(), elem, n, b);
       if (ra != rb || std::memcmp(pinned, plain.get(), ra * elem) != 0) {
         ++wrong;

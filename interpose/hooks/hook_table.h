@@ -91,7 +91,7 @@
    libcmt-host.map): the C library's copies and fills, for the host leg, and sigaction with its
    relatives (hooks/signal_hooks.cpp), which keep cmt's signal handler in front
    (interposer/signal_chain.h); reads of files (read, pread and their fortified forms, readv, preadv,
-   preadv2 and their 64-bit names, fread), which the
+   preadv2 and their 64-bit names, fread, fread_unlocked and their fortified forms), which the
    host leg reads on its threads where they fill CUDA host memory; and the entry that takes the
    engine's host-leg table
    (hooks/host_leg_abi.h). A library of its own because even a
@@ -116,6 +116,9 @@
   X(preadv2)                        \
   X(preadv64v2)                     \
   X(fread)                          \
+  X(fread_unlocked)                 \
+  X(__fread_chk)                    \
+  X(__fread_unlocked_chk)           \
   X(sigaction)                      \
   X(__sigaction)                    \
   X(signal)                         \

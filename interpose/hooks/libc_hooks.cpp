@@ -1,6 +1,7 @@
 // libcmt-host.so: hooks of the C library's copies and fills, memcpy, memmove, memset and their
 // fortified forms (hook_table.h's CMT_HOST_LIBRARY_EXPORTS), and of its file reads, read and pread
-// with theirs, readv, preadv and preadv2 with their 64-bit names, and fread (not fread_unlocked), preloaded beside libcmt.so where host copies or fills are on. A large read is
+// with theirs, readv, preadv and preadv2 with their 64-bit names, fread and fread_unlocked with
+// theirs, preloaded beside libcmt.so where host copies or fills are on. A large read is
 // offered to the host leg, which reads a regular file into CUDA host memory on its threads.
 // It holds no state: the thresholds and the copy come from the host leg in libcmt-engine.so, as one
 // table (hooks/host_leg_abi.h) that the engine hands over when libcmt.so loads it, on the first
@@ -48,6 +49,7 @@ using CheckedReadFn = ssize_t (*)(int, void*, std::size_t, std::size_t);
 using PreadFn = ssize_t (*)(int, void*, std::size_t, off_t);
 using CheckedPreadFn = ssize_t (*)(int, void*, std::size_t, off_t, std::size_t);
 using FreadFn = std::size_t (*)(void*, std::size_t, std::size_t, FILE*);
+using CheckedFreadFn = std::size_t (*)(void*, std::size_t, std::size_t, std::size_t, FILE*);
 using ReadvFn = ssize_t (*)(int, const iovec*, int);
 using PreadvFn = ssize_t (*)(int, const iovec*, int, off_t);
 using Preadv2Fn = ssize_t (*)(int, const iovec*, int, off_t, int);
@@ -147,15 +149,36 @@ Preadv2Fn g_preadv64v2 = early_preadv2;
 // stream before ours has run.
 std::size_t early_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp);
 FreadFn g_fread = early_fread;
-std::size_t early_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
+std::size_t early_fread_unlocked(void* ptr, std::size_t size, std::size_t count, FILE* fp);
+FreadFn g_fread_unlocked = early_fread_unlocked;
+// The fortified freads are found by the constructor (before any program code runs); a fortified
+// fread before that is the plain one's, unchecked.
+std::size_t unchecked_fread(void* ptr, std::size_t, std::size_t size, std::size_t count, FILE* fp) {
+  return g_fread(ptr, size, count, fp);
+}
+std::size_t unchecked_fread_unlocked(void* ptr, std::size_t, std::size_t size, std::size_t count,
+                                     FILE* fp) {
+  return g_fread_unlocked(ptr, size, count, fp);
+}
+CheckedFreadFn g_fread_chk = unchecked_fread;
+CheckedFreadFn g_fread_unlocked_chk = unchecked_fread_unlocked;
+// Finds libc's `name` into `slot`, and calls it.
+std::size_t first_fread(FreadFn* slot, const char* name, void* ptr, std::size_t size,
+                        std::size_t count, FILE* fp) {
 #if defined(__x86_64__)
-  void* fn = dlvsym(RTLD_NEXT, "fread", "GLIBC_2.2.5");
+  void* fn = dlvsym(RTLD_NEXT, name, "GLIBC_2.2.5");
 #else
-  void* fn = dlvsym(RTLD_NEXT, "fread", "GLIBC_2.17");
+  void* fn = dlvsym(RTLD_NEXT, name, "GLIBC_2.17");
 #endif
   if (!fn) return 0;
-  g_fread = reinterpret_cast<FreadFn>(fn);
-  return g_fread(ptr, size, count, fp);
+  *slot = reinterpret_cast<FreadFn>(fn);
+  return (*slot)(ptr, size, count, fp);
+}
+std::size_t early_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
+  return first_fread(&g_fread, "fread", ptr, size, count, fp);
+}
+std::size_t early_fread_unlocked(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
+  return first_fread(&g_fread_unlocked, "fread_unlocked", ptr, size, count, fp);
 }
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
@@ -193,6 +216,9 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_pread_chk, "__pread_chk", "GLIBC_2.4");
   find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.4");
   find(&g_fread, "fread", "GLIBC_2.2.5");
+  find(&g_fread_unlocked, "fread_unlocked", "GLIBC_2.2.5");
+  find(&g_fread_chk, "__fread_chk", "GLIBC_2.7");
+  find(&g_fread_unlocked_chk, "__fread_unlocked_chk", "GLIBC_2.7");
   find(&g_readv, "readv", "GLIBC_2.2.5");
   find(&g_preadv, "preadv", "GLIBC_2.10");
   find(&g_preadv64, "preadv64", "GLIBC_2.10");
@@ -213,6 +239,9 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_pread_chk, "__pread_chk", "GLIBC_2.17");
   find(&g_pread64_chk, "__pread64_chk", "GLIBC_2.17");
   find(&g_fread, "fread", "GLIBC_2.17");
+  find(&g_fread_unlocked, "fread_unlocked", "GLIBC_2.17");
+  find(&g_fread_chk, "__fread_chk", "GLIBC_2.17");
+  find(&g_fread_unlocked_chk, "__fread_unlocked_chk", "GLIBC_2.17");
   find(&g_readv, "readv", "GLIBC_2.17");
   find(&g_preadv, "preadv", "GLIBC_2.17");
   find(&g_preadv64, "preadv64", "GLIBC_2.17");
@@ -338,10 +367,11 @@ constexpr int kCurrentlyPutting = 0x0800;   // _IO_CURRENTLY_PUTTING: in write m
 // byte stream reading a file (wide, in write mode, reading pushed-back bytes, no descriptor), or a
 // read the host leg does not take, is libc's fread, nothing touched.
 __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, std::size_t count,
-                                                  std::size_t bytes, FILE* fp) {
+                                                  std::size_t bytes, FILE* fp, FreadFn libc,
+                                                  bool lock) {
   const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire);
-  if (!leg) return g_fread(ptr, size, count, fp);
-  flockfile(fp);
+  if (!leg) return libc(ptr, size, count, fp);
+  if (lock) flockfile(fp);
   const std::size_t have = fp->_IO_read_ptr < fp->_IO_read_end
                                ? static_cast<std::size_t>(fp->_IO_read_end - fp->_IO_read_ptr)
                                : 0;
@@ -354,8 +384,8 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
     hold.release();
   }
   if (!r.taken) {
-    funlockfile(fp);
-    return g_fread(ptr, size, count, fp);
+    if (lock) funlockfile(fp);
+    return libc(ptr, size, count, fp);
   }
   if (have) __builtin_memcpy(ptr, fp->_IO_read_ptr, have);
   // The buffer emptied, as glibc empties it before a read past it: left describing the bytes it
@@ -371,17 +401,19 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
     if (got < bytes - have) fp->_flags |= _IO_EOF_SEEN;  // it read up to the file's end
     if (fp->_offset != -1) fp->_offset += static_cast<off_t>(got);
   }
-  funlockfile(fp);
+  if (lock) funlockfile(fp);
   const std::size_t done = have + got;
   return done == bytes ? count : done / size;
 }
 
-inline std::size_t hooked_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
+// fread takes the stream's lock; fread_unlocked's caller holds it (or needs none).
+inline std::size_t hooked_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp,
+                                FreadFn libc, bool lock) {
   std::size_t bytes = 0;
   if (__builtin_expect(__builtin_mul_overflow(size, count, &bytes) ||
                            bytes < host_read_threshold(), 1))
-    return g_fread(ptr, size, count, fp);
-  return large_fread(ptr, size, count, bytes, fp);
+    return libc(ptr, size, count, fp);
+  return large_fread(ptr, size, count, bytes, fp, libc, lock);
 }
 
 }  // namespace
@@ -460,7 +492,26 @@ CMT_LIBC_EXPORT ssize_t preadv64v2(int fd, const struct iovec* iov, int count, o
 }
 
 CMT_LIBC_EXPORT std::size_t fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
-  return cmt::hooks::hooked_fread(ptr, size, count, fp);
+  return cmt::hooks::hooked_fread(ptr, size, count, fp, cmt::hooks::g_fread, true);
+}
+CMT_LIBC_EXPORT std::size_t fread_unlocked(void* ptr, std::size_t size, std::size_t count,
+                                           FILE* fp) {
+  return cmt::hooks::hooked_fread(ptr, size, count, fp, cmt::hooks::g_fread_unlocked, false);
+}
+// The fortified forms: a read past the buffer's known size is libc's, which reports it.
+CMT_LIBC_EXPORT std::size_t __fread_chk(void* ptr, std::size_t room, std::size_t size,
+                                        std::size_t count, FILE* fp) {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(size, count, &bytes) || bytes > room)
+    return cmt::hooks::g_fread_chk(ptr, room, size, count, fp);
+  return cmt::hooks::hooked_fread(ptr, size, count, fp, cmt::hooks::g_fread, true);
+}
+CMT_LIBC_EXPORT std::size_t __fread_unlocked_chk(void* ptr, std::size_t room, std::size_t size,
+                                                 std::size_t count, FILE* fp) {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(size, count, &bytes) || bytes > room)
+    return cmt::hooks::g_fread_unlocked_chk(ptr, room, size, count, fp);
+  return cmt::hooks::hooked_fread(ptr, size, count, fp, cmt::hooks::g_fread_unlocked, false);
 }
 
 // The hooks' bodies, one set per instruction set. Up to kSmallMost bytes they copy or fill

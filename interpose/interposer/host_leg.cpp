@@ -173,13 +173,29 @@ HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long
   return {true, static_cast<long>(r.bytes), 0};
 }
 
+// The last descriptor this thread's readv found to be no file it reads, for the next
+// HostLeg::kNotFileCalls calls on it.
+// Initial-exec, as every thread-local of cmt's (common/thread_context.h): no allocation on a
+// thread's first read.
+thread_local int t_not_file_fd __attribute__((tls_model("initial-exec"))) = -1;
+thread_local unsigned t_not_file_left __attribute__((tls_model("initial-exec"))) = 0;
+
 HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int count,
                                        long long offset, CallerHold* hold) noexcept {
   const std::size_t threshold = read_threshold_.load(std::memory_order_acquire);
   if (threshold == kNever || count <= 0 || count > rules::kMostReadSegments) return {};
+  if (fd == t_not_file_fd && t_not_file_left > 0) {
+    --t_not_file_left;
+    return {};
+  }
   if (!t_thread.application_call()) return {};
   HostCopier* copier = copier_.load(std::memory_order_acquire);
-  if (!copier || !readable_regular_file(fd)) return {};
+  if (!copier) return {};
+  if (!readable_regular_file(fd)) {
+    t_not_file_fd = fd;
+    t_not_file_left = kNotFileCalls;
+    return {};
+  }
   // The list copied by the kernel: a list it could not read is the program's readv's EFAULT.
   iovec list[rules::kMostReadSegments];
   const std::size_t list_bytes = sizeof(iovec) * static_cast<std::size_t>(count);

@@ -83,6 +83,12 @@ class HostLeg {
   // on cmt's threads, the rest with one pread each, and the call returns what one readv would:
   // the bytes up to the first segment that came short, or -1 and the errno where the first failed.
   // The segments' list is read with process_vm_readv, so a bad pointer is EFAULT, as the kernel's.
+  // A descriptor a thread's readv found to be no such file is not asked again for this many of
+  // that thread's next readv calls on it: a program reading a socket with readv pays the fstat
+  // that says so once in that many calls (it cost a 64-byte socket readv 0.7 us on the
+  // development VM, +28%; bench/lab/readv_hook_cost.sh). One closed and opened again as a file
+  // meanwhile is read by libc until then, never wrongly.
+  static constexpr unsigned kNotFileCalls = 256;
   ReadTaken take_readv(int fd, const struct iovec* segments, int count, long long offset,
                        CallerHold* hold = nullptr) noexcept;
 

@@ -250,6 +250,20 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   EXPECT_FALSE(leg.take_read(-1, pinned.data(), n, 0).taken);
   leg.disarm();
   EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), n, 0).taken) << "disarmed";
+  // host_copy = all: reads into any memory, and readv's segments in it, on the threads.
+  HostLeg all(&map);
+  all.arm(copier, host_config(HostCopy::All));
+  std::fill(plain.begin(), plain.end(), 0xEE);
+  r = all.take_read(file.fd, plain.data(), n, 777);
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.result, static_cast<long>(n));
+  EXPECT_EQ(std::memcmp(plain.data(), file.bytes.data() + 777, n), 0);
+  iovec seg{plain.data(), n};
+  r = all.take_readv(file.fd, &seg, 1, 4096);
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.result, static_cast<long>(n));
+  EXPECT_EQ(std::memcmp(plain.data(), file.bytes.data() + 4096, n), 0);
+  EXPECT_FALSE(all.take_read(file.fd, plain.data(), rules::kFileReadFrom - 1, 0).taken);
 }
 
 // readv and preadv: taken when a segment of the threshold or more lies in CUDA host memory, every

@@ -60,15 +60,18 @@ elif fill == "fresh":
 else:
     ok = ok and f["calls"] > 0
 # File reads: every large one into pinned memory taken where host copies are on (the threads idle
-# by then), none otherwise; their bytes were checked by the program.
+# by then), and with host_copy = all every large one into other memory too; none where off; their
+# bytes were checked by the program.
 rd = h["reads"]
-line += f"; {r['reads']} file reads ({r['large_reads']} large into pinned memory), cmt read {rd['calls']}"
+line += (f"; {r['reads']} file reads ({r['large_reads']} large into pinned memory, "
+         f"{r['large_plain_reads']} into other memory), cmt read {rd['calls']}")
 # freads: those that are large may find enough bytes in the stream's buffer, or be past the end of
-# the file, and then need no read; every other one is taken.
+# the file, and then need no read; every other one is taken (with all, the mirror stream's too).
 on = mode != "off" and name != "nohooks"
 line += f", {r['large_freads']} large freads"
-ok = ok and (r["large_reads"] <= rd["calls"] <= r["large_reads"] + r["large_freads"] if on
-             else rd["calls"] == 0)
+least = r["large_reads"] + (r["large_plain_reads"] if mode == "all" else 0)
+most = least + r["large_freads"] * (2 if mode == "all" else 1)
+ok = ok and (least <= rd["calls"] <= most if on else rd["calls"] == 0)
 print(("ok   " if ok else "FAIL ") + line)
 sys.exit(0 if ok else 1)
 PY

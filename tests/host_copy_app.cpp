@@ -278,7 +278,7 @@ void on_timer(int) {
   g_signal_copies.fetch_add(1);
 }
 
-long g_reads = 0, g_large_reads = 0, g_freads_large = 0;
+long g_reads = 0, g_large_reads = 0, g_large_plain_reads = 0, g_freads_large = 0;
 
 // Writes `bytes` to a new file and returns its name (removed by freads_wrong).
 std::string name_for_freads(const unsigned char* bytes, std::size_t size) {
@@ -377,7 +377,8 @@ long freads_wrong(const std::string& name, unsigned char* pinned, std::size_t ro
 // random sizes and offsets, many past the end of the file: what they return, the segments' bytes
 // and readv's offset must be the kernel's. A segment of 512 KiB or more in pinned memory is read
 // on cmt's threads if the call reaches it (every segment before it full): counted in
-// g_large_reads, as host_copy.sh compares with cmt's count.
+// g_large_reads (in the plain buffer: g_large_plain_reads, read so with host_copy = all), as
+// host_copy.sh compares with cmt's count.
 long readvs_wrong(int fd, const unsigned char* file, std::size_t size, unsigned char* pinned,
                   unsigned char* plain, std::size_t room, std::mt19937_64& rng) {
   const std::size_t large = 512u << 10, part = std::min<std::size_t>(room / 4, 2u << 20);
@@ -396,9 +397,8 @@ long readvs_wrong(int fd, const unsigned char* file, std::size_t size, unsigned 
       const std::size_t n = 1 + rng() % part;
       unsigned char* base = (rng() % 2 ? pinned : plain) + static_cast<std::size_t>(k) * part;
       segs[k] = {base, n};
-      if (base >= pinned && base < pinned + room && n >= large &&
-          at + static_cast<off_t>(total) <= static_cast<off_t>(size))
-        ++g_large_reads;
+      if (n >= large && at + static_cast<off_t>(total) <= static_cast<off_t>(size))
+        ++(base >= pinned && base < pinned + room ? g_large_reads : g_large_plain_reads);
       total += n;
     }
     ssize_t got = kind == 0   ? readv(fd, segs, count)
@@ -449,7 +449,7 @@ long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) 
   // Checks one read's result against the file: `n` bytes asked at `at`.
   auto check = [&](const char* what, ssize_t got, std::size_t n, off_t at, unsigned char* into) {
     ++g_reads;
-    if (into == pinned && n >= large) ++g_large_reads;
+    if (n >= large) ++(into == pinned ? g_large_reads : g_large_plain_reads);
     const std::size_t want = at >= static_cast<off_t>(size) ? 0 : std::min(n, size - at);
     if (got != static_cast<ssize_t>(want) || std::memcmp(into, bytes_data + at, want) != 0) {
       ++wrong;
@@ -594,9 +594,10 @@ int main(int argc, char** argv) {
 
   std::printf(
       "calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld fills %ld "
-      "large_fills %ld fresh_fills %ld reads %ld large_reads %ld large_freads %ld read_wrong %ld\n",
+      "large_fills %ld fresh_fills %ld reads %ld large_reads %ld large_plain_reads %ld "
+      "large_freads %ld read_wrong %ld\n",
       g_calls.load(), g_large.load(), g_large_pinned.load(), g_wrong.load(), g_signal_copies.load(),
       g_signal_wrong.load(), g_fills.load(), g_large_fills.load(), g_fresh_fills.load(), g_reads,
-      g_large_reads, g_freads_large, read_wrong);
+      g_large_reads, g_large_plain_reads, g_freads_large, read_wrong);
   return g_wrong.load() == 0 && g_signal_wrong.load() == 0 && read_wrong == 0 ? 0 : 1;
 }

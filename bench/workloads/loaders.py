@@ -21,8 +21,9 @@ every byte checked afterwards, in these scenarios:
               safe_open + get_tensor(name).to('cuda') of each (safe-open), load_file(device=
               'cuda') (load-file), and a staging loader: the safetensors file read with
               readinto (read(2)) into one pinned buffer of 1 MiB (read-pinned-1M) or 16 MiB
-              (read-pinned-16M) at a time, or with C's fread (fread-pinned-1M, -16M), each
-              buffer then copied into one GPU tensor
+              (read-pinned-16M) at a time, or with C's fread (fread-pinned-1M, -16M), or
+              os.preadv of 16 MiB in two segments (preadv-pinned-16M), each buffer then copied
+              into one GPU tensor
 
 Each process is one mode and runs every scenario once: `default` (cmt run with CMT_DISABLE=1,
 the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
@@ -191,10 +192,11 @@ def child_hf(model_dir):
 
 
 FILE_SCENARIOS = ("torch-load-cuda", "torch-load-mmap", "safe-open", "load-file",
-                  "read-pinned-1M", "read-pinned-16M", "fread-pinned-1M", "fread-pinned-16M")
+                  "read-pinned-1M", "read-pinned-16M", "fread-pinned-1M", "fread-pinned-16M",
+                  "preadv-pinned-16M")
 
 
-def read_through_pinned(torch, path, chunk, use_fread=False):
+def read_through_pinned(torch, path, chunk, use_fread=False, use_preadv=False):
     """A loader's staging: the file read into a pinned buffer `chunk` bytes at a time (raw
     readinto: one read(2) each; or C's fread on a FILE, as llama.cpp's loader reads), each buffer
     copied to its place in one GPU tensor."""
@@ -209,11 +211,15 @@ def read_through_pinned(torch, path, chunk, use_fread=False):
     libc.fread.restype = ctypes.c_size_t
     libc.fclose.argtypes = [ctypes.c_void_p]
     at = 0
+    halves = [view[:chunk // 2], view[chunk // 2:]]
     with open(path, "rb", buffering=0) as f:
         fp = libc.fopen(path.encode(), b"rb") if use_fread else None
         while at < size:
-            got = (libc.fread(ctypes.c_void_p(pinned.data_ptr()), 1, chunk, fp) if use_fread
-                   else f.readinto(view))
+            if use_preadv:  # two segments, at the loader's own offset
+                got = os.preadv(f.fileno(), halves, at)
+            else:
+                got = (libc.fread(ctypes.c_void_p(pinned.data_ptr()), 1, chunk, fp) if use_fread
+                       else f.readinto(view))
             if not got:
                 break
             out[at:at + got].copy_(pinned[:got])  # synchronous: the buffer is read again next
@@ -248,7 +254,9 @@ def child_files(pt, st, blob, index):
                "read-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20),
                "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20),
                "fread-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20, True),
-               "fread-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20, True)}
+               "fread-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20, True),
+               "preadv-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20,
+                                                                use_preadv=True)}
     with open(st, "rb") as f:  # the whole file's bytes, for the staging loaders' check
         whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
     results, cpu, ok = {}, {}, True
@@ -258,7 +266,7 @@ def child_files(pt, st, blob, index):
         torch.cuda.synchronize()
         results[name] = gb / (time.perf_counter() - t0)
         cpu[name] = (time.process_time() - cpu0) / gb
-        if "read-pinned" in name:
+        if "pinned" in name:
             ok &= torch.equal(loaded.cpu(), whole)
         else:
             ok &= all(torch.equal(loaded[k].cpu(), resident[k]) for k in names)

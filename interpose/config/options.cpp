@@ -291,7 +291,8 @@ std::vector<OptionSpec> build_table() {
       "filling its own pinned staging buffer); all, every one, from the program's first CUDA "
       "call on; off, none, and cmt run then leaves libcmt-host.so (the memcpy hooks) out. Unless "
       "off, reads of a regular file into CUDA host memory (read, pread, readv, preadv, fread) of "
-      "512 KiB or more are read on the same threads, in parallel stretches.",
+      "512 KiB or more are read on the same threads, in parallel stretches; with all, such "
+      "reads into any memory too.",
       &Config::host_copy));
   t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, true,
                           "memcpy and memmove calls smaller than this go straight to libc; cmt "

@@ -153,13 +153,18 @@ bool readable_regular_file(int fd) {
 
 }  // namespace
 
+bool HostLeg::reads_into(const void* dst, std::size_t bytes) const {
+  return copy_mode_.load(std::memory_order_relaxed) == HostCopy::All ||
+         pinned().overlaps(dst, bytes);
+}
+
 HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long long offset,
                                       CallerHold* hold) noexcept {
   const std::size_t threshold = read_threshold_.load(std::memory_order_acquire);
   if (bytes < threshold || threshold == kNever) return {};  // not armed
   if (!t_thread.application_call()) return {};
   HostCopier* copier = copier_.load(std::memory_order_acquire);
-  if (!copier || !pinned().overlaps(dst, bytes) || !readable_regular_file(fd)) return {};
+  if (!copier || !reads_into(dst, bytes) || !readable_regular_file(fd)) return {};
   // read(): the descriptor's offset, moved once the bytes are in.
   const off_t at = offset >= 0 ? static_cast<off_t>(offset) : lseek(fd, 0, SEEK_CUR);
   if (at < 0) return {};
@@ -206,8 +211,7 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
   bool on_threads = false;
   for (int i = 0; i < count; ++i) {
     if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > SSIZE_MAX) return {};
-    on_threads |= list[i].iov_len >= threshold && pinned().overlaps(list[i].iov_base,
-                                                                     list[i].iov_len);
+    on_threads |= list[i].iov_len >= threshold && reads_into(list[i].iov_base, list[i].iov_len);
   }
   if (!on_threads) return {};
   const off_t first = offset >= 0 ? static_cast<off_t>(offset) : lseek(fd, 0, SEEK_CUR);
@@ -220,7 +224,7 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
     const std::size_t want = list[i].iov_len;
     const off_t at = first + static_cast<off_t>(done);
     HostCopier::ReadResult r;
-    if (want >= threshold && pinned().overlaps(list[i].iov_base, want))
+    if (want >= threshold && reads_into(list[i].iov_base, want))
       r = copier->read_file(fd, list[i].iov_base, want, at);
     if (!r.taken) {  // a small segment, or the threads held by another call: one pread
       const long got = syscall(SYS_pread64, fd, list[i].iov_base, want, at);

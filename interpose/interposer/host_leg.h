@@ -61,7 +61,8 @@ class HostLeg {
   std::size_t take_fill(void* dst, int value, std::size_t bytes,
                         CallerHold* hold = nullptr) noexcept;
 
-  // A read of a regular file into CUDA host memory (a loader's staging buffer), on cmt's threads:
+  // A read of a regular file into CUDA host memory (a loader's staging buffer; with host_copy =
+  // all, into any memory), on cmt's threads:
   // pread's at `offset`, or read's (`offset` negative) at the descriptor's offset, which then
   // moves past the bytes read as one read moves it. `taken` false: the call is libc's (not armed,
   // under rules::kFileReadFrom, not into CUDA host memory, not a regular file open for reading
@@ -105,6 +106,10 @@ class HostLeg {
 
  private:
   const HostMemoryMap& pinned() const { return pinned_ ? *pinned_ : cuda_host_memory(); }
+  // Whether a file read into `dst` is read on the threads: into CUDA host memory, or, with
+  // host_copy = all, into any memory (torch.load reads each tensor's bytes into a new pageable
+  // buffer, one read() each: bench/lab/NOTES.md 48).
+  bool reads_into(const void* dst, std::size_t bytes) const;
   // Whether a fault on a copy thread would reach cmt's handler (asked of the kernel now and then).
   bool faults_caught() noexcept;
 

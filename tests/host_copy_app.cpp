@@ -9,7 +9,7 @@
 // A timer signal's handler makes large copies of its own meanwhile, and a forked child copies too.
 // Last, file reads into the pinned buffer and elsewhere (read, pread, pread64 and their fortified
 // forms, readv, preadv and preadv2 with segments in both, across the end of the file, from a
-// pipe), checked against the file's bytes and offsets.
+// pipe, in a forked child), checked against the file's bytes and offsets.
 // Linked against the fake libcuda (fake_libcuda_engine.cpp), or the real one for the GPU machine:
 // its cuMemAllocHost reaches libcmt.so's host-memory hook when preloaded. Exit 77 without a GPU.
 //
@@ -487,6 +487,24 @@ long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) 
   if (lseek(fd, 1000, SEEK_SET) == 1000)
     check("__read_chk", __read_chk(fd, pinned, 2u << 20, room), 2u << 20, 1000, pinned);
   wrong += readvs_wrong(fd, bytes_data, size, pinned, plain.get(), room, rng);
+  // A forked child's reads into pinned memory are libc's (it has none of the parent's threads),
+  // and right.
+  const pid_t child = fork();
+  if (child == 0) {
+    const std::size_t n = 2u << 20;
+    iovec segs[] = {{pinned, n}, {pinned + n, n}};
+    const bool ok = pread(fd, pinned, n, 4096) == static_cast<ssize_t>(n) &&
+                    std::memcmp(pinned, bytes_data + 4096, n) == 0 &&
+                    preadv(fd, segs, 2, 100) == static_cast<ssize_t>(2 * n) &&
+                    std::memcmp(pinned, bytes_data + 100, 2 * n) == 0;
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+      WEXITSTATUS(status) != 0) {
+    ++wrong;
+    std::fprintf(stderr, "the forked child's reads failed\n");
+  }
   close(fd);
   wrong += freads_wrong(name_for_freads(bytes_data, size), pinned, room, rng);
   // A pipe is never taken, whatever the size: what it holds is read.

@@ -142,6 +142,12 @@ std::size_t HostLeg::take_fill(void* dst, int value, std::size_t bytes, CallerHo
 
 namespace {
 
+// The last descriptor this thread's readv found to be no file it may read in stretches, and for
+// how many more of its calls on it that stands (HostLeg::kNotFileCalls). Initial-exec, as every
+// thread-local of cmt's (common/thread_context.h): no allocation on a thread's first read.
+thread_local int t_not_file_fd __attribute__((tls_model("initial-exec"))) = -1;
+thread_local unsigned t_not_file_left __attribute__((tls_model("initial-exec"))) = 0;
+
 // Whether `fd` is a regular file open for reading, without O_DIRECT (whose alignment rules a
 // stretch of a read need not keep): what cmt may read in stretches.
 bool readable_regular_file(int fd) {
@@ -177,13 +183,6 @@ HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long
   if (r.bytes == 0 && r.error) return {true, -1, r.error};
   return {true, static_cast<long>(r.bytes), 0};
 }
-
-// The last descriptor this thread's readv found to be no file it reads, for the next
-// HostLeg::kNotFileCalls calls on it.
-// Initial-exec, as every thread-local of cmt's (common/thread_context.h): no allocation on a
-// thread's first read.
-thread_local int t_not_file_fd __attribute__((tls_model("initial-exec"))) = -1;
-thread_local unsigned t_not_file_left __attribute__((tls_model("initial-exec"))) = 0;
 
 HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int count,
                                        long long offset, CallerHold* hold) noexcept {

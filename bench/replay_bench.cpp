@@ -1,7 +1,7 @@
 // `cmt bench replay FILE`: a program's recorded copies (`cmt run --record`, tuner/trace_file.h)
 // made again on this machine, CUDA's default path against cmt against pinned memory, in one
 // process, rounds alternating, after one round of each mode in which every byte of every copy is
-// checked (which also warms the mode up).
+// checked (which also warms the mode up). --window replays a part of the trace.
 //
 // Each recorded thread becomes a replay thread that makes its host <-> device copies in order,
 // with the same sizes, directions and kind of call (cudaMemcpy, or cudaMemcpyAsync and a stream
@@ -59,16 +59,20 @@ struct ReplayThread {
 
 enum class Mode { Default, Cmt, Pinned };
 
-// The recorded host <-> device copies, per (process, thread), in the order made.
-std::vector<ReplayThread> threads_of(const cmt::Trace& trace, std::uint64_t* bytes) {
+// The recorded host <-> device copies that started within [from_ns, to_ns) of the trace's first
+// call, per (process, thread), in the order made.
+std::vector<ReplayThread> threads_of(const cmt::Trace& trace, std::uint64_t from_ns,
+                                     std::uint64_t to_ns, std::uint64_t* bytes) {
   std::map<std::pair<int, int>, ReplayThread> by_thread;
   std::map<std::pair<int, int>, std::uint64_t> last_end;
-  const std::uint64_t first = trace.calls.empty() ? 0 : trace.calls.front().start_ns;
+  const std::uint64_t first =
+      (trace.calls.empty() ? 0 : trace.calls.front().start_ns) + from_ns;  // the replay's start
   *bytes = 0;
   for (const cmt::TraceCall& c : trace.calls) {
     if ((c.direction != "h2d" && c.direction != "d2h") || c.bytes == 0 ||
         c.api.rfind("cu", 0) != 0 || c.api.find("Batch") != std::string::npos)
       continue;
+    if (c.start_ns < first || c.start_ns - first >= to_ns - from_ns) continue;
     const auto key = std::make_pair(c.process, c.tid);
     auto end = last_end.find(key);
     Copy copy;
@@ -185,8 +189,14 @@ std::size_t wrong_bytes(const ReplayThread& t, const Copy& c, const unsigned cha
   const int was = forward ? forward(1) : 0;
   CMT_CHECK_CUDA(cudaMemcpy(scratch->data(), t.device, c.bytes, cudaMemcpyDeviceToHost));
   if (forward) forward(was);
+  // Compared a megabyte at a time, the bytes counted only where one differs: a trace of tens of
+  // gigabytes is checked at memcmp's rate.
   std::size_t wrong = 0;
-  for (std::size_t i = 0; i < c.bytes; ++i) wrong += (*scratch)[i] != host[i];
+  for (std::size_t at = 0; at < c.bytes; at += 1 << 20) {
+    const std::size_t n = std::min<std::size_t>(1 << 20, c.bytes - at);
+    if (std::memcmp(scratch->data() + at, host + at, n) == 0) continue;
+    for (std::size_t i = at; i < at + n; ++i) wrong += (*scratch)[i] != host[i];
+  }
   return wrong;
 }
 
@@ -252,7 +262,22 @@ struct Options {
   std::vector<std::string> modes = {"default", "cmt", "pinned"};
   std::string json;
   double gap_scale = 1.0;
+  double from_s = 0, to_s = 1e9;  // --window: seconds from the trace's first call
 };
+
+// "START:END" in seconds, END after START; false if it is not.
+bool parse_window(const std::string& text, double* from, double* to) {
+  const std::size_t colon = text.find(':');
+  if (colon == std::string::npos) return false;
+  try {
+    std::size_t a = 0, b = 0;
+    *from = std::stod(text.substr(0, colon), &a);
+    *to = std::stod(text.substr(colon + 1), &b);
+    return a == colon && b == text.size() - colon - 1 && *from >= 0 && *to > *from;
+  } catch (...) {
+    return false;
+  }
+}
 
 int parse(int argc, char** argv, Options* o) {
   CLI::App app{"Replay a recorded trace (cmt run --record): the same copies, sizes, host memory "
@@ -268,6 +293,17 @@ int parse(int argc, char** argv, Options* o) {
   app.add_option("--gap-scale", o->gap_scale,
                  "The recorded gaps (CPU work) times this: 0 replays the copies back to back")
       ->check(CLI::Range(0.0, 100.0));
+  app.add_option_function<std::string>(
+         "--window",
+         [o](const std::string& text) {
+           if (!parse_window(text, &o->from_s, &o->to_s))
+             throw CLI::ValidationError("--window", "'" + text +
+                                                        "': expected START:END, seconds from the "
+                                                        "trace's first call, END after START");
+         },
+         "Replay only the copies that started in this window of the trace (START:END, seconds "
+         "from its first call), e.g. one load of several")
+      ->type_name("START:END");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -353,12 +389,14 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::uint64_t bytes = 0;
-  std::vector<ReplayThread> ts = threads_of(trace, &bytes);
+  std::vector<ReplayThread> ts =
+      threads_of(trace, static_cast<std::uint64_t>(o.from_s * 1e9),
+                 static_cast<std::uint64_t>(std::min(o.to_s, 1e9) * 1e9), &bytes);
   for (ReplayThread& t : ts)
     for (Copy& c : t.copies) c.gap_ns = static_cast<std::uint64_t>(c.gap_ns * o.gap_scale);
   if (ts.empty()) {
-    std::fprintf(stderr, "cmt-bench-replay: %s holds no host <-> device copy to replay\n",
-                 o.trace.c_str());
+    std::fprintf(stderr, "cmt-bench-replay: %s holds no host <-> device copy to replay%s\n",
+                 o.trace.c_str(), o.from_s > 0 || o.to_s < 1e9 ? " in the window given" : "");
     return 2;
   }
   cmt::bench::ensure_preloaded(argv);

@@ -2,7 +2,8 @@
 # `cmt bench replay`: a trace that is not one, or that holds no host <-> device copy, is refused
 # with exit 2 and its reason; then, on a GPU, a small trace written here (two threads, resident,
 # fresh, file_cached and pinned sources, copies each way, synchronous and not, gaps) replayed in
-# every mode with every byte checked (exit 0), its JSON consistent. Exit 77 without a GPU.
+# every mode with every byte checked (exit 0), its JSON consistent, and a window of it. Windows that
+# are not one or hold no copy are refused. Exit 77 without a GPU.
 set -u
 cmt=$1
 tmp=$(mktemp -d)
@@ -30,6 +31,13 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\n' "$@"; }
   row 7000000 8000000 7 cudaMemcpyAsync d2h 1048577 1048577 mixed
   row 7000000 7500000 8 cudaMemcpyBatchAsync '?' 9000000 0 below_threshold
 } > "$tmp/small.tsv"
+# A window: not START:END, or one that holds no copy, is refused with its reason.
+"$cmt" bench replay "$tmp/small.tsv" --window 5:1 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "'5:1': expected START:END" "$tmp/err" ||
+  { echo "FAIL: a window that ends before it starts (rc $rc): $(cat "$tmp/err")"; exit 1; }
+"$cmt" bench replay "$tmp/small.tsv" --window 0.5:1 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q "no host <-> device copy to replay in the window given" "$tmp/err" ||
+  { echo "FAIL: an empty window (rc $rc): $(cat "$tmp/err")"; exit 1; }
 "$cmt" bench replay "$tmp/small.tsv" --rounds 2 --json "$tmp/r.json" > "$tmp/out" 2>&1; rc=$?
 cat "$tmp/out"
 grep -q "no CUDA GPU found" "$tmp/out" && exit 77
@@ -43,3 +51,8 @@ assert all(m["wrong_bytes"] == 0 and len(m["runs_s"]) == 2 for m in r["modes"].v
 assert r["bytes"] == 5000001 + 7340033 + 4194304 + 3000000 + 6291459 + 2097152 + 1048577, r
 print("ok: every mode replayed, every byte right")
 PY
+# The window from 3.5 ms to 4.5 ms after the first call holds the two device-to-host copies at 5 ms.
+"$cmt" bench replay "$tmp/small.tsv" --window 0.0035:0.0045 --rounds 1 > "$tmp/out" 2>&1 &&
+  grep -q "2 thread(s), 2 copies, 8388611 bytes" "$tmp/out" ||
+  { echo "FAIL: a window's copies: $(cat "$tmp/out")"; exit 1; }
+echo "ok: a window replays its copies alone"

@@ -10,6 +10,13 @@
 #   tunes      `cmt tune --search instant` twice and `--search full` once, each timed, profiles
 #              into OUT/tune-*.toml; about 2 minutes
 #   workloads  bench/workloads/run_all.py in two rounds, then DCP again with CMT_LANES=2
+#   loaders    bench/workloads/loaders.py: a model's tensors copied by 1, 4, 8 Python threads and
+#              from_pretrained, default / cmt / CMT_LANES=1, 3 rounds, one recorded round of each
+#              cmt mode (OUT/rec), `cmt trace show` of the cmt traces and `cmt bench replay` of
+#              them back to back; about 8 minutes
+#   files      loaders.py --files-only: the checkpoint and staging loaders, default / cmt /
+#              CMT_HOST_COPY=all (reads into any memory), 3 rounds, recorded, shown and replayed
+#              back to back; about 5 minutes
 #   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
 #              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
 #   retune     `cmt tune --search full` into OUT/profile.toml, then that profile against the
@@ -93,6 +100,24 @@ for stage in "$@"; do
       CMT_LANES=2 timeout 100 python3 "$here/workloads/run_all.py" "$build/cmt" --rounds 1 \
         --only dcp_save > "$out/dcp-lanes2.txt" 2>&1
       tail -3 "$out/dcp-lanes2.txt" ;;
+    loaders|files)
+      if [ "$stage" = loaders ]; then
+        set -- --hf --mode lanes1:CMT_LANES=1
+        traces="loaders-cmt hf-cmt"
+      else
+        set -- --files-only --mode all:CMT_HOST_COPY=all
+        traces="files-cmt"
+      fi
+      timeout 400 python3 "$here/workloads/loaders.py" "$build/cmt" --rounds 3 "$@" \
+        --record "$out/rec-$stage" --workdir "${TMPDIR:-/tmp}/cmt-loaders" \
+        --json "$out/$stage.json" > "$out/$stage.txt" 2>&1
+      tail -14 "$out/$stage.txt"
+      for t in $traces; do
+        "$build/cmt" trace show "$out/rec-$stage/$t.tsv" > "$out/rec-$stage/$t.show.txt" 2>&1
+        timeout 100 "$build/cmt" bench replay "$out/rec-$stage/$t.tsv" --gap-scale 0 --rounds 3 \
+          --json "$out/rec-$stage/replay-$t.json" > "$out/rec-$stage/replay-$t.txt" 2>&1
+        cat "$out/rec-$stage/replay-$t.txt"
+      done ;;
     dma)
       # The lab's yardsticks (bench/lab/NOTES.md 15-24): the DMA side alone, under CPU load, and
       # the bare staged pipeline with either store.
@@ -198,7 +223,7 @@ PY
         --rounds 5 $versus --json "$out/host-cost.json" > "$out/host-cost.txt" 2>&1
       cat "$out/host-cost.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, dma, retune, io, torch, hostleg, hostcost, concurrent, gpus, cores, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, loaders, files, dma, retune, io, torch, hostleg, hostcost, concurrent, gpus, cores, stress or versus)" >&2
       exit 2 ;;
   esac
   # What each stage costs, so the next plan of device calls fits their 10-minute limit.

@@ -3,11 +3,18 @@
 1 MiB and up, split wherever no copy ran for GAP ms (each scenario of bench/workloads/loaders.py
 is one burst), and for each: threads, bytes over the burst's span, each lane's share of the span
 spent holding a copy, the copies' own rate (bytes over their time on a lane), the first DMA's delay
-and the longest wait for a lane (lab/NOTES.md 46).
+and the longest wait for a lane (lab/NOTES.md 46), and its window in seconds from the trace's
+first call, as `cmt bench replay --window` takes it.
 
 usage: trace_windows.py TRACE.tsv [GAP_MS]   (default 20)"""
 import statistics
 import sys
+
+
+def first_start(path):
+    """The trace's first call's start, where `cmt bench replay --window` counts from."""
+    return min((int(line.split("\t", 1)[0]) for line in open(path)
+                if not line.startswith("#") and not line.startswith("start_ns")), default=0)
 
 
 def calls(path):
@@ -35,8 +42,10 @@ def main():
     gap_ns = float(sys.argv[2] if len(sys.argv) > 2 else 20) * 1e6
     copies = [c for c in calls(sys.argv[1])
               if c["direction"] == "h2d" and c["lane"] >= 0 and c["bytes"] >= 1 << 20]
+    origin = first_start(sys.argv[1])
     for b in bursts(copies, gap_ns):
-        span = max(c["end"] for c in b) - min(c["start"] for c in b)
+        begin = min(c["start"] for c in b)
+        span = max(c["end"] for c in b) - begin
         total = sum(c["bytes"] for c in b)
         held = {}
         for c in b:  # a lane is held from the end of the copy's wait to the call's return
@@ -48,7 +57,8 @@ def main():
               f"{span / 1e6:.1f} ms: {total / span:.1f} GB/s | held: {lanes} | on a lane "
               f"{rate:.1f} GB/s | first DMA median {statistics.median(first) / 1e3:.0f} us, 90th "
               f"{first[len(first) * 9 // 10] / 1e3:.0f} us | longest lane wait "
-              f"{max(c['wait'] for c in b) / 1e6:.1f} ms")
+              f"{max(c['wait'] for c in b) / 1e6:.1f} ms | window "
+              f"{(begin - origin) / 1e9:.4f}:{(begin + span - origin) / 1e9 + 1e-4:.4f}")
     return 0
 
 

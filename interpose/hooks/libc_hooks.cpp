@@ -354,6 +354,20 @@ ssize_t hooked_readv(int fd, const iovec* iov, int count, off_t offset, Libc lib
   return large_readv(fd, iov, count, offset, libc);
 }
 
+// preadv at a real offset; a negative one is libc's (EINVAL).
+inline ssize_t hooked_preadv(PreadvFn libc, int fd, const iovec* iov, int count, off_t offset) {
+  if (offset < 0) return libc(fd, iov, count, offset);
+  return hooked_readv(fd, iov, count, offset, [=] { return libc(fd, iov, count, offset); });
+}
+
+// preadv2 without flags, at a real offset or at -1 (readv's); other flags (RWF_*) and offsets are
+// libc's.
+inline ssize_t hooked_preadv2(Preadv2Fn libc, int fd, const iovec* iov, int count, off_t offset,
+                              int flags) {
+  if (flags != 0 || offset < -1) return libc(fd, iov, count, offset, flags);
+  return hooked_readv(fd, iov, count, offset, [=] { return libc(fd, iov, count, offset, flags); });
+}
+
 // glibc's stream flags that are not in its public headers (libio/libio.h), part of its ABI.
 constexpr int kNoReads = 0x0004;            // _IO_NO_READS: not open for reading
 constexpr int kInBackup = 0x0100;           // _IO_IN_BACKUP: ungetc's pushback being read
@@ -460,35 +474,24 @@ CMT_LIBC_EXPORT ssize_t __pread64_chk(int fd, void* buf, std::size_t n, off_t of
   return cmt::hooks::hooked_pread(cmt::hooks::g_pread64, fd, buf, n, offset);
 }
 
-// readv and its positioned forms; preadv2's flags (RWF_*) other than none, and its offsets other
-// than -1 (readv's) and real ones, are libc's.
+// readv and its positioned forms.
 CMT_LIBC_EXPORT ssize_t readv(int fd, const struct iovec* iov, int count) {
   using namespace cmt::hooks;
   return hooked_readv(fd, iov, count, -1, [=] { return g_readv(fd, iov, count); });
 }
 CMT_LIBC_EXPORT ssize_t preadv(int fd, const struct iovec* iov, int count, off_t offset) {
-  using namespace cmt::hooks;
-  if (offset < 0) return g_preadv(fd, iov, count, offset);
-  return hooked_readv(fd, iov, count, offset, [=] { return g_preadv(fd, iov, count, offset); });
+  return cmt::hooks::hooked_preadv(cmt::hooks::g_preadv, fd, iov, count, offset);
 }
 CMT_LIBC_EXPORT ssize_t preadv64(int fd, const struct iovec* iov, int count, off_t offset) {
-  using namespace cmt::hooks;
-  if (offset < 0) return g_preadv64(fd, iov, count, offset);
-  return hooked_readv(fd, iov, count, offset, [=] { return g_preadv64(fd, iov, count, offset); });
+  return cmt::hooks::hooked_preadv(cmt::hooks::g_preadv64, fd, iov, count, offset);
 }
 CMT_LIBC_EXPORT ssize_t preadv2(int fd, const struct iovec* iov, int count, off_t offset,
                                 int flags) {
-  using namespace cmt::hooks;
-  if (flags != 0 || offset < -1) return g_preadv2(fd, iov, count, offset, flags);
-  return hooked_readv(fd, iov, count, offset,
-                      [=] { return g_preadv2(fd, iov, count, offset, flags); });
+  return cmt::hooks::hooked_preadv2(cmt::hooks::g_preadv2, fd, iov, count, offset, flags);
 }
 CMT_LIBC_EXPORT ssize_t preadv64v2(int fd, const struct iovec* iov, int count, off_t offset,
                                    int flags) {
-  using namespace cmt::hooks;
-  if (flags != 0 || offset < -1) return g_preadv64v2(fd, iov, count, offset, flags);
-  return hooked_readv(fd, iov, count, offset,
-                      [=] { return g_preadv64v2(fd, iov, count, offset, flags); });
+  return cmt::hooks::hooked_preadv2(cmt::hooks::g_preadv64v2, fd, iov, count, offset, flags);
 }
 
 CMT_LIBC_EXPORT std::size_t fread(void* ptr, std::size_t size, std::size_t count, FILE* fp) {

@@ -25,7 +25,9 @@ every byte checked afterwards, in these scenarios:
               os.preadv of 16 MiB in two segments (preadv-pinned-16M), each buffer then copied
               into one GPU tensor
 
-Each process is one mode and runs every scenario once: `default` (cmt run with CMT_DISABLE=1,
+Each process is one mode and runs every scenario `--reps` times (3 by default; its figure the
+median, its first repetition's bytes checked; a mapped scenario maps the file afresh each time;
+the file loaders once each): `default` (cmt run with CMT_DISABLE=1,
 the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
 those variables, e.g. lanes1:CMT_LANES=1); rounds alternate the modes. Reported: GB/s of each
 scenario (all bytes over the wall time from the first copy's start to the last thread's end),
@@ -35,7 +37,7 @@ with spinning that `top` shows). With
 --record DIR, one more round of each cmt mode runs under `cmt run --record` and leaves its trace
 in DIR.
 
-usage: loaders.py CMT [--rounds N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only]
+usage: loaders.py CMT [--rounds N] [--reps N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only]
                   [--files | --files-only]
                   [--record DIR] [--json FILE] [--workdir DIR]
 """
@@ -53,6 +55,9 @@ import machine_meta  # noqa: E402  (bench/machine_meta.py)
 
 HIDDEN, INTER, VOCAB, LAYERS, KV = 2048, 5632, 32000, 22, 256
 THREADS = (1, 4, 8)
+# Each scenario's repetitions in one process: a single pass of 2.2 GB takes 0.05-0.3 s, and single
+# passes of one mode differed by 10-20% between processes (lab/NOTES.md 48).
+REPS = int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 3
 
 
 def shapes():
@@ -136,12 +141,21 @@ def child_copies(blob, index):
     import torch
     torch.cuda.init()
     torch.zeros(1, device="cuda")
-    results, cpu, ok = {}, {}, [True]
+    results, cpu, reps, ok = {}, {}, {}, [True]
 
-    def scenario(name, sources, threads, gap_s=0.0):
-        """One scenario timed, then every byte checked; its copies freed on return."""
-        results[name], cpu[name], copies = copy_all(torch, sources, threads, gap_s)
-        ok[0] &= checked(torch, resident, copies)
+    def scenario(name, sources_of, threads, gap_s=0.0):
+        """One scenario timed REPS times, each on sources_of()'s tensors, the medians kept; the
+        first repetition's bytes checked; every repetition's copies freed before the next."""
+        rates, cpus = [], []
+        for rep in range(REPS):
+            rate, cpu_s, copies = copy_all(torch, sources_of(), threads, gap_s)
+            rates.append(rate)
+            cpus.append(cpu_s)
+            if rep == 0:
+                ok[0] &= checked(torch, resident, copies)
+            del copies
+        results[name], cpu[name] = statistics.median(rates), statistics.median(cpus)
+        reps[name] = rates
 
     def mapped():
         m = np.memmap(blob, dtype=np.uint8, mode="r")  # a new mapping: nothing faulted in yet
@@ -150,15 +164,16 @@ def child_copies(blob, index):
     resident = [torch.from_numpy(np.fromfile(blob, dtype=np.uint8, count=n, offset=a))
                 for _, a, n in index]
     for t in THREADS:
-        scenario(f"mapped-{t}", mapped(), t)
-        scenario(f"resident-{t}", resident, t)
-    scenario("gap-1ms", resident, 1, gap_s=0.001)
+        scenario(f"mapped-{t}", mapped, t)
+        scenario(f"resident-{t}", lambda: resident, t)
+    scenario("gap-1ms", lambda: resident, 1, gap_s=0.001)
     if os.environ.get("CMT_DISABLE") == "1":  # the ceiling, measured once per default process
         pinned = [s.pin_memory() for s in resident]
         for t in THREADS:
-            scenario(f"pinned-{t}", pinned, t)
-        scenario("pinned-gap-1ms", pinned, 1, gap_s=0.001)
-    return {"gbps": results, "cpu_s_per_gb": cpu, "check": "ok" if ok[0] else "WRONG BYTES"}
+            scenario(f"pinned-{t}", lambda: pinned, t)
+        scenario("pinned-gap-1ms", lambda: pinned, 1, gap_s=0.001)
+    return {"gbps": results, "cpu_s_per_gb": cpu, "reps_gbps": reps,
+            "check": "ok" if ok[0] else "WRONG BYTES"}
 
 
 def child_hf(model_dir):
@@ -385,7 +400,7 @@ def main():
     files = (prepare_files(workdir, blob, index)
              if "--files" in sys.argv or "--files-only" in sys.argv else None)
     files_args = ["files", *files, blob, blob + ".json"] if files else None
-    doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, modes=modes,
+    doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, reps=REPS, modes=modes,
                bytes=sum(n for _, _, n in index), tensors=len(index))
     runs = {m: [] for m in modes}
     hf_runs = {m: [] for m in modes}
@@ -394,7 +409,8 @@ def main():
     for _ in range(rounds):
         for m, env in modes.items():
             if copies:
-                runs[m].append(run_child(cmt, env, None, ["copies", blob, blob + ".json"]))
+                runs[m].append(run_child(cmt, env, None, ["copies", blob, blob + ".json",
+                                                          "--reps", str(REPS)]))
             if hf:
                 hf_runs[m].append(run_child(cmt, env, None, ["hf", hf]))
             if files:
@@ -429,9 +445,9 @@ def main():
         for m, env in modes.items():
             if m == "default":
                 continue
-            if copies:
+            if copies:  # one pass of each scenario: the trace of what one pass does
                 run_child(cmt, env, os.path.join(out, f"loaders-{m}.tsv"),
-                          ["copies", blob, blob + ".json"])
+                          ["copies", blob, blob + ".json", "--reps", "1"])
             if hf:
                 run_child(cmt, env, os.path.join(out, f"hf-{m}.tsv"), ["hf", hf])
             if files:
@@ -446,7 +462,8 @@ def main():
 
 def report(doc):
     print(f"{doc['date']} {doc['gpu']}: {doc['tensors']} tensors, {doc['bytes'] / 1e9:.2f} GB, "
-          f"medians of {doc['rounds']} rounds (GB/s; x default; of pinned); checks {doc['checks']}")
+          f"medians of {doc['rounds']} rounds of {doc.get('reps', 1)} passes each (GB/s; x "
+          f"default; of pinned); checks {doc['checks']}")
     for scenario, row in doc["scenarios"].items():
         cells = []
         for m, r in row.items():

@@ -219,8 +219,9 @@ std::vector<OptionSpec> build_table() {
       "Copies smaller than this take turns on one lane per GPU and direction (the first), "
       "however many threads make them; from this size on a copy may open another lane, up to "
       "`lanes`. The link is the limit either way: medium copies that run side by side each "
-      "start their own pipeline and split the copy threads, and one after another they go "
-      "faster; 0 lets every copy open a lane.",
+      "start their own pipeline and split the copy threads, and one after another they ran as "
+      "fast or faster on the H200, with less CPU and one pinned ring; 0 lets every copy open a "
+      "lane.",
       &Config::lane_split_from, 0, std::size_t{1} << 40));
   t.push_back(choice_option(
       "gpu_cores", "CMT_GPU_CORES", Scope::Process, true,

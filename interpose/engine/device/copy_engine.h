@@ -68,8 +68,8 @@ class CopyEngine {
   };
 
   // Takes a lane for (ctx, direction) among the first `most`: a free one, else a new one while
-  // there are fewer than `most`, else waits for one within rules::kLaneWait (`wait` false: not at all); nullptr if
-  // none came. Waiting copies sleep, and freed lanes go to them in the order they asked: a
+  // there are fewer than `most`, else waits for one within rules::kLaneWait (`wait` false: not
+  // at all); nullptr if none came. Waiting copies sleep, and freed lanes go to them in the order they asked: a
   // waiter that spun took cores from the copy threads at work (8 Python threads on one lane each
   // copied at half the rate one thread alone did), and one that raced for the lane could lose it
   // for tens of milliseconds (bench/lab/NOTES.md 46).
@@ -79,9 +79,11 @@ class CopyEngine {
   void release_lane(Lane& lane);
   // The lanes a copy of `bytes` on `stream` may take, per context and direction: one below
   // config.lane_split_from, else config.lanes, else rules::kAutoLanes, or
-  // rules::kAutoLanesLegacy for a copy on the legacy stream. Medium copies from several threads
-  // (a model loader's) went faster taking turns on one lane than side by side on two or four
-  // (bench/lab/NOTES.md 48). Two long copies each
+  // rules::kAutoLanesLegacy for a copy on the legacy stream. Medium copies side by side each
+  // start a pipeline of their own on part of the threads: taking turns on one lane, 8 threads x
+  // 16 MiB both ways reached 67.5 GB/s against 62.8, a model loader's 1-8 threads the same speed
+  // within the runs' noise at less CPU (0.34-0.36 s/GB against 0.50-0.60 with 4 threads), and
+  // one pinned ring per direction serves them (bench/lab/NOTES.md 48). Two long copies each
   // way at once share the GPU's pool well, and a short copy need not wait behind a long one; more
   // callers wait for a lane. Measured on the H200 (8 threads x 256 MiB both ways, bench/results):
   // 2 lanes each way 79.6 GB/s, 1 lane 62.8, 8 lanes 65.8 (more copies at once, each on fewer

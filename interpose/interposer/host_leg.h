@@ -1,7 +1,8 @@
-// The host leg: the program's own large memcpy, memmove and memset calls, run on a pool of copy
-// threads near the GPU instead of on one application thread. The libc hooks (hooks/libc_hooks.cpp,
-// in libcmt-host.so) compare a call's size with the thresholds here and hand what is left to
-// take_copy() or take_fill(); this room decides which calls to take and owns the host leg's
+// The host leg: the program's own large memcpy, memmove and memset calls, and its large reads of
+// files into CUDA host memory, run on a pool of copy threads near the GPU instead of on one
+// application thread. The libc hooks (hooks/libc_hooks.cpp, in libcmt-host.so) compare a call's
+// size with the thresholds here and hand what is left to take_copy(), take_fill(), take_read() or
+// take_readv(); this room decides which calls to take and owns the host leg's
 // process state: armed or not, the thresholds, the modes, the forked-child rule. The copying
 // itself is the engine's (engine/host/host_copier.h), a plain copier with no state of the
 // process's.

@@ -430,6 +430,16 @@ inline std::size_t hooked_fread(void* ptr, std::size_t size, std::size_t count, 
   return large_fread(ptr, size, count, bytes, fp, libc, lock);
 }
 
+// The fortified forms: a read past the buffer's known size is libc's `checked`, which reports it.
+inline std::size_t hooked_checked_fread(void* ptr, std::size_t room, std::size_t size,
+                                        std::size_t count, FILE* fp, CheckedFreadFn checked,
+                                        FreadFn libc, bool lock) {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(size, count, &bytes) || bytes > room)
+    return checked(ptr, room, size, count, fp);
+  return hooked_fread(ptr, size, count, fp, libc, lock);
+}
+
 }  // namespace
 }  // namespace cmt::hooks
 
@@ -501,20 +511,16 @@ CMT_LIBC_EXPORT std::size_t fread_unlocked(void* ptr, std::size_t size, std::siz
                                            FILE* fp) {
   return cmt::hooks::hooked_fread(ptr, size, count, fp, cmt::hooks::g_fread_unlocked, false);
 }
-// The fortified forms: a read past the buffer's known size is libc's, which reports it.
 CMT_LIBC_EXPORT std::size_t __fread_chk(void* ptr, std::size_t room, std::size_t size,
                                         std::size_t count, FILE* fp) {
-  std::size_t bytes = 0;
-  if (__builtin_mul_overflow(size, count, &bytes) || bytes > room)
-    return cmt::hooks::g_fread_chk(ptr, room, size, count, fp);
-  return cmt::hooks::hooked_fread(ptr, size, count, fp, cmt::hooks::g_fread, true);
+  using namespace cmt::hooks;
+  return hooked_checked_fread(ptr, room, size, count, fp, g_fread_chk, g_fread, true);
 }
 CMT_LIBC_EXPORT std::size_t __fread_unlocked_chk(void* ptr, std::size_t room, std::size_t size,
                                                  std::size_t count, FILE* fp) {
-  std::size_t bytes = 0;
-  if (__builtin_mul_overflow(size, count, &bytes) || bytes > room)
-    return cmt::hooks::g_fread_unlocked_chk(ptr, room, size, count, fp);
-  return cmt::hooks::hooked_fread(ptr, size, count, fp, cmt::hooks::g_fread_unlocked, false);
+  using namespace cmt::hooks;
+  return hooked_checked_fread(ptr, room, size, count, fp, g_fread_unlocked_chk,
+                              g_fread_unlocked, false);
 }
 
 // The hooks' bodies, one set per instruction set. Up to kSmallMost bytes they copy or fill

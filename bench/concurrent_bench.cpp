@@ -229,7 +229,11 @@ double median(std::vector<double> v) {
 struct Buffers {  // one thread's
   int device = 0;
   std::vector<int> cpus;  // the GPU's local cores, where the thread runs
+  // The default mode's pageable buffer, and the cmt mode's own: with register = hot cmt registers
+  // the buffers it copies again and again, and CUDA would then take the default mode's copies as
+  // from pinned memory.
   unsigned char* pageable = nullptr;
+  unsigned char* pageable_cmt = nullptr;
   unsigned char* pinned = nullptr;
   void* dev = nullptr;
   cudaStream_t stream = nullptr;
@@ -271,9 +275,11 @@ class Bench {
         cmt::pin_current_thread(b.cpus);
         CMT_CHECK_CUDA(cudaSetDevice(b.device));
         b.pageable = static_cast<unsigned char*>(std::malloc(bytes));
-        if (!b.pageable)
+        b.pageable_cmt = static_cast<unsigned char*>(std::malloc(bytes));
+        if (!b.pageable || !b.pageable_cmt)
           fail("out of host memory for " + std::to_string(bufs_.size()) + " buffers");
         std::memset(b.pageable, 0, bytes);  // resident: page faults are another benchmark's
+        std::memset(b.pageable_cmt, 0, bytes);
         CMT_CHECK_CUDA(cudaMallocHost(&b.pinned, bytes));
         CMT_CHECK_CUDA(cudaMalloc(&b.dev, bytes));
         CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
@@ -285,6 +291,7 @@ class Bench {
     for (Buffers& b : bufs_) {
       CMT_CHECK_CUDA(cudaSetDevice(b.device));
       std::free(b.pageable);
+      std::free(b.pageable_cmt);
       CMT_CHECK_CUDA(cudaFreeHost(b.pinned));
       CMT_CHECK_CUDA(cudaFree(b.dev));
       CMT_CHECK_CUDA(cudaStreamDestroy(b.stream));
@@ -305,7 +312,7 @@ class Bench {
       CMT_CHECK_CUDA(cudaSetDevice(b.device));
       mine.h2d = pattern == "h2d" || (pattern == "both" && (t % o_.threads) % 2 == 0);
       const std::uint64_t s = seed * 1315423911u + t;
-      unsigned char* host = mode == 2 ? b.pinned : b.pageable;
+      unsigned char* host = mode == 2 ? b.pinned : mode == 1 ? b.pageable_cmt : b.pageable;
       // Known contents on the source side, zeros on the destination side.
       if (mine.h2d) {
         write_pattern(host, bytes, s);

@@ -110,6 +110,15 @@ std::string host_library_beside(const std::string& library) {
   return is_file(path) ? canonical(path) : std::string();
 }
 
+// libcmt-release.so beside libcmt.so, or empty.
+std::string release_library_beside(const std::string& library) {
+  const std::size_t slash = library.find_last_of('/');
+  const std::string dir =
+      slash == std::string::npos ? std::string(".") : library.substr(0, slash);
+  const std::string path = dir + "/libcmt-release.so";
+  return is_file(path) ? canonical(path) : std::string();
+}
+
 namespace {
 
 // Runs `argv` as a child and waits, as system() does (this process ignores the terminal's
@@ -221,6 +230,16 @@ int run_command(const std::vector<std::string>& command, bool verbose, const std
       libraries.push_back(host);
     else
       std::fprintf(stderr, "cmt run: libcmt-host.so is not beside %s: no host copies\n",
+                   library.c_str());
+  }
+  // libcmt-release.so (the hooks that drop registrations before pages change) only where hot
+  // buffers are registered: its free() hook is paid by every free.
+  if (loaded.config.register_mode == Register::Hot && !loaded.config.disable) {
+    const std::string release = release_library_beside(library);
+    if (!release.empty())
+      libraries.push_back(release);
+    else
+      std::fprintf(stderr, "cmt run: libcmt-release.so is not beside %s: no hot buffers\n",
                    library.c_str());
   }
   const std::string preload = preload_value(libraries, std::getenv("LD_PRELOAD"));

@@ -87,6 +87,12 @@ CMT_FAKE_EXPORT CUresult cuInit(unsigned) {
 CMT_FAKE_EXPORT CUresult cuDeviceGet(CUdevice* d, int ordinal) {
   return fake().api().device_get(d, ordinal);
 }
+CMT_FAKE_EXPORT CUresult cuDeviceGetCount(int* count) {
+  return fake().api().device_get_count(count);
+}
+CMT_FAKE_EXPORT CUresult cuMemHostRegister(void* p, size_t n, unsigned flags) {
+  return fake().api().mem_host_register(p, n, flags);
+}
 CMT_FAKE_EXPORT CUresult cuDeviceGetName(char* name, int len, CUdevice) {
   std::snprintf(name, static_cast<std::size_t>(len), "cmt fake GPU");
   return CUDA_SUCCESS;

@@ -1,39 +1,39 @@
-// Issue 33's first question, before any registration cache exists: what does a free() hook cost a
-// program while nothing is registered? Built twice from this file: as a preload (-DHOOK) whose
-// free() does what the cache's hook would on its fast path (one relaxed load of the registered
-// count, then libc's free), and as the loop it is timed on (malloc(64) and free, the commonest
-// pair). Prints ns per pair. bench/lab/free_hook_cost.sh builds both and alternates them.
+// Issue 33: what libcmt-release.so's free() hook costs a program: ns per malloc(64) + free pair,
+// the commonest pair, with nothing registered (the watch empty) and with registrations elsewhere
+// (a watched span the freed chunks are not in). bench/lab/free_hook_cost.sh runs this loop without
+// the library and with it, alternating, on one core.
+//
+// usage: free_hook_cost PAIRS [empty|elsewhere]
 #include <dlfcn.h>
 
-#include <atomic>
 #include <chrono>
-#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
-#ifdef HOOK
+#include "common/release_abi.h"
+
 namespace {
-using FreeFn = void (*)(void*);
-FreeFn g_real_free = nullptr;
-std::atomic<std::size_t> g_registered{0};  // ranges registered: none, in this experiment
-__attribute__((constructor)) void find_free() {
-  g_real_free = reinterpret_cast<FreeFn>(dlsym(RTLD_NEXT, "free"));
-}
-// Where the cache would look: is the chunk mmap'd (glibc's IS_MMAPPED bit in its size word)?
-__attribute__((noinline)) void checked_free(void* p) {
-  if (p && (static_cast<std::size_t*>(p)[-1] & 2)) g_registered.load(std::memory_order_acquire);
-  g_real_free(p);
-}
+void ignore_pages(std::uintptr_t, std::uintptr_t) noexcept {}
+void ignore_all() noexcept {}
+const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, ignore_pages, ignore_pages, ignore_all};
 }  // namespace
 
-extern "C" void free(void* p) {
-  if (__builtin_expect(g_registered.load(std::memory_order_relaxed) == 0 && g_real_free, 1))
-    return g_real_free(p);
-  checked_free(p);
-}
-#else
 int main(int argc, char** argv) {
   const long n = argc > 1 ? std::atol(argv[1]) : 100000000;
+  if (argc > 2) {
+    using AttachFn = const cmt::ReleaseLibrary* (*)(const cmt::ReleaseAbi*) noexcept;
+    auto attach =
+        reinterpret_cast<AttachFn>(dlsym(RTLD_DEFAULT, cmt::kReleaseLibraryAttachSymbol));
+    const cmt::ReleaseLibrary* lib = attach ? attach(&kAbi) : nullptr;
+    if (!lib) {
+      std::fprintf(stderr, "libcmt-release.so is not preloaded\n");
+      return 2;
+    }
+    // Registrations far above the heap, where glibc's mmap'd chunks would be.
+    if (std::strcmp(argv[2], "elsewhere") == 0) lib->watch(0x7f0000000000, 0x7f0010000000, 64 << 10);
+  }
   void* volatile keep = nullptr;
   const auto t0 = std::chrono::steady_clock::now();
   for (long i = 0; i < n; ++i) {
@@ -46,4 +46,3 @@ int main(int argc, char** argv) {
                             std::chrono::steady_clock::now() - t0).count() / n);
   return 0;
 }
-#endif

@@ -101,6 +101,15 @@ struct Choices<HostFill> {
       {HostFill::Fresh, "fresh"}, {HostFill::All, "all"}, {HostFill::Off, "off"}};
 };
 
+// Whether cmt registers hot buffers with CUDA (interposer/register_cache.h): never, or a pageable
+// range copied again and again (and whose every release cmt sees) once it has been copied
+// register_after times.
+enum class Register { Off, Hot };
+template <>
+struct Choices<Register> {
+  static constexpr Choice<Register> table[] = {{Register::Off, "off"}, {Register::Hot, "hot"}};
+};
+
 // Which cores a GPU's copy threads run on where several GPUs hang off the same ones
 // (engine/shared/gpu_locality.h): all of them, shared with the other GPUs' threads, or a share of
 // their own.

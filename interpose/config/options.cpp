@@ -312,6 +312,31 @@ std::vector<OptionSpec> build_table() {
                           "where the copy threads fill new memory " +
                               percent_over(kHostLegWin) + " faster than one thread.",
                           &Config::host_fill_threshold, 1u << 20, std::size_t{1} << 40));
+  t.push_back(choice_option(
+      "register", "CMT_REGISTER", Scope::Process, false,
+      "Hot buffers: off, every pageable copy is staged; hot, a pageable range copied "
+      "register_after times, with its mapping unchanged in between, is registered with CUDA once "
+      "and copied straight by the DMA engine from then on, at pinned speed (each such copy still "
+      "returns only once its bytes have moved, as a pageable copy does). Only memory whose every "
+      "release cmt sees is registered (glibc's heap and its mmap'd chunks), and a registration is "
+      "dropped before its pages can change (free, realloc, munmap, mremap, madvise, mmap over it, "
+      "brk, sbrk, malloc_trim, shmdt): cmt run then preloads libcmt-release.so, which hooks them. "
+      "Opt-in: registered memory shows as pinned to cudaPointerGetAttributes.",
+      &Config::register_mode));
+  t.push_back(count_option("register_after", "CMT_REGISTER_AFTER", Scope::Process, false,
+                           "With register = hot, the copy of a range that registers it: 2 "
+                           "registers at the second copy, so the third and later run at pinned "
+                           "speed.",
+                           &Config::register_after, 1, 1000));
+  t.push_back(size_option("register_from", "CMT_REGISTER_FROM", Scope::Process, false,
+                          "With register = hot, copies smaller than this never register their "
+                          "range (CUDA's own staging is as fast below it).",
+                          &Config::register_from, 4u << 10, std::size_t{1} << 40));
+  t.push_back(size_option("register_max", "CMT_REGISTER_MAX", Scope::Process, false,
+                          "With register = hot, the most bytes registered at once; the least "
+                          "recently copied range is unregistered to make room. 0: a quarter of "
+                          "the machine's memory.",
+                          &Config::register_max, 0, std::size_t{1} << 50));
   t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
                           "Copies between two GPUs that have no peer access (none possible, or "
                           "none enabled) go through a pinned ring in the host, the source GPU's "

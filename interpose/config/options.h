@@ -43,6 +43,10 @@ struct Config {
   std::size_t host_copy_threshold = 4u << 20;  // smaller memcpy/memmove calls go to libc
   HostFill host_fill = HostFill::Fresh;        // which memset calls cmt's threads run
   std::size_t host_fill_threshold = 8u << 20;  // smaller memset calls go to libc
+  Register register_mode = Register::Off;      // hot buffers registered with CUDA once
+  unsigned register_after = 2;                 // the copy of a range that registers it
+  std::size_t register_from = 64u << 10;       // smaller copies never register their range
+  std::size_t register_max = 0;                // registered bytes at most; 0: a quarter of RAM
   bool peer = true;                            // GPU-to-GPU copies without peer access via the host
   std::size_t peer_threshold = 256u << 10;     // smaller GPU-to-GPU copies are forwarded
   std::string log_level = "warn";

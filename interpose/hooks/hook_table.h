@@ -127,3 +127,22 @@
   X(sysv_signal)                    \
   X(__sysv_signal)                  \
   X(cmt_host_library_attach)
+
+/* libcmt-release.so, preloaded only where register = hot (hooks/release_hooks.cpp, its version
+   script libcmt-release.map): every call that gives pages back or replaces them, which drop cmt's
+   registrations of hot buffers on those pages first (interposer/register_cache.h), and the entry
+   that takes the cache's table (common/release_abi.h). X(name) */
+#define CMT_RELEASE_LIBRARY_EXPORTS(X) \
+  X(free)                              \
+  X(realloc)                           \
+  X(reallocarray)                      \
+  X(munmap)                            \
+  X(mremap)                            \
+  X(madvise)                           \
+  X(mmap)                              \
+  X(mmap64)                            \
+  X(brk)                               \
+  X(sbrk)                              \
+  X(malloc_trim)                       \
+  X(shmdt)                             \
+  X(cmt_release_library_attach)

@@ -2,6 +2,8 @@
 
 #include <cstdint>
 
+#include "interposer/register_cache.h"
+
 namespace cmt {
 namespace {
 
@@ -150,7 +152,8 @@ const char* forward_reason_name(ForwardReason reason) {
 }
 
 CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, std::size_t bytes,
-                           int kind, CUstream stream, Thresholds thresholds) {
+                           int kind, CUstream stream, Thresholds thresholds,
+                           const RegisterCache* registered) {
   CopyDecision d;
   if (bytes < thresholds.smallest() || bytes == 0) return {ForwardReason::BelowThreshold, {}};
   if (kind != kHostToDevice && kind != kDeviceToHost && kind != kDefault)
@@ -163,6 +166,12 @@ CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, 
 
   PointerInfo s, t;
   if (!query(driver, src, &s) || !query(driver, dst, &t)) return {ForwardReason::DriverError, {}};
+  if (registered) {
+    if (s.memory_type == CU_MEMORYTYPE_HOST && !s.managed && registered->covers(src, bytes))
+      s.memory_type = 0;
+    if (t.memory_type == CU_MEMORYTYPE_HOST && !t.managed && registered->covers(dst, bytes))
+      t.memory_type = 0;
+  }
   Direction direction;
   if ((kind == kHostToDevice || kind == kDefault) && is_pageable(s) && is_device(t)) {
     direction = Direction::HostToDevice;

@@ -93,8 +93,13 @@ struct PeerDecision {
 PeerDecision classify_peer_copy(const DriverApi& driver, const PeerCall& call,
                                 std::size_t threshold);
 
+class RegisterCache;
+
 // `stream` must already be explicit (CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the default).
+// With `registered`, host memory that cmt registered (register_cache.h) counts as pageable, as it
+// is to the program.
 CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, std::size_t bytes,
-                           int kind, CUstream stream, Thresholds thresholds);
+                           int kind, CUstream stream, Thresholds thresholds,
+                           const RegisterCache* registered = nullptr);
 
 }  // namespace cmt

@@ -1,5 +1,6 @@
 #include "interposer/interposer.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -25,7 +26,10 @@
 #include "interposer/host_leg.h"
 #include "interposer/host_memory.h"
 #include "engine/peer/peer_copier.h"
+#include "common/release_abi.h"
 #include "interposer/classify.h"
+#include "interposer/register_cache.h"
+#include "interposer/trackable_memory.h"
 #include "interposer/recorder.h"
 #include "interposer/stats.h"
 
@@ -45,16 +49,60 @@ std::mutex& engine_mu() {
 // own. (The host leg is armed only through this object, so these handlers exist before it is.)
 bool g_forked_child = false;
 
+// The process's cache of hot-buffer registrations, for the release hooks' reports and fork.
+std::atomic<RegisterCache*> g_register_cache{nullptr};
+
 void before_fork() {
   engine_mu().lock();
+  if (RegisterCache* cache = g_register_cache.load()) cache->fork_lock().lock();
 }
 void after_fork_parent() {
+  if (RegisterCache* cache = g_register_cache.load()) cache->fork_lock().unlock();
   engine_mu().unlock();
 }
 void after_fork_child() {
   g_forked_child = true;
   host_leg().disarm();  // the child has none of the copy threads: libc copies, as without cmt
+  if (RegisterCache* cache = g_register_cache.load()) {
+    cache->forget_in_child();  // the child's pages are copies: the parent's registrations are not its
+    cache->fork_lock().unlock();
+  }
   engine_mu().unlock();
+}
+
+// libcmt-release.so's reports (common/release_abi.h), before the call that releases the pages.
+void report_pages_released(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+  InsideCmt inside;
+  try {
+    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
+      cache->pages_released(lo, hi);
+  } catch (...) {
+  }
+}
+void report_chunk_released(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+  InsideCmt inside;
+  try {
+    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
+      cache->chunk_released(lo, hi);
+  } catch (...) {
+  }
+}
+void report_all_released() noexcept {
+  InsideCmt inside;
+  try {
+    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
+      cache->all_released();
+  } catch (...) {
+  }
+}
+const ReleaseAbi kReleaseAbi{kReleaseAbiVersion, report_pages_released, report_chunk_released,
+                             report_all_released};
+
+// register_max's default: a quarter of the machine's memory.
+std::size_t default_register_max() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return std::size_t{1} << 32;
+  return static_cast<std::size_t>(pages) / 4 * static_cast<std::size_t>(page);
 }
 
 // Runs inside the program's exit: nothing may escape it (an exception there ends the process).
@@ -229,6 +277,95 @@ Interposer::Interposer() {
   // Every large memcpy from now on, not only those into CUDA host memory; and large memsets into
   // new memory (or all), which need no CUDA host memory to be worth taking.
   if (config_.host_copy == HostCopy::All || config_.host_fill != HostFill::Off) arm_host_copies();
+  if (config_.register_mode == Register::Hot && !config_.disable) build_register_cache();
+}
+
+void Interposer::build_register_cache() {
+  using AttachFn = const ReleaseLibrary* (*)(const ReleaseAbi*) noexcept;
+  auto attach = reinterpret_cast<AttachFn>(real_dlsym(RTLD_DEFAULT, kReleaseLibraryAttachSymbol));
+  const ReleaseLibrary* library = attach ? attach(&kReleaseAbi) : nullptr;
+  if (!library || library->version != kReleaseAbiVersion) {
+    CMT_LOG(warn, "register = hot needs libcmt-release.so preloaded (cmt run preloads it): "
+                  "hot buffers stay staged");
+    return;
+  }
+  if (!library->glibc_malloc) {
+    CMT_LOG(warn, "register = hot: the malloc in this process is not glibc's, whose chunks cmt "
+                  "can follow: hot buffers stay staged");
+    return;
+  }
+  std::lock_guard<std::mutex> lk(engine_mu());
+  if (!load_driver()) return;
+  RegisterSettings settings;
+  settings.after = config_.register_after;
+  settings.from = config_.register_from;
+  settings.max_bytes = config_.register_max ? config_.register_max : default_register_max();
+  auto* cache = new RegisterCache(  // leaked, like this object: hooks may report at exit
+      *driver_, settings,
+      [](const void* p, std::size_t bytes) { return trackable_range(p, bytes, true); },
+      [watch = library->watch](std::uintptr_t lo, std::uintptr_t hi, std::size_t smallest) {
+        watch(lo, hi, smallest);
+      });
+  use_register_cache(cache);
+  g_register_cache.store(cache, std::memory_order_release);
+}
+
+void Interposer::use_register_cache(RegisterCache* cache) {
+  register_cache_ = cache;
+  stats_->set_register_cache(cache);
+}
+
+bool Interposer::maybe_hot(const void* dst, const void* src, std::size_t bytes, int kind) const {
+  if (!register_cache_ || kind == kHostToHost || kind == kDeviceToDevice) return false;
+  if (bytes >= config_.register_from) return true;
+  return (kind != kDeviceToHost && register_cache_->touches(src, bytes)) ||
+         (kind != kHostToDevice && register_cache_->touches(dst, bytes));
+}
+
+std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
+                                      CUstream stream, Entry entry,
+                                      std::optional<Direction>* taken) {
+  if (g_forked_child || !engine()) return 0;
+  CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, Thresholds{1, 1},
+                                 register_cache_);
+  RegisterCache::Use use;
+  if (d.taken()) use = register_cache_->offer(d.request.host, bytes);
+  if (!use) {
+    // Not a copy cmt makes from a registration: CUDA must see the memory as it would without cmt.
+    for (const void* host : {static_cast<const void*>(dst), src})
+      if (register_cache_->touches(host, bytes)) {
+        const auto lo = reinterpret_cast<std::uintptr_t>(host);
+        register_cache_->pages_released(lo, lo + bytes);
+      }
+    return 0;
+  }
+  const CopyRequest& r = d.request;
+  const auto t0 = std::chrono::steady_clock::now();
+  stats_->copy_started(r.direction, steady_ns(t0));
+  CUresult status;
+  {
+    RelaxedCaptureMode relaxed(*driver_);
+    status = r.direction == Direction::HostToDevice
+                 ? driver_->memcpy_htod_async(r.device, r.host, bytes, r.stream)
+                 : driver_->memcpy_dtoh_async(r.host, r.device, bytes, r.stream);
+    // A pageable copy returns once its bytes have moved; the program may then write or free it.
+    if (status == CUDA_SUCCESS) status = driver_->stream_synchronize(r.stream);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  stats_->copy_ended(r.direction, steady_ns(t1));
+  if (status != CUDA_SUCCESS) {
+    // CUDA makes the copy again (the same bytes) and reports the error as it would have.
+    stats_->forwarded(ForwardReason::EngineUnavailable);
+    CMT_WARN_ONCE("a copy from a registered hot buffer failed ({}); forwarding it",
+                  cuda_error_text(*driver_, status));
+    return 0;
+  }
+  stats_->taken(r.direction, entry, bytes,
+                static_cast<std::uint64_t>(
+                    std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+  stats_->hot(bytes);
+  if (taken) *taken = r.direction;
+  return bytes;
 }
 
 Interposer::Interposer(const DriverApi* driver, const Config& config)
@@ -331,6 +468,9 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
       stats_->forwarded(ForwardReason::Disabled);
       return 0;
     }
+    if (maybe_hot(dst, src, bytes, kind))
+      if (const std::size_t done = take_hot_copy(dst, src, bytes, kind, stream, entry, taken))
+        return done;
     // Each way, copies from `always` up are taken; from `lowest` up only while the copy threads
     // are awake (warm_gate.h).
     const Thresholds always{config_.threshold, config_.d2h_threshold};

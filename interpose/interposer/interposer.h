@@ -60,6 +60,10 @@ class Interposer {
   // Returns the number of leading bytes handled, as take_copy.
   std::size_t take_peer_copy(const PeerCall& call, Entry entry) noexcept;
 
+  // Hot buffers (register = hot): the cache of cmt's registrations (register_cache.h), built by
+  // the instance where libcmt-release.so reports releases. Tests hand one in; not owned.
+  void use_register_cache(class RegisterCache* cache);
+
   const Config& config() const { return config_; }
   Stats& stats() { return *stats_; }
 
@@ -73,6 +77,17 @@ class Interposer {
   bool load_driver();  // with engine_mu held
   // Arms the host leg with a copier on the current GPU's local cores, once.
   void arm_host_copies();
+  // Where register = hot: the cache, attached to libcmt-release.so (no library, no cache).
+  void build_register_cache();
+  // Whether the copy may be one for the cache: large enough to become a candidate, or touching
+  // a registration (which CUDA would take as pinned, with no wait).
+  bool maybe_hot(const void* dst, const void* src, std::size_t bytes, int kind) const;
+  // The copy from a registration of cmt's, made or found by the cache: enqueued on the caller's
+  // stream and waited for (a pageable copy's caller may write or free its buffer once the call
+  // returns). Returns the bytes handled, 0: not from a registration (after dropping any
+  // registration the range only touches, so that CUDA sees pageable memory again).
+  std::size_t take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
+                            CUstream stream, Entry entry, std::optional<Direction>* taken);
 
   Config config_;
   const DriverApi* driver_ = nullptr;
@@ -83,6 +98,7 @@ class Interposer {
   std::atomic<int> gpu_count_{-1};
   Stats* stats_ = nullptr;
   WarmGate warm_gate_;  // copies between the warm thresholds and the thresholds
+  class RegisterCache* register_cache_ = nullptr;
 };
 
 }  // namespace cmt

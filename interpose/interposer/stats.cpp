@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "interposer/host_leg.h"
+#include "interposer/register_cache.h"
 #include "interposer/recorder.h"
 
 namespace cmt {
@@ -123,6 +124,26 @@ std::string Stats::host_copies_json() {
   return buf;
 }
 
+std::string Stats::register_json() const {
+  RegisterCounts c;
+  if (register_cache_) c = register_cache_->counts();
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "{\"on\": %s, \"copies\": %llu, \"bytes\": %llu, \"registrations\": %llu, "
+                "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
+                "\"failures\": %llu, \"registered_bytes\": %llu}",
+                register_cache_ ? "true" : "false",
+                static_cast<unsigned long long>(hot_calls_.load()),
+                static_cast<unsigned long long>(hot_bytes_.load()),
+                static_cast<unsigned long long>(c.registrations),
+                static_cast<unsigned long long>(c.invalidations),
+                static_cast<unsigned long long>(c.evictions),
+                static_cast<unsigned long long>(c.refusals),
+                static_cast<unsigned long long>(c.failures),
+                static_cast<unsigned long long>(c.registered_bytes));
+  return buf;
+}
+
 std::string Stats::to_json() const {
   // seconds: the copies' times added up; in_flight_seconds: the time at least one was in the
   // engine, the measure of copies that overlap.
@@ -154,7 +175,8 @@ std::string Stats::to_json() const {
       "},\n  \"partial\": " + std::to_string(partial_.load()) +
       ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
       ", \"bytes\": " + std::to_string(fresh_bytes_.load()) +
-      "},\n  \"host_copies\": " + host_copies_json() + ",\n  \"forwarded\": {";
+      "},\n  \"hot_buffers\": " + register_json() +
+      ",\n  \"host_copies\": " + host_copies_json() + ",\n  \"forwarded\": {";
   bool first = true;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
     if (!first) out += ", ";
@@ -193,6 +215,19 @@ std::string Stats::summary() const {
     std::snprintf(buf, sizeof(buf), "; D2H into fresh memory: %llu (%.2f GiB prepared)",
                   static_cast<unsigned long long>(n),
                   static_cast<double>(fresh_bytes_.load()) / (1u << 30));
+    out += buf;
+  }
+  if (register_cache_) {
+    const RegisterCounts c = register_cache_->counts();
+    char buf[240];
+    std::snprintf(buf, sizeof buf,
+                  "; hot buffers: %llu copies from %llu registrations (%llu dropped on release, "
+                  "%llu evicted, %llu refused)",
+                  static_cast<unsigned long long>(hot_calls_.load()),
+                  static_cast<unsigned long long>(c.registrations),
+                  static_cast<unsigned long long>(c.invalidations),
+                  static_cast<unsigned long long>(c.evictions),
+                  static_cast<unsigned long long>(c.refusals));
     out += buf;
   }
   std::string forwards;

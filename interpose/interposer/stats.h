@@ -35,6 +35,13 @@ class Stats {
   // at once, where the sum of their times counts each overlap again.
   void copy_started(Direction d, std::uint64_t now_ns);
   void copy_ended(Direction d, std::uint64_t now_ns);
+  // Copies made from cmt's registrations of hot buffers (register_cache.h): they are also counted
+  // as taken. `cache` gives the registrations' own counts to the JSON and the summary.
+  void hot(std::uint64_t bytes) {
+    hot_calls_.fetch_add(1, std::memory_order_relaxed);
+    hot_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
+  void set_register_cache(const class RegisterCache* cache) { register_cache_ = cache; }
   std::string to_json() const;
   // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
   std::string summary() const;
@@ -68,6 +75,9 @@ class Stats {
   std::atomic<std::uint64_t> forwarded_[static_cast<int>(ForwardReason::Count)] = {};
   std::atomic<std::uint64_t> partial_{0};
   std::atomic<std::uint64_t> fresh_calls_{0}, fresh_bytes_{0};
+  std::atomic<std::uint64_t> hot_calls_{0}, hot_bytes_{0};
+  const class RegisterCache* register_cache_ = nullptr;
+  std::string register_json() const;
 };
 
 }  // namespace cmt

@@ -1,0 +1,232 @@
+// libcmt-release.so: hooks of every call through which a program gives pages back or replaces
+// them (free, realloc, reallocarray, munmap, mremap, madvise, mmap and mmap64 over existing pages,
+// brk, sbrk, malloc_trim, shmdt), preloaded beside libcmt.so only where register = hot. A
+// registration of a hot buffer (interposer/register_cache.h) pins the pages its range had when it
+// was made: a copy after those pages were replaced would read the old ones, silently. So each
+// hook tells the cache what is about to change, and the cache drops every registration on it,
+// before the real call.
+//
+// glibc also gives pages back inside its own functions, where no preloaded hook sees it: free()
+// unmaps an mmap'd chunk, realloc() remaps one, and free() and malloc_trim() trim the heap. Those
+// pages are always ones that no live chunk holds any more: so a registration of a range inside a
+// live chunk is safe until that chunk is freed or reallocated, and the free() and realloc() hooks
+// report the chunk by its extent, read from glibc's chunk header. That reading is why the library
+// says whether the malloc below it is glibc's: another malloc's memory is never registered.
+//
+// Nothing is registered until the engine attaches: until then, and whenever nothing is
+// registered, every hook goes to libc after one compare (free's cost: bench/lab/NOTES.md 52).
+#include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstddef>
+#include <cstdint>
+
+#include "common/release_abi.h"
+
+extern "C" void __libc_free(void*);
+extern "C" void* __libc_realloc(void*, std::size_t);
+
+namespace cmt::release {
+namespace {
+
+using FreeFn = void (*)(void*);
+using ReallocFn = void* (*)(void*, std::size_t);
+using ReallocArrayFn = void* (*)(void*, std::size_t, std::size_t);
+using MunmapFn = int (*)(void*, std::size_t);
+using MremapFn = void* (*)(void*, std::size_t, std::size_t, int, ...);
+using MadviseFn = int (*)(void*, std::size_t, int);
+using MmapFn = void* (*)(void*, std::size_t, int, int, int, off_t);
+using BrkFn = int (*)(void*);
+using SbrkFn = void* (*)(intptr_t);
+using TrimFn = int (*)(std::size_t);
+using ShmdtFn = int (*)(const void*);
+
+// Until the constructor finds the next definitions, glibc's own (free and realloc are called
+// before any constructor runs); the rest are found by their first call if it comes earlier.
+std::atomic<FreeFn> g_free{&__libc_free};
+std::atomic<ReallocFn> g_realloc{&__libc_realloc};
+std::atomic<ReallocArrayFn> g_reallocarray{nullptr};
+std::atomic<MunmapFn> g_munmap{nullptr};
+std::atomic<MremapFn> g_mremap{nullptr};
+std::atomic<MadviseFn> g_madvise{nullptr};
+std::atomic<MmapFn> g_mmap{nullptr}, g_mmap64{nullptr};
+std::atomic<BrkFn> g_brk{nullptr};
+std::atomic<SbrkFn> g_sbrk{nullptr};
+std::atomic<TrimFn> g_malloc_trim{nullptr};
+std::atomic<ShmdtFn> g_shmdt{nullptr};
+bool g_glibc_malloc = false;
+
+// What the cache watches: [g_lo, g_lo + g_span); chunks under g_smallest hold no registered range.
+std::atomic<std::uintptr_t> g_lo{0}, g_span{0};
+std::atomic<std::size_t> g_smallest{~std::size_t{0}};
+std::atomic<const ReleaseAbi*> g_abi{nullptr};
+
+template <typename Fn>
+Fn next(std::atomic<Fn>& slot, const char* name) {
+  Fn fn = slot.load(std::memory_order_acquire);
+  if (!fn) {
+    fn = reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
+    slot.store(fn, std::memory_order_release);
+  }
+  return fn;
+}
+
+__attribute__((constructor(101))) void find_next_functions() noexcept {
+  void* next_free = dlsym(RTLD_NEXT, "free");
+  void* next_realloc = dlsym(RTLD_NEXT, "realloc");
+  // glibc's malloc is the one below when the next free is glibc's own.
+  g_glibc_malloc = next_free && next_free == reinterpret_cast<void*>(&__libc_free);
+  if (next_free) g_free.store(reinterpret_cast<FreeFn>(next_free));
+  if (next_realloc) g_realloc.store(reinterpret_cast<ReallocFn>(next_realloc));
+}
+
+bool watched(std::uintptr_t lo, std::uintptr_t hi) {
+  const std::uintptr_t w = g_lo.load(std::memory_order_relaxed);
+  const std::uintptr_t span = g_span.load(std::memory_order_relaxed);
+  return span != 0 && lo < w + span && hi > w;
+}
+
+void report_pages(const void* p, std::size_t bytes) noexcept {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t hi = bytes > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + bytes;
+  if (!watched(lo, hi)) return;
+  if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->pages_released(lo, hi);
+}
+
+// A glibc chunk about to be freed or reallocated: its extent from the size word before it (the
+// low three bits are flags). Only reached for pointers inside the watched span.
+__attribute__((noinline)) void report_chunk(void* p) noexcept {
+  if (!g_glibc_malloc) return;
+  const std::size_t size = static_cast<std::size_t*>(p)[-1] & ~std::size_t{7};
+  if (size < g_smallest.load(std::memory_order_relaxed)) return;
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire))
+    abi->chunk_released(lo, lo + size);
+}
+
+void report_all() noexcept {
+  if (g_span.load(std::memory_order_relaxed) == 0) return;
+  if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->all_released();
+}
+
+void watch(std::uintptr_t lo, std::uintptr_t hi, std::size_t smallest) noexcept {
+  g_smallest.store(smallest, std::memory_order_relaxed);
+  g_lo.store(lo, std::memory_order_relaxed);
+  g_span.store(hi > lo ? hi - lo : 0, std::memory_order_seq_cst);
+}
+
+bool in_span(const void* p) {
+  return reinterpret_cast<std::uintptr_t>(p) - g_lo.load(std::memory_order_relaxed) <
+         g_span.load(std::memory_order_relaxed);
+}
+
+}  // namespace
+}  // namespace cmt::release
+
+#define CMT_RELEASE_EXPORT extern "C" __attribute__((visibility("default")))
+
+using namespace cmt::release;
+
+CMT_RELEASE_EXPORT const cmt::ReleaseLibrary* cmt_release_library_attach(
+    const cmt::ReleaseAbi* abi) noexcept {
+  static const cmt::ReleaseLibrary library{cmt::kReleaseAbiVersion, g_glibc_malloc, &watch};
+  if (!abi || abi->version != cmt::kReleaseAbiVersion) return nullptr;
+  const cmt::ReleaseAbi* none = nullptr;
+  if (!g_abi.compare_exchange_strong(none, abi) && none != abi) return nullptr;
+  return &library;
+}
+
+CMT_RELEASE_EXPORT void free(void* p) {
+  if (__builtin_expect(!in_span(p), 1)) return g_free.load(std::memory_order_relaxed)(p);
+  report_chunk(p);
+  g_free.load(std::memory_order_relaxed)(p);
+}
+
+CMT_RELEASE_EXPORT void* realloc(void* p, std::size_t bytes) {
+  if (p && in_span(p)) report_chunk(p);
+  return g_realloc.load(std::memory_order_relaxed)(p, bytes);
+}
+
+CMT_RELEASE_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) {
+  if (p && in_span(p)) report_chunk(p);
+  return next(g_reallocarray, "reallocarray")(p, count, size);
+}
+
+CMT_RELEASE_EXPORT int munmap(void* p, std::size_t bytes) {
+  report_pages(p, bytes);
+  return next(g_munmap, "munmap")(p, bytes);
+}
+
+// mremap moves or resizes the old range: its pages are no longer where they were.
+CMT_RELEASE_EXPORT void* mremap(void* old, std::size_t old_bytes, std::size_t new_bytes, int flags,
+                                ...) {
+  void* target = nullptr;
+  if (flags & MREMAP_FIXED) {
+    va_list args;
+    va_start(args, flags);
+    target = va_arg(args, void*);
+    va_end(args);
+    report_pages(target, new_bytes);
+  }
+  report_pages(old, old_bytes);
+  return next(g_mremap, "mremap")(old, old_bytes, new_bytes, flags, target);
+}
+
+// Advice that never changes which pages back a range passes; any other may (DONTNEED, FREE and
+// REMOVE drop them, and the rest, such as MERGEABLE or HUGEPAGE, let the kernel swap them).
+CMT_RELEASE_EXPORT int madvise(void* p, std::size_t bytes, int advice) {
+  switch (advice) {
+    case MADV_NORMAL:
+    case MADV_RANDOM:
+    case MADV_SEQUENTIAL:
+    case MADV_WILLNEED:
+    case MADV_DONTDUMP:
+    case MADV_DODUMP:
+    case MADV_DOFORK:
+    case MADV_NOHUGEPAGE:
+      break;
+    default:
+      report_pages(p, bytes);
+  }
+  return next(g_madvise, "madvise")(p, bytes, advice);
+}
+
+// A fixed mapping replaces whatever pages were at its address.
+CMT_RELEASE_EXPORT void* mmap(void* p, std::size_t bytes, int prot, int flags, int fd, off_t off) {
+  if (flags & MAP_FIXED) report_pages(p, bytes);
+  return next(g_mmap, "mmap")(p, bytes, prot, flags, fd, off);
+}
+CMT_RELEASE_EXPORT void* mmap64(void* p, std::size_t bytes, int prot, int flags, int fd,
+                                off_t off) {
+  if (flags & MAP_FIXED) report_pages(p, bytes);
+  return next(g_mmap64, "mmap64")(p, bytes, prot, flags, fd, off);
+}
+
+// Moving the break down gives back the pages above the new one.
+CMT_RELEASE_EXPORT int brk(void* end) {
+  report_pages(end, UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(end));
+  return next(g_brk, "brk")(end);
+}
+CMT_RELEASE_EXPORT void* sbrk(intptr_t change) {
+  SbrkFn real = next(g_sbrk, "sbrk");
+  if (change < 0) {
+    auto* end = static_cast<char*>(real(0));
+    if (end != reinterpret_cast<char*>(-1)) report_pages(end + change, static_cast<std::size_t>(-change));
+  }
+  return real(change);
+}
+
+CMT_RELEASE_EXPORT int malloc_trim(std::size_t pad) {
+  report_all();
+  return next(g_malloc_trim, "malloc_trim")(pad);
+}
+
+// shmdt names only the segment's address, not its size: every registration goes.
+CMT_RELEASE_EXPORT int shmdt(const void* p) {
+  report_all();
+  return next(g_shmdt, "shmdt")(p);
+}

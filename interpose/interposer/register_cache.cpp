@@ -1,0 +1,333 @@
+#include "interposer/register_cache.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace cmt {
+
+struct RegisterCache::Entry {
+  std::uintptr_t page_lo = 0, page_hi = 0;  // the registered pages
+  std::uintptr_t copy_lo = 0, copy_hi = 0;  // the copied range that registered them
+  std::uint64_t last = 0;                   // tick of the last copy from it
+  bool ready = false;    // registered (not while cuMemHostRegister runs)
+  bool dropped = false;  // released while being registered: the registering thread drops it
+  std::atomic<int> users{0};
+  std::size_t bytes() const { return page_hi - page_lo; }
+};
+
+namespace {
+
+// Set while this thread works inside the cache (its lock held, or a driver call it makes): a
+// release reported then is the cache's own or the driver's memory, never a registered range.
+thread_local bool t_in_cache = false;
+
+class InCache {
+ public:
+  InCache() : was_(t_in_cache) { t_in_cache = true; }
+  ~InCache() { t_in_cache = was_; }
+
+ private:
+  bool was_;
+};
+
+bool overlap(std::uintptr_t a_lo, std::uintptr_t a_hi, std::uintptr_t b_lo, std::uintptr_t b_hi) {
+  return a_lo < b_hi && b_lo < a_hi;
+}
+
+}  // namespace
+
+RegisterCache::Use& RegisterCache::Use::operator=(Use&& other) noexcept {
+  if (this != &other) {
+    if (entry_) entry_->users.fetch_sub(1, std::memory_order_release);
+    entry_ = other.entry_;
+    other.entry_ = nullptr;
+  }
+  return *this;
+}
+
+RegisterCache::Use::~Use() {
+  if (entry_) entry_->users.fetch_sub(1, std::memory_order_release);
+}
+
+RegisterCache::RegisterCache(const DriverApi& driver, RegisterSettings settings,
+                             Trackable trackable, Watch watch)
+    : driver_(driver), settings_(settings), trackable_(std::move(trackable)),
+      watch_(std::move(watch)) {}
+
+RegisterCache::~RegisterCache() {
+  InCache inside;
+  std::vector<std::unique_ptr<Entry>> gone;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& e : entries_)
+      if (e->ready) gone.push_back(std::move(e));
+    entries_.clear();
+    if (watch_) watch_(0, 0, settings_.from);
+  }
+  if (!forked_child_) unregister(gone);
+}
+
+RegisterCache::Entry* RegisterCache::covering(std::uintptr_t lo, std::uintptr_t hi) const {
+  for (const auto& e : entries_)
+    if (e->ready && e->copy_lo <= lo && hi <= e->copy_hi) return e.get();
+  return nullptr;
+}
+
+bool RegisterCache::touches(const void* p, std::size_t bytes) const {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t hi = bytes > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + bytes;
+  if (!overlap(lo, hi, entries_lo_.load(std::memory_order_acquire),
+               entries_hi_.load(std::memory_order_acquire)))
+    return false;
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& e : entries_)
+    if (overlap(e->page_lo, e->page_hi, lo, hi)) return true;
+  return false;
+}
+
+bool RegisterCache::covers(const void* p, std::size_t bytes) const {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  return covering(lo, lo + bytes) != nullptr;
+}
+
+// The range's candidate; a new one takes a free slot, else the least recently copied one that is
+// not being registered.
+RegisterCache::Candidate& RegisterCache::candidate_for(std::uintptr_t lo, std::uintptr_t hi) {
+  Candidate* slot = nullptr;
+  for (Candidate& c : candidates_) {
+    if (c.lo == lo && c.hi == hi) return c;
+    const bool free_slot = c.lo == c.hi;
+    if (free_slot && (!slot || slot->lo != slot->hi)) slot = &c;
+    if (!free_slot && !c.registering && (!slot || (slot->lo != slot->hi && c.last < slot->last)))
+      slot = &c;
+  }
+  if (!slot) slot = &candidates_[0];
+  *slot = Candidate{lo, hi, 0, tick_, false, false, next_id_++};
+  update_watch();
+  return *slot;
+}
+
+RegisterCache::Use RegisterCache::offer(const void* p, std::size_t bytes, bool* registered_now) {
+  if (registered_now) *registered_now = false;
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (bytes == 0 || bytes > UINTPTR_MAX - lo) return {};
+  const std::uintptr_t hi = lo + bytes;
+  InCache inside;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (forked_child_) return {};
+  ++tick_;
+  if (Entry* e = covering(lo, hi)) {
+    e->last = tick_;
+    e->users.fetch_add(1, std::memory_order_acquire);
+    ++counts_.hits;
+    return Use(e);
+  }
+  if (bytes < settings_.from) return {};
+  Candidate& c = candidate_for(lo, hi);
+  c.last = tick_;
+  if (c.refused || c.registering || ++c.copies < settings_.after) return {};
+  return register_range(lo, hi, c, lock, registered_now);
+}
+
+// With the lock held on entry and on return; released around the driver calls and the look at
+// the memory's kind.
+RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr_t hi,
+                                                 Candidate& candidate,
+                                                 std::unique_lock<std::mutex>& lock,
+                                                 bool* registered_now) {
+  candidate.registering = true;
+  const std::uint64_t id = candidate.id;
+  auto refuse = [&](bool for_good) {
+    if (candidate.id == id) {
+      candidate.registering = false;
+      candidate.refused = for_good;
+    }
+    ++counts_.refusals;
+    return Use();
+  };
+  lock.unlock();
+  const TrackableRange pages = trackable_(reinterpret_cast<const void*>(lo), hi - lo);
+  lock.lock();
+  if (!pages.ok || candidate.id != id) return refuse(true);
+  for (const auto& e : entries_)
+    if (overlap(e->page_lo, e->page_hi, pages.lo, pages.hi)) return refuse(true);
+  const std::size_t bytes = pages.hi - pages.lo;
+  std::vector<std::unique_ptr<Entry>> evicted;
+  if (bytes > settings_.max_bytes) return refuse(true);
+  if (!make_room(bytes, &evicted)) return refuse(false);
+  // Pending: watched (and seen by overlap checks) before the pages are registered.
+  auto owned = std::make_unique<Entry>();
+  Entry* e = owned.get();
+  e->page_lo = pages.lo;
+  e->page_hi = pages.hi;
+  e->copy_lo = lo;
+  e->copy_hi = hi;
+  entries_.push_back(std::move(owned));
+  registered_bytes_ += bytes;
+  update_watch();
+  lock.unlock();
+  unregister(evicted);
+  CUresult r;
+  {
+    RelaxedCaptureMode relaxed(driver_);
+    r = driver_.mem_host_register(reinterpret_cast<void*>(pages.lo), bytes,
+                                  CU_MEMHOSTREGISTER_PORTABLE);
+  }
+  lock.lock();
+  const bool dropped = e->dropped;
+  if (r != CUDA_SUCCESS || dropped) {
+    std::vector<std::unique_ptr<Entry>> gone;
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if (it->get() == e) {
+        gone.push_back(std::move(*it));
+        entries_.erase(it);
+        break;
+      }
+    registered_bytes_ -= bytes;
+    update_watch();
+    if (r != CUDA_SUCCESS) {
+      ++counts_.failures;
+      return refuse(true);
+    }
+    if (candidate.id == id) candidate.registering = false;
+    lock.unlock();
+    unregister(gone);  // a release came while registering: never used
+    lock.lock();
+    return {};
+  }
+  e->ready = true;
+  e->last = tick_;
+  e->users.fetch_add(1, std::memory_order_acquire);
+  ++counts_.registrations;
+  ++counts_.hits;
+  if (candidate.id == id) candidate = Candidate{};  // the registration stands for it now
+  update_watch();
+  if (registered_now) *registered_now = true;
+  return Use(e);
+}
+
+bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted) {
+  while (registered_bytes_ + bytes > settings_.max_bytes) {
+    auto victim = entries_.end();
+    for (auto it = entries_.begin(); it != entries_.end(); ++it)
+      if ((*it)->ready && (*it)->users.load(std::memory_order_acquire) == 0 &&
+          (victim == entries_.end() || (*it)->last < (*victim)->last))
+        victim = it;
+    if (victim == entries_.end()) return false;
+    registered_bytes_ -= (*victim)->bytes();
+    ++counts_.evictions;
+    evicted->push_back(std::move(*victim));
+    entries_.erase(victim);
+  }
+  return true;
+}
+
+template <typename Hits>
+void RegisterCache::drop(Hits hits, std::uint64_t* counter) {
+  if (t_in_cache) return;
+  InCache inside;
+  std::vector<std::unique_ptr<Entry>> gone;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    bool changed = false;
+    // A candidate being registered right now loses its slot: its registering thread, finding
+    // the slot's id changed, drops what it registered.
+    for (Candidate& c : candidates_)
+      if (c.lo != c.hi && hits(c.lo, c.hi, c.lo, c.hi)) {
+        c = Candidate{};
+        changed = true;
+      }
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      Entry& e = **it;
+      if (!hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) {
+        ++it;
+      } else if (!e.ready) {
+        e.dropped = true;  // its registering thread drops it
+        ++it;
+      } else {
+        registered_bytes_ -= e.bytes();
+        ++*counter;
+        gone.push_back(std::move(*it));
+        it = entries_.erase(it);
+        changed = true;
+      }
+    }
+    if (changed) update_watch();
+  }
+  unregister(gone);
+}
+
+void RegisterCache::pages_released(std::uintptr_t lo, std::uintptr_t hi) {
+  drop([&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t page_lo,
+           std::uintptr_t page_hi) {
+    return overlap(page_lo, page_hi, lo, hi) || overlap(copy_lo, copy_hi, lo, hi);
+  }, &counts_.invalidations);
+}
+
+void RegisterCache::chunk_released(std::uintptr_t lo, std::uintptr_t hi) {
+  drop([&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t, std::uintptr_t) {
+    return overlap(copy_lo, copy_hi, lo, hi);
+  }, &counts_.invalidations);
+}
+
+void RegisterCache::all_released() {
+  drop([](std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uintptr_t) { return true; },
+       &counts_.invalidations);
+}
+
+void RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
+  for (auto& e : gone) {
+    // A copy still using it finishes first (a program that frees a buffer while another thread
+    // copies from it has a bug of its own; cmt's DMA must still not fault).
+    while (e->users.load(std::memory_order_acquire) > 0) std::this_thread::yield();
+    RelaxedCaptureMode relaxed(driver_);
+    driver_.mem_host_unregister(reinterpret_cast<void*>(e->page_lo));
+  }
+  gone.clear();
+}
+
+void RegisterCache::update_watch() {
+  std::uintptr_t lo = UINTPTR_MAX, hi = 0;
+  for (const Candidate& c : candidates_)
+    if (c.lo != c.hi) {
+      lo = std::min(lo, c.lo);
+      hi = std::max(hi, c.hi);
+    }
+  std::uintptr_t entries_lo = UINTPTR_MAX, entries_hi = 0;
+  for (const auto& e : entries_) {
+    entries_lo = std::min(entries_lo, e->page_lo);
+    entries_hi = std::max(entries_hi, e->page_hi);
+  }
+  entries_lo_.store(entries_hi > entries_lo ? entries_lo : 0, std::memory_order_release);
+  entries_hi_.store(entries_hi > entries_lo ? entries_hi : 0, std::memory_order_release);
+  lo = std::min(lo, entries_lo);
+  hi = std::max(hi, entries_hi);
+  if (!watch_) return;
+  if (hi <= lo)
+    watch_(0, 0, settings_.from);
+  else
+    watch_(lo, hi, settings_.from);
+}
+
+void RegisterCache::forget_in_child() {
+  InCache inside;  // the lock is held (fork_lock), and the frees below are the cache's own
+  forked_child_ = true;
+  if (watch_) watch_(0, 0, settings_.from);
+  for (auto& e : entries_) e.release();  // leaked: the parent's, and no driver to unregister
+  entries_.clear();
+  for (Candidate& c : candidates_) c = Candidate{};
+  registered_bytes_ = 0;
+}
+
+RegisterCounts RegisterCache::counts() const {
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  RegisterCounts out = counts_;
+  out.registered_bytes = registered_bytes_;
+  return out;
+}
+
+}  // namespace cmt

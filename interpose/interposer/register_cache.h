@@ -1,0 +1,140 @@
+// Hot buffers (register = hot): a pageable host range that the program copies again and again is
+// registered with CUDA once (cuMemHostRegister) and from then on copied by the DMA engine straight
+// from the program's pages, at pinned speed at every size, with no staging and no copy threads.
+//
+// A range becomes a candidate at its first copy of at least `from` bytes and is registered at its
+// `after`-th, if its memory is of a kind whose every release cmt sees (trackable_memory.h) and no
+// registration of cmt's already holds one of its pages. Registered bytes are bounded: the least
+// recently copied registration not in use is unregistered to make room.
+//
+// A registration pins the pages its range had when it was made; after the program gives those
+// pages back and maps new ones at the same address, a copy would silently read the old ones. So
+// libcmt-release.so's hooks report every release before it happens (common/release_abi.h), and
+// the cache drops each registration on those pages, and each candidate there, first. A chunk's
+// release drops the registrations of copied ranges inside it; an explicit page release (munmap,
+// madvise...) those whose registered pages it touches.
+//
+// Thread-safe. Driver calls (register, unregister) are made outside the lock, so a thread inside
+// the driver that frees memory cannot deadlock against one registering; a release reported from
+// inside the cache's own work on the same thread (the driver freeing its own memory) is ignored.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "cuda/driver_api.h"
+#include "interposer/trackable_memory.h"
+
+namespace cmt {
+
+struct RegisterSettings {
+  unsigned after = 2;             // the copy of a range that registers it
+  std::size_t from = 64u << 10;   // smaller copies are never candidates
+  std::size_t max_bytes = 1ull << 34;  // registered bytes at most
+};
+
+struct RegisterCounts {
+  std::uint64_t hits = 0;           // copies made from a registration
+  std::uint64_t registrations = 0;  // ranges registered
+  std::uint64_t invalidations = 0;  // registrations dropped because their pages were released
+  std::uint64_t evictions = 0;      // registrations dropped to make room
+  std::uint64_t refusals = 0;       // candidates that could not be registered (kind, overlap, size)
+  std::uint64_t failures = 0;       // cuMemHostRegister calls that failed
+  std::uint64_t registered_bytes = 0;  // now
+};
+
+class RegisterCache {
+ public:
+  // Which pages of [p, p + bytes) to register, if any (trackable_range in the product).
+  using Trackable = std::function<TrackableRange(const void* p, std::size_t bytes)>;
+  // Tells the release hooks which addresses to report (ReleaseLibrary::watch in the product).
+  using Watch = std::function<void(std::uintptr_t lo, std::uintptr_t hi, std::size_t smallest)>;
+
+  RegisterCache(const DriverApi& driver, RegisterSettings settings, Trackable trackable,
+                Watch watch);
+  ~RegisterCache();  // unregisters everything (tests; the product's cache is never destroyed)
+  RegisterCache(const RegisterCache&) = delete;
+  RegisterCache& operator=(const RegisterCache&) = delete;
+
+  struct Entry;
+  // A registration held for one copy: it is not unregistered while held. Empty: none.
+  class Use {
+   public:
+    Use() = default;
+    explicit Use(Entry* entry) : entry_(entry) {}
+    Use(Use&& other) noexcept : entry_(other.entry_) { other.entry_ = nullptr; }
+    Use& operator=(Use&& other) noexcept;
+    ~Use();
+    explicit operator bool() const { return entry_ != nullptr; }
+
+   private:
+    Entry* entry_ = nullptr;
+  };
+
+  // A copy of [p, p + bytes) (the host side of a pageable copy, or of one cmt registered): the
+  // registration covering it, at any size; else, for a copy of at least `from` bytes, one made
+  // now if this is the range's `after`-th copy (`*registered_now` then says so); else empty.
+  // Needs the copy's context current.
+  Use offer(const void* p, std::size_t bytes, bool* registered_now = nullptr);
+  // Whether a registration of cmt's covers [p, p + bytes) (classify asks: CUDA calls it pinned).
+  bool covers(const void* p, std::size_t bytes) const;
+  // Whether [p, p + bytes) touches a page cmt registered: a copy CUDA would take as from pinned
+  // memory, with no wait. One compare when it does not.
+  bool touches(const void* p, std::size_t bytes) const;
+
+  // The release hooks' reports (common/release_abi.h).
+  void pages_released(std::uintptr_t lo, std::uintptr_t hi);
+  void chunk_released(std::uintptr_t lo, std::uintptr_t hi);
+  void all_released();
+
+  // In a forked child: forgets everything without a driver call (the child cannot use CUDA) and
+  // takes nothing from then on.
+  void forget_in_child();
+  // fork(): held across it by the parent, so the child never copies a half-changed table.
+  std::mutex& fork_lock() { return mu_; }
+
+  RegisterCounts counts() const;
+
+ private:
+  struct Candidate {
+    std::uintptr_t lo = 0, hi = 0;  // the copied range; lo == hi: a free slot
+    unsigned copies = 0;
+    std::uint64_t last = 0;
+    bool refused = false, registering = false;
+    std::uint64_t id = 0;  // changes when the slot is reused or dropped
+  };
+  static constexpr int kCandidates = 64;
+
+  Entry* covering(std::uintptr_t lo, std::uintptr_t hi) const;
+  Candidate& candidate_for(std::uintptr_t lo, std::uintptr_t hi);
+  Use register_range(std::uintptr_t lo, std::uintptr_t hi, Candidate& candidate,
+                     std::unique_lock<std::mutex>& lock, bool* registered_now);
+  bool make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted);
+  // Drops entries and candidates matching `hits`, then unregisters the dropped entries outside
+  // the lock once no copy holds them.
+  template <typename Hits>
+  void drop(Hits hits, std::uint64_t* counter);
+  void unregister(std::vector<std::unique_ptr<Entry>>& gone);
+  void update_watch();  // with mu_ held
+
+  // The registered pages' span, for touches() without the lock.
+  std::atomic<std::uintptr_t> entries_lo_{0}, entries_hi_{0};
+  const DriverApi& driver_;
+  const RegisterSettings settings_;
+  Trackable trackable_;
+  Watch watch_;
+  mutable std::mutex mu_;
+  std::vector<std::unique_ptr<Entry>> entries_;
+  Candidate candidates_[kCandidates];
+  std::uint64_t tick_ = 0, next_id_ = 1;
+  std::size_t registered_bytes_ = 0;
+  bool forked_child_ = false;
+  RegisterCounts counts_;
+};
+
+}  // namespace cmt

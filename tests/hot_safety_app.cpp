@@ -1,0 +1,222 @@
+// Hot buffers' safety suite (issue 33): a randomized program that copies host buffers to a GPU and
+// back again and again (so that cmt with register = hot registers them), and between copies
+// gives their pages back and takes new ones in every way a program can: free and malloc again
+// (often at the same address), realloc, munmap and mmap at the same address, mremap, madvise
+// (DONTNEED), malloc_trim, and fork (a child writing its copy of a buffer). Every copy is checked
+// byte for byte against what the program wrote last:
+//   host to device: cuMemcpyHtoDAsync from the buffer, the buffer overwritten at once (a pageable
+//     copy's caller may), then the stream synchronized and the device's bytes read back through
+//     pinned memory: they must be the bytes at the call;
+//   device to host: cuMemcpyDtoHAsync into the buffer: every byte must be there when the call
+//     returns (a pageable copy is synchronous).
+// Prints "ops N copies C wrong_bytes W" and exits 1 if any byte was wrong.
+//
+// usage: hot_safety_app OPS SEED [--self-register]
+//   --self-register: the program itself registers each mmap'd buffer with cuMemHostRegister and
+//   never unregisters it before munmap: the danger cmt must avoid, so that a run on a GPU shows
+//   the check can fail (wrong bytes from stale pages). Not with the fake driver.
+#include <cuda.h>
+#include <malloc.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr std::size_t kMost = 4u << 20;
+constexpr int kSlots = 6;
+
+#define CHECK(call)                                                               \
+  do {                                                                            \
+    CUresult r_ = (call);                                                         \
+    if (r_ != CUDA_SUCCESS) {                                                     \
+      std::fprintf(stderr, "%s failed: %d (line %d)\n", #call, int(r_), __LINE__); \
+      std::exit(2);                                                               \
+    }                                                                             \
+  } while (0)
+
+enum class Kind { Malloc, Memalign, Mmap };
+
+struct Slot {
+  Kind kind = Kind::Malloc;
+  unsigned char* p = nullptr;
+  std::size_t bytes = 0;
+};
+
+std::mt19937_64 rng;
+std::uint64_t g_copies = 0, g_wrong = 0, g_ops = 0;
+bool g_self_register = false;
+
+std::size_t pick_size() {
+  static const std::size_t sizes[] = {64u << 10, (200u << 10) + 24, 1u << 20, (3u << 20) + 4096 + 8,
+                                      kMost};
+  return sizes[rng() % (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+void fill(unsigned char* p, std::size_t n, std::uint64_t seed) {
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    p[i] = static_cast<unsigned char>(x);
+  }
+}
+
+std::uint64_t count_wrong(const unsigned char* got, const unsigned char* want, std::size_t n) {
+  std::uint64_t wrong = 0;
+  for (std::size_t i = 0; i < n; ++i) wrong += got[i] != want[i];
+  return wrong;
+}
+
+void allocate(Slot& s, void* hint = nullptr) {
+  s.bytes = pick_size();
+  switch (s.kind) {
+    case Kind::Malloc:
+      s.p = static_cast<unsigned char*>(std::malloc(s.bytes));
+      break;
+    case Kind::Memalign: {
+      void* p = nullptr;
+      if (posix_memalign(&p, 64, s.bytes) != 0) p = nullptr;
+      s.p = static_cast<unsigned char*>(p);
+      break;
+    }
+    case Kind::Mmap: {
+      void* p = mmap(hint, s.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      s.p = p == MAP_FAILED ? nullptr : static_cast<unsigned char*>(p);
+      // At an address whose old pages are still registered this fails, and CUDA keeps reading
+      // the old pages: the danger the check must catch.
+      if (s.p && g_self_register) (void)cuMemHostRegister(s.p, s.bytes, 0);
+      break;
+    }
+  }
+  if (!s.p) {
+    std::fprintf(stderr, "out of memory\n");
+    std::exit(2);
+  }
+  std::memset(s.p, 0, s.bytes);
+}
+
+void release(Slot& s) {
+  if (s.kind == Kind::Mmap)
+    munmap(s.p, s.bytes);  // with --self-register, deliberately never unregistered
+  else
+    std::free(s.p);
+  s.p = nullptr;
+}
+
+struct Gpu {
+  CUdeviceptr dev = 0;
+  unsigned char* pinned = nullptr;  // the device's bytes read back
+  std::vector<unsigned char> want;
+  CUstream stream = nullptr;
+};
+
+// Host to device: the device must get the bytes at the call, though the buffer changes at once.
+void copy_up(Gpu& g, Slot& s) {
+  const std::size_t n = s.bytes;
+  fill(s.p, n, rng());
+  std::memcpy(g.want.data(), s.p, n);
+  CHECK(cuMemcpyHtoDAsync(g.dev, s.p, n, g.stream));
+  std::memset(s.p, 0xEE, n);  // allowed: a pageable copy's source is consumed when it returns
+  CHECK(cuStreamSynchronize(g.stream));
+  CHECK(cuMemcpyDtoH(g.pinned, g.dev, n));
+  g_wrong += count_wrong(g.pinned, g.want.data(), n);
+  ++g_copies;
+}
+
+// Device to host: every byte in the buffer when the call returns.
+void copy_down(Gpu& g, Slot& s) {
+  const std::size_t n = s.bytes;
+  fill(g.pinned, n, rng());
+  CHECK(cuMemcpyHtoD(g.dev, g.pinned, n));
+  CHECK(cuMemcpyDtoHAsync(s.p, g.dev, n, g.stream));
+  g_wrong += count_wrong(s.p, g.pinned, n);
+  CHECK(cuStreamSynchronize(g.stream));
+  ++g_copies;
+}
+
+// One random step on one slot.
+void step(Gpu& g, Slot& s) {
+  const unsigned op = rng() % 100;
+  if (op < 45) {  // the same buffer copied several times in a row: hot
+    for (int i = 0, n = 1 + static_cast<int>(rng() % 4); i < n; ++i)
+      (rng() % 2 ? copy_up : copy_down)(g, s);
+  } else if (op < 60) {  // given back and taken again, often at the same address
+    void* old = s.p;
+    release(s);
+    s.kind = g_self_register ? Kind::Mmap : static_cast<Kind>(rng() % 3);
+    allocate(s, s.kind == Kind::Mmap ? old : nullptr);
+  } else if (op < 68 && s.kind != Kind::Mmap) {
+    const std::size_t bytes = pick_size();
+    void* p = std::realloc(s.p, bytes);
+    if (!p) std::exit(2);
+    s.p = static_cast<unsigned char*>(p);
+    s.bytes = bytes;
+  } else if (op < 76) {  // the pages dropped: zeros on the next touch
+    const long page = sysconf(_SC_PAGESIZE);
+    auto lo = (reinterpret_cast<std::uintptr_t>(s.p) + page - 1) / page * page;
+    auto hi = (reinterpret_cast<std::uintptr_t>(s.p) + s.bytes) / page * page;
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+  } else if (op < 82 && s.kind == Kind::Mmap && !g_self_register) {  // moved to new pages
+    const std::size_t bytes = pick_size();
+    void* p = mremap(s.p, s.bytes, bytes, MREMAP_MAYMOVE);
+    if (p != MAP_FAILED) s.p = static_cast<unsigned char*>(p), s.bytes = bytes;
+  } else if (op < 86) {
+    malloc_trim(0);
+  } else if (op < 89) {  // a child writes its own copy of the buffer, then the parent copies
+    const pid_t child = fork();
+    if (child == 0) {
+      std::memset(s.p, 0x55, s.bytes);
+      _exit(s.p[s.bytes - 1] == 0x55 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++g_wrong;
+  } else {
+    copy_up(g, s);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s OPS SEED [--self-register]\n", argv[0]);
+    return 2;
+  }
+  const long ops = std::atol(argv[1]);
+  rng.seed(std::strtoull(argv[2], nullptr, 10));
+  g_self_register = argc > 3 && std::string(argv[3]) == "--self-register";
+  int count = 0;
+  if (cuInit(0) != CUDA_SUCCESS || cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
+    std::printf("no CUDA GPU\n");
+    return 77;
+  }
+  CUdevice device = 0;
+  CUcontext ctx = nullptr;
+  CHECK(cuDeviceGet(&device, 0));
+  CHECK(cuDevicePrimaryCtxRetain(&ctx, device));
+  CHECK(cuCtxSetCurrent(ctx));
+  Gpu g;
+  CHECK(cuMemAlloc(&g.dev, kMost));
+  CHECK(cuMemAllocHost(reinterpret_cast<void**>(&g.pinned), kMost));
+  CHECK(cuStreamCreate(&g.stream, CU_STREAM_NON_BLOCKING));
+  g.want.resize(kMost);
+  Slot slots[kSlots];
+  for (int i = 0; i < kSlots; ++i) {
+    slots[i].kind = g_self_register ? Kind::Mmap : static_cast<Kind>(i % 3);
+    allocate(slots[i]);
+  }
+  for (long i = 0; i < ops; ++i, ++g_ops) step(g, slots[rng() % kSlots]);
+  std::printf("ops %llu copies %llu wrong_bytes %llu\n", static_cast<unsigned long long>(g_ops),
+              static_cast<unsigned long long>(g_copies),
+              static_cast<unsigned long long>(g_wrong));
+  return g_wrong ? 1 : 0;
+}

@@ -1,0 +1,220 @@
+// The hot buffers' registration cache (interposer/register_cache.h) against the fake driver, and
+// the rules of which memory it may register (interposer/trackable_memory.h) on this process's own
+// glibc memory.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+#include <vector>
+
+#include "fake_driver.h"
+#include "interposer/register_cache.h"
+#include "interposer/trackable_memory.h"
+
+namespace cmt {
+namespace {
+
+constexpr std::size_t kPage = 4096;
+
+// A cache whose memory is always trackable (its pages: the range rounded out), and the span it
+// asks the release hooks to watch.
+struct Harness {
+  fake::FakeDriver driver;
+  std::uintptr_t watch_lo = 0, watch_hi = 0;
+  bool trackable = true;
+  std::function<void()> while_checking;  // runs inside the kind check, lock released
+  RegisterCache cache;
+
+  explicit Harness(RegisterSettings s = {})
+      : cache(driver.api(), s,
+              [this](const void* p, std::size_t bytes) {
+                if (while_checking) while_checking();
+                TrackableRange r;
+                const auto lo = reinterpret_cast<std::uintptr_t>(p);
+                r.ok = trackable;
+                r.lo = lo / kPage * kPage;
+                r.hi = (lo + bytes + kPage - 1) / kPage * kPage;
+                return r;
+              },
+              [this](std::uintptr_t lo, std::uintptr_t hi, std::size_t) {
+                watch_lo = lo;
+                watch_hi = hi;
+              }) {}
+  std::size_t registered() {
+    std::lock_guard<std::mutex> lk(driver.mu);
+    return driver.host_ranges.size();
+  }
+};
+
+const void* at(std::uintptr_t a) { return reinterpret_cast<const void*>(a); }
+
+TEST(RegisterCache, RegistersAtTheAfterthCopyAndServesTheRangeFromThen) {
+  Harness h;  // after = 2, from = 64 KiB
+  const std::uintptr_t base = 0x10000000 + 100;
+  EXPECT_FALSE(h.cache.offer(at(base), 1 << 20));
+  EXPECT_EQ(h.registered(), 0u);
+  bool now = false;
+  EXPECT_TRUE(h.cache.offer(at(base), 1 << 20, &now));
+  EXPECT_TRUE(now);
+  EXPECT_EQ(h.registered(), 1u);
+  EXPECT_TRUE(h.cache.offer(at(base), 1 << 20, &now));
+  EXPECT_FALSE(now);
+  // A part of the range, at any size, is served by the registration; what leaves it is not.
+  EXPECT_TRUE(h.cache.offer(at(base + 4096), 100));
+  EXPECT_TRUE(h.cache.covers(at(base + 10), 1000));
+  EXPECT_FALSE(h.cache.covers(at(base - 1), 1000));
+  EXPECT_TRUE(h.cache.touches(at(base - 50), 10));  // the registered page, before the range
+  EXPECT_FALSE(h.cache.touches(at(base + (2 << 20)), 10));
+  const RegisterCounts c = h.cache.counts();
+  EXPECT_EQ(c.registrations, 1u);
+  EXPECT_EQ(c.hits, 3u);
+  EXPECT_EQ(c.registered_bytes, (1u << 20) + kPage);
+  EXPECT_LE(h.watch_lo, base);
+  EXPECT_GE(h.watch_hi, base + (1 << 20));
+}
+
+TEST(RegisterCache, SmallCopiesNeverRegister) {
+  Harness h;
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(h.cache.offer(at(0x20000000), 32 << 10));
+  EXPECT_EQ(h.registered(), 0u);
+}
+
+TEST(RegisterCache, AReleasedChunkDropsItsRegistrationsAndCandidates) {
+  Harness h;
+  const std::uintptr_t a = 0x30000000, b = 0x40000000;
+  h.cache.offer(at(a), 256 << 10);
+  h.cache.offer(at(a), 256 << 10);
+  h.cache.offer(at(b), 256 << 10);  // a candidate
+  ASSERT_EQ(h.registered(), 1u);
+  h.cache.chunk_released(a + (300 << 10), a + (400 << 10));  // past the copied range: kept
+  EXPECT_EQ(h.registered(), 1u);
+  h.cache.chunk_released(a + 100, a + 200);
+  EXPECT_EQ(h.registered(), 0u);
+  EXPECT_FALSE(h.cache.covers(at(a), 256 << 10));
+  EXPECT_EQ(h.cache.counts().invalidations, 1u);
+  // The candidate at b, released, starts again from its first copy.
+  h.cache.chunk_released(b, b + 10);
+  EXPECT_FALSE(h.cache.offer(at(b), 256 << 10));
+  EXPECT_TRUE(h.cache.offer(at(b), 256 << 10));
+  h.cache.all_released();
+  EXPECT_EQ(h.registered(), 0u);
+  EXPECT_EQ(h.watch_hi, h.watch_lo);  // nothing left to watch
+}
+
+TEST(RegisterCache, ReleasedPagesDropEveryRegistrationOnThem) {
+  Harness h;
+  const std::uintptr_t a = 0x50000000 + 64;
+  h.cache.offer(at(a), 128 << 10);
+  h.cache.offer(at(a), 128 << 10);
+  ASSERT_EQ(h.registered(), 1u);
+  // The registered page before the copied range counts for munmap and its kind.
+  h.cache.pages_released(a - 64, a - 32);
+  EXPECT_EQ(h.registered(), 0u);
+}
+
+TEST(RegisterCache, TheLeastRecentlyCopiedGoesToMakeRoomButNotOneInUse) {
+  RegisterSettings s;
+  s.max_bytes = 3 * ((256 << 10) + kPage);
+  Harness h(s);
+  const std::uintptr_t base = 0x60000000;
+  auto hot = [&](int i) {
+    h.cache.offer(at(base + i * (1 << 20)), 256 << 10);
+    return h.cache.offer(at(base + i * (1 << 20)), 256 << 10);
+  };
+  RegisterCache::Use held = hot(0);  // in use: never evicted
+  hot(1);
+  hot(2);
+  EXPECT_EQ(h.registered(), 3u);
+  hot(3);  // evicts 1, the least recently copied one not in use
+  EXPECT_EQ(h.registered(), 3u);
+  EXPECT_TRUE(h.cache.covers(at(base), 256 << 10));
+  EXPECT_FALSE(h.cache.covers(at(base + (1 << 20)), 256 << 10));
+  EXPECT_EQ(h.cache.counts().evictions, 1u);
+}
+
+TEST(RegisterCache, MemoryItCannotFollowIsRefusedOnce) {
+  Harness h;
+  h.trackable = false;
+  for (int i = 0; i < 6; ++i) EXPECT_FALSE(h.cache.offer(at(0x70000000), 1 << 20));
+  EXPECT_EQ(h.registered(), 0u);
+  EXPECT_EQ(h.cache.counts().refusals, 1u);  // asked once: the candidate is marked
+}
+
+TEST(RegisterCache, RangesSharingAPageWithARegistrationAreRefused) {
+  Harness h;
+  const std::uintptr_t a = 0x80000000 + 100;  // ends inside a page
+  h.cache.offer(at(a), 100 << 10);
+  h.cache.offer(at(a), 100 << 10);
+  const std::uintptr_t b = a + (100 << 10) + 16;  // in the registration's last page
+  h.cache.offer(at(b), 100 << 10);
+  EXPECT_FALSE(h.cache.offer(at(b), 100 << 10));
+  EXPECT_EQ(h.registered(), 1u);
+}
+
+TEST(RegisterCache, AReleaseFromAnotherThreadWhileRegisteringWins) {
+  Harness h;
+  const std::uintptr_t a = 0x90000000;
+  h.while_checking = [&] {
+    std::thread([&] { h.cache.chunk_released(a, a + 10); }).join();
+  };
+  h.cache.offer(at(a), 1 << 20);
+  EXPECT_FALSE(h.cache.offer(at(a), 1 << 20));
+  EXPECT_EQ(h.registered(), 0u);
+}
+
+TEST(RegisterCache, AFailedRegistrationIsNotRetried) {
+  Harness h;
+  h.driver.faults.host_register = CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(h.cache.offer(at(0xA0000000), 1 << 20));
+  EXPECT_EQ(h.cache.counts().failures, 1u);
+  EXPECT_EQ(h.registered(), 0u);
+}
+
+TEST(TrackableMemory, GlibcMemoryIsTrackedAndOtherMemoryIsNot) {
+  // A chunk above glibc's largest mmap threshold (32 MiB) is always mmap'd.
+  void* big = std::malloc(64 << 20);
+  ASSERT_NE(big, nullptr);
+  EXPECT_TRUE(inside_mmapped_chunk(big, 64 << 20));
+  EXPECT_TRUE(inside_mmapped_chunk(static_cast<char*>(big) + 5 * kPage + 3, 1 << 20));
+  EXPECT_FALSE(inside_mmapped_chunk(big, (64 << 20) + kPage));  // runs past the chunk
+  TrackableRange r = trackable_range(big, 64 << 20, true);
+  EXPECT_TRUE(r.ok);
+  EXPECT_EQ(r.lo % kPage, 0u);
+  EXPECT_GE(r.hi, reinterpret_cast<std::uintptr_t>(big) + (64 << 20));
+  EXPECT_FALSE(trackable_range(big, 64 << 20, false).ok);  // another malloc below the hooks
+  std::free(big);
+  void* aligned = nullptr;
+  ASSERT_EQ(posix_memalign(&aligned, 64, 48 << 20), 0);
+  EXPECT_TRUE(inside_mmapped_chunk(aligned, 48 << 20));
+  std::free(aligned);
+  // The main heap: a small chunk of this (main) thread's arena.
+  void* small = std::malloc(100 << 10);
+  const HeapSpan heap = main_heap_span();
+  ASSERT_LT(heap.lo, heap.hi);
+  if (reinterpret_cast<std::uintptr_t>(small) >= heap.lo)
+    EXPECT_TRUE(trackable_range(small, 100 << 10, true).ok);
+  std::free(small);
+  // An anonymous mapping the program made, a file mapping and the stack: not glibc's.
+  void* anon = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(anon, MAP_FAILED);
+  EXPECT_FALSE(trackable_range(anon, 1 << 20, true).ok);
+  munmap(anon, 1 << 20);
+  const int fd = open("/proc/self/exe", O_RDONLY);
+  void* file = mmap(nullptr, kPage, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  ASSERT_NE(file, MAP_FAILED);
+  EXPECT_FALSE(trackable_range(file, kPage, true).ok);
+  munmap(file, kPage);
+  char stack[256 << 10];
+  stack[0] = 1;
+  EXPECT_FALSE(trackable_range(stack, sizeof stack, true).ok);
+  // An unmapped range is refused without a fault.
+  EXPECT_FALSE(inside_mmapped_chunk(reinterpret_cast<void*>(0x1000), 1 << 20));
+}
+
+}  // namespace
+}  // namespace cmt

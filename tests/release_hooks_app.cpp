@@ -1,0 +1,135 @@
+// libcmt-release.so's hooks, preloaded into this program: it attaches a table of its own in the
+// engine's place (common/release_abi.h), watches all memory, and checks that each way of giving
+// pages back or replacing them is reported, with the right range, before the call; that advice
+// which keeps the pages is not; and that nothing is reported while the watch is empty. Exits 1
+// on the first mismatch, 77 if the library is not preloaded.
+#include <dlfcn.h>
+#include <malloc.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "common/release_abi.h"
+
+namespace {
+
+struct Report {
+  char what = 0;  // 'p' pages, 'c' chunk, 'a' all
+  std::uintptr_t lo = 0, hi = 0;
+  bool mapped = false;  // the range's first page was still mapped when reported
+};
+Report g_last;
+int g_reports = 0;
+
+bool still_mapped(std::uintptr_t lo) {
+  unsigned char v;
+  const long page = sysconf(_SC_PAGESIZE);
+  return mincore(reinterpret_cast<void*>(lo / page * page), 1, &v) == 0;
+}
+
+void pages(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+  g_last = {'p', lo, hi, still_mapped(lo)};
+  ++g_reports;
+}
+void chunk(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+  g_last = {'c', lo, hi, still_mapped(lo)};
+  ++g_reports;
+}
+void all() noexcept {
+  g_last = {'a', 0, 0, true};
+  ++g_reports;
+}
+const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, pages, chunk, all};
+
+int g_failures = 0;
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    std::printf("FAIL %s (last report '%c' [%#lx, %#lx) mapped %d, %d reports)\n", what.c_str(),
+                g_last.what, static_cast<unsigned long>(g_last.lo),
+                static_cast<unsigned long>(g_last.hi), g_last.mapped, g_reports);
+    ++g_failures;
+  }
+}
+
+// The call made by `action` reported `what` covering [lo, hi), while the pages were still there.
+template <typename Action>
+void expect_report(char what, const void* lo, std::size_t bytes, const std::string& name,
+                   Action action) {
+  g_last = {};
+  const int before = g_reports;
+  action();
+  const auto a = reinterpret_cast<std::uintptr_t>(lo);
+  expect(g_reports > before && g_last.what == what && g_last.mapped &&
+             (what == 'a' || (g_last.lo <= a && g_last.hi >= a + bytes)),
+         name + " [" + std::to_string(a) + " +" + std::to_string(bytes) + "]");
+}
+
+template <typename Action>
+void expect_none(const std::string& name, Action action) {
+  const int before = g_reports;
+  action();
+  expect(g_reports == before, name + " (reported, should not be)");
+}
+
+}  // namespace
+
+int main() {
+  using AttachFn = const cmt::ReleaseLibrary* (*)(const cmt::ReleaseAbi*) noexcept;
+  auto attach = reinterpret_cast<AttachFn>(dlsym(RTLD_DEFAULT, cmt::kReleaseLibraryAttachSymbol));
+  if (!attach) {
+    std::printf("libcmt-release.so is not preloaded\n");
+    return 77;
+  }
+  const cmt::ReleaseLibrary* lib = attach(&kAbi);
+  expect(lib && lib->glibc_malloc, "attach: glibc's malloc below");
+  if (!lib) return 1;
+  const std::size_t big = 64u << 20;  // always an mmap'd chunk
+  // Nothing watched: nothing reported.
+  lib->watch(0, 0, 64 << 10);
+  expect_none("free while nothing is watched", [&] { std::free(std::malloc(big)); });
+  lib->watch(1, UINTPTR_MAX, 64 << 10);
+  void* p = std::malloc(big);
+  expect_report('c', p, big - 4096, "free of an mmap'd chunk", [&] { std::free(p); });
+  p = std::malloc(100 << 10);
+  expect_report('c', p, 100 << 10, "free of a heap chunk", [&] { std::free(p); });
+  void* small = std::malloc(1000);
+  expect_none("free of a chunk under `smallest`", [&] { std::free(small); });
+  p = std::malloc(big);
+  void* q = nullptr;
+  expect_report('c', p, big - 4096, "realloc", [&] { q = std::realloc(p, 2 * big); });
+  expect_report('c', q, 2 * big - 4096, "reallocarray", [&] {
+    q = reallocarray(q, 3, big);
+  });
+  std::free(q);
+  const std::size_t len = 1 << 20;
+  void* m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  expect_report('p', m, len, "madvise DONTNEED", [&] { madvise(m, len, MADV_DONTNEED); });
+  expect_report('p', m, len, "madvise FREE", [&] { madvise(m, len, MADV_FREE); });
+  expect_none("madvise WILLNEED", [&] { madvise(m, len, MADV_WILLNEED); });
+  expect_report('p', m, len, "mmap MAP_FIXED over it", [&] {
+    mmap(m, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+  });
+  expect_report('p', m, len, "mremap", [&] { m = mremap(m, len, 2 * len, MREMAP_MAYMOVE); });
+  expect_report('p', m, 2 * len, "munmap", [&] { munmap(m, 2 * len); });
+  expect_report('a', nullptr, 0, "malloc_trim", [&] { malloc_trim(0); });
+  const int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+  if (id >= 0) {
+    void* s = shmat(id, nullptr, 0);
+    expect_report('a', nullptr, 0, "shmdt", [&] { shmdt(s); });
+    shmctl(id, IPC_RMID, nullptr);
+  }
+  void* end = sbrk(0);
+  sbrk(1 << 20);
+  expect_report('p', static_cast<char*>(end) + (512 << 10), 512 << 10, "sbrk down",
+                [&] { sbrk(-(512 << 10)); });
+  expect_report('p', end, 512 << 10, "brk down", [&] { brk(end); });
+  std::printf("release hooks: %d reports, %d failures\n", g_reports, g_failures);
+  return g_failures ? 1 : 0;
+}

@@ -173,10 +173,11 @@ std::string overview(const Trace& t) {
 }
 
 std::string taken_and_forwarded(const Trace& t) {
-  Tally taken;
+  Tally taken, hot;
   std::map<std::string, Tally> forwarded;
   for (const TraceCall& c : t.calls) {
     if (c.taken_bytes) taken.add(c);
+    if (c.outcome == "hot") hot.add(c);
     if (c.taken_bytes < c.bytes) forwarded[c.outcome].add(c);
   }
   const std::uint64_t together =
@@ -186,6 +187,10 @@ std::string taken_and_forwarded(const Trace& t) {
                     fmt(", %.1f GB/s per copy (bytes over the sum of their times), %.1f GB/s "
                         "together (over the time any was in flight)\n",
                         gbps(taken.taken, taken.ns), gbps(taken.taken, together));
+  if (hot.calls)
+    out += "  of which from hot-buffer registrations (register = hot): " +
+           std::to_string(hot.calls) + " calls, " + bytes_text(hot.taken) +
+           fmt(", %.1f GB/s per copy\n", gbps(hot.taken, hot.ns));
   if (forwarded.empty()) return out;
   out += "left to CUDA or libc (the whole call, or the part cmt did not take), by reason:\n";
   for (const auto& [reason, f] : forwarded)

@@ -364,6 +364,7 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
                 static_cast<std::uint64_t>(
                     std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
   stats_->hot(bytes);
+  note_outcome("hot", r.direction == Direction::HostToDevice ? "h2d" : "d2h");  // for the record
   if (taken) *taken = r.direction;
   return bytes;
 }

@@ -275,10 +275,12 @@ void RecordedCall::finish(long result, std::size_t taken_bytes) noexcept {
   record_.end_ns = now_ns();
   record_.result = result;
   record_.taken_bytes = taken_bytes;
-  // What cmt did with the call as a whole: all of it, part of it (CUDA made the rest), or none of
-  // it, for the last reason the interposer gave (a batch's last copy's).
+  // What cmt did with the call as a whole: all of it ("hot" where from a registration of a hot
+  // buffer), part of it (CUDA made the rest), or none of it, for the last reason the interposer
+  // gave (a batch's last copy's).
   const char* reason = t_outcome.outcome ? t_outcome.outcome : "not_offered";
-  record_.outcome = taken_bytes == record_.bytes && taken_bytes ? "taken"
+  const bool hot = std::string_view(reason) == "hot";
+  record_.outcome = taken_bytes == record_.bytes && taken_bytes ? (hot ? "hot" : "taken")
                     : taken_bytes                               ? "partial"
                     : std::string_view(reason) == "taken"       ? "stopped"
                                                                 : reason;

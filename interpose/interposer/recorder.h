@@ -45,7 +45,8 @@ struct CallRecord {
   std::uintptr_t stream = 0;  // as the call named it (0: the default stream)
   int tid = 0;
   const char* direction = "?";  // h2d, d2h, d2d, h2h, or ? where the call does not say
-  // "taken" (all of it), "partial" (cmt stopped short and CUDA made the rest), "stopped" (cmt
+  // "taken" (all of it), "hot" (all of it, from a registration of a hot buffer), "partial" (cmt
+  // stopped short and CUDA made the rest), "stopped" (cmt
   // took it but made no byte), "libc" (a host-leg call libc made), or the reason it was left.
   const char* outcome = "";
   HostKind host = HostKind::None;

@@ -1,0 +1,120 @@
+#!/usr/bin/env python3
+"""Offloaded inference (issue 33): forward passes of a 1.1B Llama (TinyLlama's shapes, bf16, random
+weights from a fixed seed) under accelerate's `cpu_offload`, which keeps the weights in host memory
+and copies each layer's to the GPU on every pass: the same host buffers copied again and again.
+
+Modes, one process each, rounds alternating them:
+  default   cmt run with CMT_DISABLE=1 (CUDA's own pageable copies)
+  staged    cmt with its built-in defaults (register = off: every copy staged)
+  hot       cmt with CMT_REGISTER=hot (the weights registered once, then copied by the DMA engine)
+  pinned    the default process with the offloaded weights in pinned memory (the ceiling)
+
+Each process builds the model, runs 2 passes to warm up, then times --passes more (a 16-token
+prompt, one forward each, synchronized). Reported: the median pass time of each mode over the
+rounds, the spread, each mode against default and against pinned, and the CPU seconds the process
+spent per pass. Every mode's last logits must be byte-identical (sha256): the copies moved every
+byte. With --record DIR the hot mode runs once more under `cmt run --record`.
+
+usage: offload.py CMT [--rounds N] [--passes N] [--json FILE] [--record DIR]
+"""
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import machine_meta  # noqa: E402  (bench/machine_meta.py)
+
+
+def child(pinned, passes):
+    import torch
+    from accelerate import cpu_offload
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+                         num_attention_heads=32, num_key_value_heads=4, vocab_size=32000)
+    model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
+    state = {k: (v.pin_memory() if pinned else v) for k, v in model.state_dict().items()}
+    cpu_offload(model, execution_device=torch.device("cuda:0"), state_dict=state)
+    ids = torch.arange(16, device="cuda:0").unsqueeze(0)
+    times = []
+    with torch.no_grad():
+        for i in range(2 + passes):
+            torch.cuda.synchronize()
+            c0, t0 = time.process_time(), time.perf_counter()
+            logits = model(ids).logits
+            torch.cuda.synchronize()
+            t, c = time.perf_counter() - t0, time.process_time() - c0
+            if i >= 2:
+                times.append((t, c))
+    digest = hashlib.sha256(logits.float().cpu().numpy().tobytes()).hexdigest()
+    moved = sum(v.numel() * v.element_size() for v in state.values())
+    print(json.dumps({"pass_s": [t for t, _ in times], "cpu_s": [c for _, c in times],
+                      "sha256": digest, "bytes_per_pass": moved}))
+
+
+def run(cmt, mode, passes, record=None):
+    env = dict(os.environ)
+    env.pop("CMT_REGISTER", None)
+    if mode in ("default", "pinned"):
+        env["CMT_DISABLE"] = "1"
+    if mode == "hot":
+        env["CMT_REGISTER"] = "hot"
+    cmd = [cmt, "run"] + (["--record", record] if record else []) + ["--", sys.executable,
+                                                                       __file__, "--child",
+                                                                       mode, str(passes)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit(f"{mode} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def main():
+    if sys.argv[1] == "--child":
+        return child(sys.argv[2] == "pinned", int(sys.argv[3]))
+    cmt = sys.argv[1]
+    arg = lambda name, default: sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+    rounds, passes = int(arg("--rounds", 2)), int(arg("--passes", 5))
+    modes = ["default", "staged", "hot", "pinned"]
+    results = {m: [] for m in modes}
+    digests = set()
+    for r in range(rounds):
+        order = modes[r % len(modes):] + modes[:r % len(modes)]
+        for m in order:
+            out = run(cmt, m, passes)
+            med = statistics.median(out["pass_s"])
+            results[m].append({"pass_s": med, "cpu_s": statistics.median(out["cpu_s"]),
+                               "bytes": out["bytes_per_pass"]})
+            digests.add(out["sha256"])
+            print(f"round {r + 1} {m:8s} pass {med * 1e3:8.1f} ms "
+                  f"({out['bytes_per_pass'] / med / 1e9:5.1f} GB/s of weights) "
+                  f"cpu {statistics.median(out['cpu_s']):.3f} s", flush=True)
+    meta = machine_meta.meta(cmt, sys.argv)
+    print(f"\n{meta['date']} {meta['host']} {meta['gpu']} {meta['cmt_version']}\n"
+          f"forward pass of a 1.1B Llama under accelerate.cpu_offload, median of {rounds} rounds "
+          f"x {passes} passes:")
+    med = {m: statistics.median(x["pass_s"] for x in results[m]) for m in modes}
+    for m in modes:
+        xs = [x["pass_s"] for x in results[m]]
+        cpu = statistics.median(x["cpu_s"] for x in results[m])
+        print(f"  {m:8s} {med[m] * 1e3:8.1f} ms (spread {min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f}) "
+              f"{med['default'] / med[m]:5.2f}x default, {med['pinned'] / med[m]:4.2f} of pinned "
+              f"speed, cpu {cpu:.3f} s/pass")
+    same = len(digests) == 1
+    print(f"logits identical in every mode and round: {'yes' if same else 'NO'}")
+    if "--record" in sys.argv:
+        os.makedirs(arg("--record", "."), exist_ok=True)
+        run(cmt, "hot", passes, os.path.join(arg("--record", "."), "offload-hot.tsv"))
+    if "--json" in sys.argv:
+        with open(arg("--json", ""), "w") as f:
+            json.dump(dict(meta, rounds=results, median_s=med, identical=same), f, indent=1)
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -236,18 +236,48 @@ CUresult mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr ptr)
   return CUDA_SUCCESS;
 }
 
+// Registered ranges, lock-free, for registered_overlap.
+constexpr int kMostRegistered = 4096;
+std::atomic<std::uintptr_t> g_reg_lo[kMostRegistered], g_reg_hi[kMostRegistered];
+
+void note_registered(std::uintptr_t lo, std::size_t bytes) {
+  for (int i = 0; i < kMostRegistered; ++i) {
+    std::uintptr_t none = 0;
+    if (g_reg_lo[i].compare_exchange_strong(none, lo)) {
+      g_reg_hi[i].store(lo + bytes, std::memory_order_release);
+      return;
+    }
+  }
+}
+
+void note_unregistered(std::uintptr_t lo) {
+  for (int i = 0; i < kMostRegistered; ++i)
+    if (g_reg_lo[i].load() == lo) {
+      g_reg_hi[i].store(0);
+      g_reg_lo[i].store(0, std::memory_order_release);
+      return;
+    }
+}
+
 CUresult mem_host_register(void* p, size_t bytes, unsigned) {
   unsafe_call();
   if (g_fake->faults.host_register != CUDA_SUCCESS) return g_fake->faults.host_register;
   g_fake->register_count.fetch_add(1);
   std::lock_guard<std::mutex> lk(g_fake->mu);
-  g_fake->host_ranges[reinterpret_cast<std::uintptr_t>(p)] = bytes;
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  // As CUDA: pages registered already make the call fail.
+  for (const auto& [base, size] : g_fake->host_ranges)
+    if (base < lo + bytes && lo < base + size) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  g_fake->host_ranges[lo] = bytes;
+  note_registered(lo, bytes);
   return CUDA_SUCCESS;
 }
 CUresult mem_host_unregister(void* p) {
   std::lock_guard<std::mutex> lk(g_fake->mu);
-  return g_fake->host_ranges.erase(reinterpret_cast<std::uintptr_t>(p)) ? CUDA_SUCCESS
-                                                                        : CUDA_ERROR_NOT_FOUND;
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (!g_fake->host_ranges.erase(lo)) return CUDA_ERROR_NOT_FOUND;
+  note_unregistered(lo);
+  return CUDA_SUCCESS;
 }
 
 CUresult enqueue_dma(CUstream s, void* dst, const void* src, size_t n) {
@@ -457,6 +487,15 @@ void FakeDriver::synchronize_all() {
     for (auto& s : streams) all.push_back(s.get());
   }
   for (FakeStream* s : all) s->synchronize();
+}
+
+bool registered_overlap(std::uintptr_t lo, std::uintptr_t hi) {
+  for (int i = 0; i < kMostRegistered; ++i) {
+    const std::uintptr_t a = g_reg_lo[i].load(std::memory_order_acquire);
+    const std::uintptr_t b = g_reg_hi[i].load(std::memory_order_acquire);
+    if (a && b && a < hi && lo < b) return true;
+  }
+  return false;
 }
 
 }  // namespace cmt::fake

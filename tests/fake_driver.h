@@ -11,6 +11,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -92,5 +93,14 @@ class FakeDriver {
   std::map<CUcontext, FakeStream*> legacy_of;  // each context's legacy default stream
   FakeStream* legacy = nullptr;                // device 0's
 };
+
+// Ranges registered with cuMemHostRegister and not yet unregistered, kept without a lock (a signal
+// handler asks): whether one overlaps [lo, hi).
+bool registered_overlap(std::uintptr_t lo, std::uintptr_t hi);
+
+// CMT_FAKE_CUDA's check_releases (fake_release_check.cpp): from now on every system call that
+// gives back or replaces pages is checked against the registered ranges, and the count printed
+// at exit. False if it cannot be installed.
+bool install_release_check();
 
 }  // namespace cmt::fake

@@ -7,7 +7,9 @@
 // CMT_FAKE_CUDA="key=value,..." sets the faults (fake_driver.h's Faults) and the streams' delay:
 //   delay_us, dma_fail_at, dma_fail_code, query_fail_at, query_fail_from, query_fail_code,
 //   record_fail_at, query_fail_record, host_register (a CUresult), event_create (a CUresult),
-//   no_context (0/1), devices (GPUs, each with one context; none reaches another's memory).
+//   no_context (0/1), devices (GPUs, each with one context; none reaches another's memory),
+//   check_releases (1: every system call that releases pages is checked against the registered
+//   ranges: fake_release_check.cpp).
 #include <cuda.h>
 
 #include <cstdint>
@@ -41,6 +43,12 @@ void set_fault(FakeDriver& d, const std::string& key, long v) {
   else if (key == "event_create") f.event_create = static_cast<CUresult>(v);
   else if (key == "no_context") f.no_context = v != 0;
   else if (key == "devices") d.devices = static_cast<int>(v);
+  else if (key == "check_releases") {
+    if (v && !cmt::fake::install_release_check()) {
+      std::fprintf(stderr, "fake libcuda: cannot install the release check\n");
+      std::abort();
+    }
+  }
   else {
     std::fprintf(stderr, "fake libcuda: unknown CMT_FAKE_CUDA key '%s'\n", key.c_str());
     std::abort();  // a test's typo must not pass as a clean run

@@ -1,19 +1,28 @@
 #!/bin/bash
 # Hot buffers' safety suite (issue 33): hot_safety_app's randomized copies, frees, reallocations,
-# remaps, madvise, malloc_trim and forks, every copied byte checked, under `cmt run` with
-# register = hot, over several seeds; cmt must have registered buffers, copied from the
-# registrations and dropped registrations on releases, with 0 wrong bytes. On a GPU, also the same
-# program registering its own buffers and never unregistering them before munmap, with no cmt:
-# it must see wrong bytes (stale pages), which shows that the check can fail.
-# usage: hot_safety.sh CMT APP OPS SEEDS [gpu]
+# remaps, madvise, malloc_trim, forks and large buffers freed, every copied byte checked, under
+# `cmt run` with register = hot, over several seeds; cmt must have registered buffers, copied from
+# the registrations and dropped registrations on releases, with 0 wrong bytes.
+#   fake: against the fake driver, whose DMAs cannot read stale pages; so it also watches every
+#     system call that gives pages back or replaces them (glibc's own inside free included) and
+#     requires that none touched a registered page (fake_release_check.cpp); and the same program
+#     registering its own buffers and never unregistering them before munmap, with no cmt, must
+#     break that rule, which shows that the watch can fail.
+#   gpu: the real driver; and that program, with no cmt, must see wrong bytes (stale pages).
+# usage: hot_safety.sh CMT APP OPS SEEDS fake|gpu
 set -u
-cmt=$1 app=$2 ops=$3 seeds=$4 gpu=${5:-}
+cmt=$1 app=$2 ops=$3 seeds=$4 driver=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 total_ops=0 total_copies=0
 # Every copy of 64 KiB or more is cmt's (staged or from a registration), so that none meets the
 # fake driver's own copies, which do not wait as a pageable copy must.
 export CMT_THRESHOLD=64K CMT_D2H_THRESHOLD=64K CMT_WARM_THRESHOLD=64K CMT_D2H_WARM_THRESHOLD=64K
+[ "$driver" = fake ] && export CMT_FAKE_CUDA=check_releases=1
+# The fake's watch: "fake cuda: N page releases checked, V of registered pages" on stderr.
+watch_ok() {  # FILE: some releases checked, none of registered pages
+  awk '/^fake cuda: .* page releases checked/ {n = $3; v = $7} END {exit !(n > 0 && v == 0)}' "$1"
+}
 for seed in $(seq 1 "$seeds"); do
   CMT_REGISTER=hot CMT_STATS=$tmp/stats-$seed.json CMT_LOG=warn timeout 600 \
     "$cmt" run -- "$app" "$ops" "$seed" > "$tmp/out-$seed" 2> "$tmp/err-$seed"
@@ -22,6 +31,10 @@ for seed in $(seq 1 "$seeds"); do
   cat "$tmp/out-$seed"
   if [ $rc -ne 0 ]; then
     echo "FAIL seed $seed: exit $rc"; head -20 "$tmp/err-$seed"; fails=$((fails + 1)); continue
+  fi
+  if [ "$driver" = fake ]; then
+    grep "^fake cuda" "$tmp/err-$seed"
+    watch_ok "$tmp/err-$seed" || { echo "FAIL seed $seed: registered pages released"; fails=$((fails + 1)); }
   fi
   read -r o c <<< "$(awk '/^ops/ {print $2, $4}' "$tmp/out-$seed")"
   total_ops=$((total_ops + o)) total_copies=$((total_copies + c))
@@ -42,10 +55,13 @@ if regs == 0 or copies == 0 or dropped == 0:
     sys.exit(1)
 PY
 echo "total ops $total_ops copies $total_copies"
-if [ "$gpu" = gpu ]; then
-  timeout 300 "$app" 300 1 --self-register > "$tmp/self" 2>&1; rc=$?
-  echo "without cmt, registrations never dropped before munmap: $(cat "$tmp/self") (exit $rc)"
+timeout 300 "$app" 300 1 --self-register > "$tmp/self" 2> "$tmp/self-err"; rc=$?
+echo "without cmt, registrations never dropped before munmap: $(cat "$tmp/self") (exit $rc)"
+if [ "$driver" = gpu ]; then
   [ $rc -eq 1 ] || { echo "FAIL: stale pages not detected by the check"; fails=$((fails + 1)); }
+else
+  grep "^fake cuda" "$tmp/self-err"
+  watch_ok "$tmp/self-err" && { echo "FAIL: the watch missed released registered pages"; fails=$((fails + 1)); }
 fi
 [ $fails -eq 0 ] && echo "hot_safety: all passed" || echo "hot_safety: $fails failures"
 exit $((fails > 0))

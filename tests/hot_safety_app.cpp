@@ -2,7 +2,8 @@
 // back again and again (so that cmt with register = hot registers them), and between copies
 // gives their pages back and takes new ones in every way a program can: free and malloc again
 // (often at the same address), realloc, munmap and mmap at the same address, mremap, madvise
-// (DONTNEED), malloc_trim, and fork (a child writing its copy of a buffer). Every copy is checked
+// (DONTNEED), malloc_trim, fork (a child writing its copy of a buffer), and a 40 MiB buffer made,
+// copied and freed (glibc unmaps it inside free()). Every copy is checked
 // byte for byte against what the program wrote last:
 //   host to device: cuMemcpyHtoDAsync from the buffer, the buffer overwritten at once (a pageable
 //     copy's caller may), then the stream synchronized and the device's bytes read back through
@@ -32,6 +33,9 @@
 namespace {
 
 constexpr std::size_t kMost = 4u << 20;
+// Above glibc's largest mmap threshold (32 MiB): always an mmap'd chunk, which free() unmaps
+// inside libc, where no preloaded hook sees it.
+constexpr std::size_t kBig = 40u << 20;
 constexpr int kSlots = 6;
 
 #define CHECK(call)                                                               \
@@ -170,7 +174,14 @@ void step(Gpu& g, Slot& s) {
     if (p != MAP_FAILED) s.p = static_cast<unsigned char*>(p), s.bytes = bytes;
   } else if (op < 86) {
     malloc_trim(0);
-  } else if (op < 89) {  // a child writes its own copy of the buffer, then the parent copies
+  } else if (op < 88) {  // a large buffer made, copied until registered, freed
+    Slot big;
+    big.p = static_cast<unsigned char*>(std::malloc(kBig));
+    big.bytes = kBig;
+    if (!big.p) std::exit(2);
+    for (int i = 0; i < 3; ++i) copy_up(g, big);
+    std::free(big.p);
+  } else if (op < 91) {  // a child writes its own copy of the buffer, then the parent copies
     const pid_t child = fork();
     if (child == 0) {
       std::memset(s.p, 0x55, s.bytes);
@@ -205,10 +216,10 @@ int main(int argc, char** argv) {
   CHECK(cuDevicePrimaryCtxRetain(&ctx, device));
   CHECK(cuCtxSetCurrent(ctx));
   Gpu g;
-  CHECK(cuMemAlloc(&g.dev, kMost));
-  CHECK(cuMemAllocHost(reinterpret_cast<void**>(&g.pinned), kMost));
+  CHECK(cuMemAlloc(&g.dev, kBig));
+  CHECK(cuMemAllocHost(reinterpret_cast<void**>(&g.pinned), kBig));
   CHECK(cuStreamCreate(&g.stream, CU_STREAM_NON_BLOCKING));
-  g.want.resize(kMost);
+  g.want.resize(kBig);
   Slot slots[kSlots];
   for (int i = 0; i < kSlots; ++i) {
     slots[i].kind = g_self_register ? Kind::Mmap : static_cast<Kind>(i % 3);

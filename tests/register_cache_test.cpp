@@ -195,8 +195,9 @@ TEST(TrackableMemory, GlibcMemoryIsTrackedAndOtherMemoryIsNot) {
   void* small = std::malloc(100 << 10);
   const HeapSpan heap = main_heap_span();
   ASSERT_LT(heap.lo, heap.hi);
-  if (reinterpret_cast<std::uintptr_t>(small) >= heap.lo)
+  if (reinterpret_cast<std::uintptr_t>(small) >= heap.lo) {
     EXPECT_TRUE(trackable_range(small, 100 << 10, true).ok);
+  }
   std::free(small);
   // An anonymous mapping the program made, a file mapping and the stack: not glibc's.
   void* anon = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/log.h"
+
 namespace cmt {
 
 struct RegisterCache::Entry {
@@ -151,7 +153,11 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   lock.unlock();
   const TrackableRange pages = trackable_(reinterpret_cast<const void*>(lo), hi - lo);
   lock.lock();
-  if (!pages.ok || candidate.id != id) return refuse(true);
+  if (!pages.ok || candidate.id != id) {
+    CMT_LOG(debug, "hot buffer [{:#x}, +{}) not registered: {}", lo, hi - lo,
+            pages.ok ? "released meanwhile" : pages.why);
+    return refuse(true);
+  }
   for (const auto& e : entries_)
     if (overlap(e->page_lo, e->page_hi, pages.lo, pages.hi)) return refuse(true);
   const std::size_t bytes = pages.hi - pages.lo;
@@ -198,6 +204,7 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
     lock.lock();
     return {};
   }
+  CMT_LOG(debug, "hot buffer [{:#x}, +{}) registered", lo, hi - lo);
   e->ready = true;
   e->last = tick_;
   e->users.fetch_add(1, std::memory_order_acquire);
@@ -248,6 +255,8 @@ void RegisterCache::drop(Hits hits, std::uint64_t* counter) {
         e.dropped = true;  // its registering thread drops it
         ++it;
       } else {
+        CMT_LOG(debug, "hot buffer [{:#x}, +{}) unregistered: its pages are released",
+                e.copy_lo, e.copy_hi - e.copy_lo);
         registered_bytes_ -= e.bytes();
         ++*counter;
         gone.push_back(std::move(*it));

@@ -3,6 +3,7 @@
 // glibc memory.
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -174,7 +175,16 @@ TEST(RegisterCache, AFailedRegistrationIsNotRetried) {
   EXPECT_EQ(h.registered(), 0u);
 }
 
+// Whether this process's malloc is glibc's (not a sanitizer's, whose memory has no glibc chunks).
+bool glibc_malloc() {
+  void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
+  const bool same = libc && dlsym(RTLD_DEFAULT, "malloc") == dlsym(libc, "malloc");
+  if (libc) dlclose(libc);
+  return same;
+}
+
 TEST(TrackableMemory, GlibcMemoryIsTrackedAndOtherMemoryIsNot) {
+  if (!glibc_malloc()) GTEST_SKIP() << "malloc is not glibc's here (a sanitizer's)";
   // A chunk above glibc's largest mmap threshold (32 MiB) is always mmap'd.
   void* big = std::malloc(64 << 20);
   ASSERT_NE(big, nullptr);

@@ -327,6 +327,7 @@ template <Driver H>
 CUresult HostRegister(void* p, size_t bytes, unsigned flags) {
   auto real = reinterpret_cast<HostRegisterFn>(real_of(hook<H>()));
   if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!RuntimeHookScope::active()) Interposer::host_memory_registering(p, bytes);
   CUresult r = real(p, bytes, flags);
   if (r == CUDA_SUCCESS && !RuntimeHookScope::active()) Interposer::host_memory_added(p, bytes);
   return r;

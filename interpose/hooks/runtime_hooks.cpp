@@ -171,6 +171,7 @@ cudaError_t RuntimeHostRegister(void* p, size_t size, unsigned flags) {
   auto real = resolve<H, HostRegisterFn>();
   if (!real) return cudaErrorInitializationError;
   RuntimeHookScope scope;
+  Interposer::host_memory_registering(p, size);
   cudaError_t r = real(p, size, flags);
   if (r == cudaSuccess) Interposer::host_memory_added(p, size);
   return r;

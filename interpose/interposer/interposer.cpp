@@ -241,6 +241,17 @@ void Interposer::host_memory_removed(void* p) noexcept {
   }
 }
 
+void Interposer::host_memory_registering(void* p, std::size_t bytes) noexcept {
+  InsideCmt inside;
+  try {
+    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire)) {
+      const auto lo = reinterpret_cast<std::uintptr_t>(p);
+      if (cache->touches(p, bytes)) cache->pages_released(lo, lo + bytes);
+    }
+  } catch (...) {
+  }
+}
+
 void Interposer::arm_host_copies() {
   if (config_.disable ||
       (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||

@@ -41,6 +41,9 @@ class Interposer {
   // leg (host_leg.h), unless host_copy is off. Never throw.
   static void host_memory_added(void* p, std::size_t bytes) noexcept;
   static void host_memory_removed(void* p) noexcept;
+  // The program is about to register [p, p + bytes) itself: cmt's own registrations of hot
+  // buffers on those pages go first, or CUDA would refuse the program's. Never throws.
+  static void host_memory_registering(void* p, std::size_t bytes) noexcept;
 
   // Tries to run the copy through the engine. Returns the number of leading bytes handled (0:
   // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle

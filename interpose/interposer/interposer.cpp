@@ -337,19 +337,27 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
                                       CUstream stream, Entry entry,
                                       std::optional<Direction>* taken) {
   if (g_forked_child || !engine()) return 0;
+  // Where the call says which side is the host's, a copy that will neither find nor make a
+  // registration is only counted: no driver call (classifying costs microseconds per copy).
+  // Not a copy cmt makes from a registration: CUDA must see the memory as it would without cmt.
+  auto not_hot = [&] {
+    for (const void* side : {static_cast<const void*>(dst), src})
+      if (register_cache_->touches(side, bytes)) {
+        const auto lo = reinterpret_cast<std::uintptr_t>(side);
+        register_cache_->pages_released(lo, lo + bytes);
+      }
+    return std::size_t{0};
+  };
+  const void* host = kind == kHostToDevice ? src : kind == kDeviceToHost ? dst : nullptr;
+  if (host && !register_cache_->due(host, bytes)) {
+    register_cache_->count(host, bytes);
+    return not_hot();
+  }
   CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, Thresholds{1, 1},
                                  register_cache_);
   RegisterCache::Use use;
   if (d.taken()) use = register_cache_->offer(d.request.host, bytes);
-  if (!use) {
-    // Not a copy cmt makes from a registration: CUDA must see the memory as it would without cmt.
-    for (const void* host : {static_cast<const void*>(dst), src})
-      if (register_cache_->touches(host, bytes)) {
-        const auto lo = reinterpret_cast<std::uintptr_t>(host);
-        register_cache_->pages_released(lo, lo + bytes);
-      }
-    return 0;
-  }
+  if (!use) return not_hot();
   const CopyRequest& r = d.request;
   const auto t0 = std::chrono::steady_clock::now();
   stats_->copy_started(r.direction, steady_ns(t0));

@@ -134,6 +134,32 @@ RegisterCache::Use RegisterCache::offer(const void* p, std::size_t bytes, bool* 
   return register_range(lo, hi, c, lock, registered_now);
 }
 
+bool RegisterCache::due(const void* p, std::size_t bytes) const {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (bytes == 0 || bytes > UINTPTR_MAX - lo) return false;
+  const std::uintptr_t hi = lo + bytes;
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (forked_child_) return false;
+  if (covering(lo, hi)) return true;
+  if (bytes < settings_.from) return false;
+  for (const Candidate& c : candidates_)
+    if (c.lo == lo && c.hi == hi) return !c.refused && !c.registering && c.copies + 1 >= settings_.after;
+  return settings_.after <= 1;
+}
+
+void RegisterCache::count(const void* p, std::size_t bytes) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (bytes < settings_.from || bytes > UINTPTR_MAX - lo) return;
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (forked_child_) return;
+  ++tick_;
+  Candidate& c = candidate_for(lo, lo + bytes);
+  c.last = tick_;
+  if (!c.refused && !c.registering && c.copies + 1 < settings_.after) ++c.copies;
+}
+
 // With the lock held on entry and on return; released around the driver calls and the look at
 // the memory's kind.
 RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr_t hi,

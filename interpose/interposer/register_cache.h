@@ -81,6 +81,11 @@ class RegisterCache {
   // now if this is the range's `after`-th copy (`*registered_now` then says so); else empty.
   // Needs the copy's context current.
   Use offer(const void* p, std::size_t bytes, bool* registered_now = nullptr);
+  // Whether the next offer of [p, p + bytes) would find or make a registration: covered, or a
+  // candidate due (its `after`-th copy). The interposer classifies a copy only then.
+  bool due(const void* p, std::size_t bytes) const;
+  // Counts a copy of [p, p + bytes) that is not due, as offer would, without registering.
+  void count(const void* p, std::size_t bytes);
   // Whether a registration of cmt's covers [p, p + bytes) (classify asks: CUDA calls it pinned).
   bool covers(const void* p, std::size_t bytes) const;
   // Whether [p, p + bytes) touches a page cmt registered: a copy CUDA would take as from pinned

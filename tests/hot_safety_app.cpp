@@ -65,12 +65,15 @@ std::size_t pick_size() {
   return sizes[rng() % (sizeof(sizes) / sizeof(sizes[0]))];
 }
 
+// A pattern of its own for each seed, eight bytes at a time (buffers are up to 40 MiB).
 void fill(unsigned char* p, std::size_t n, std::uint64_t seed) {
   std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (std::size_t i = 0; i < n; ++i) {
+  std::size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    p[i] = static_cast<unsigned char>(x);
+    std::memcpy(p + i, &x, 8);
   }
+  for (; i < n; ++i) p[i] = static_cast<unsigned char>(x >> (8 * (i % 8)));
 }
 
 std::uint64_t count_wrong(const unsigned char* got, const unsigned char* want, std::size_t n) {

@@ -18,20 +18,20 @@ tail -8 $o/hot-safety.txt
 date
 for mode in staged hot; do
   reg=off; [ $mode = hot ] && reg=hot
-  CMT_REGISTER=$reg CMT_CONFIGS_DIR= CMT_STATS=$o/loop-$mode.stats.json timeout 80 build-gpu/cmt run -- \
+  CMT_REGISTER=$reg CMT_CONFIGS_DIR= CMT_STATS=$o/loop-$mode.stats.json timeout 70 build-gpu/cmt run -- \
     build-gpu/cmt bench copy --threads 1 --stream own --sizes 64K,256K,1M,16M,256M \
     --patterns h2d,d2h --seconds 0.2 --rounds 3 --json $o/loop-$mode.json > $o/loop-$mode.txt 2>&1
   tail -14 $o/loop-$mode.txt
 done
 for mode in staged hot; do
   reg=off; [ $mode = hot ] && reg=hot
-  CMT_REGISTER=$reg CMT_CONFIGS_DIR= timeout 40 build-gpu/cmt run -- \
-    build-gpu/cmt bench copy --threads 2 --stream own --sizes 16M,256M --patterns both \
+  CMT_REGISTER=$reg CMT_CONFIGS_DIR= timeout 30 build-gpu/cmt run -- \
+    build-gpu/cmt bench copy --threads 2 --stream own --sizes 256M --patterns both \
     --seconds 0.2 --rounds 3 --json $o/both-$mode.json > $o/both-$mode.txt 2>&1
   tail -5 $o/both-$mode.txt
 done
 date
-CMT_CONFIGS_DIR= timeout 200 python3 bench/workloads/offload.py build-gpu/cmt --rounds 1 --passes 5 \
+CMT_CONFIGS_DIR= timeout 170 python3 bench/workloads/offload.py build-gpu/cmt --rounds 1 --passes 5 \
   --record $o/rec --json $o/offload.json > $o/offload.txt 2>&1
 tail -10 $o/offload.txt
 build-gpu/cmt trace show $o/rec/offload-hot.tsv > $o/rec/offload-hot.show.txt 2>&1

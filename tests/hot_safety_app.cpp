@@ -2,7 +2,7 @@
 // back again and again (so that cmt with register = hot registers them), and between copies
 // gives their pages back and takes new ones in every way a program can: free and malloc again
 // (often at the same address), realloc, munmap and mmap at the same address, mremap, madvise
-// (DONTNEED), malloc_trim, fork (a child writing its copy of a buffer), and a 40 MiB buffer made,
+// (DONTNEED), malloc_trim, buffers made by another thread (another arena's heap), fork (a child writing its copy of a buffer), and a 40 MiB buffer made,
 // copied and freed (glibc unmaps it inside free()). Every copy is checked
 // byte for byte against what the program wrote last:
 //   host to device: cuMemcpyHtoDAsync from the buffer, the buffer overwritten at once (a pageable
@@ -28,6 +28,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -47,7 +48,7 @@ constexpr int kSlots = 6;
     }                                                                             \
   } while (0)
 
-enum class Kind { Malloc, Memalign, Mmap };
+enum class Kind { Malloc, Memalign, Mmap, ThreadMalloc };  // the last: another arena's heap
 
 struct Slot {
   Kind kind = Kind::Malloc;
@@ -84,8 +85,12 @@ std::uint64_t count_wrong(const unsigned char* got, const unsigned char* want, s
 }
 
 void allocate(Slot& s, void* hint = nullptr) {
-  s.bytes = pick_size();
+  // Registered pages that stay registered (--self-register) are met again at the same size.
+  if (!(g_self_register && hint)) s.bytes = pick_size();
   switch (s.kind) {
+    case Kind::ThreadMalloc:
+      std::thread([&s] { s.p = static_cast<unsigned char*>(std::malloc(s.bytes)); }).join();
+      break;
     case Kind::Malloc:
       s.p = static_cast<unsigned char*>(std::malloc(s.bytes));
       break;
@@ -159,7 +164,7 @@ void step(Gpu& g, Slot& s) {
   } else if (op < 60) {  // given back and taken again, often at the same address
     void* old = s.p;
     release(s);
-    s.kind = g_self_register ? Kind::Mmap : static_cast<Kind>(rng() % 3);
+    s.kind = g_self_register ? Kind::Mmap : static_cast<Kind>(rng() % 4);
     allocate(s, s.kind == Kind::Mmap ? old : nullptr);
   } else if (op < 68 && s.kind != Kind::Mmap) {
     const std::size_t bytes = pick_size();
@@ -226,7 +231,7 @@ int main(int argc, char** argv) {
   g.want.resize(kBig);
   Slot slots[kSlots];
   for (int i = 0; i < kSlots; ++i) {
-    slots[i].kind = g_self_register ? Kind::Mmap : static_cast<Kind>(i % 3);
+    slots[i].kind = g_self_register ? Kind::Mmap : static_cast<Kind>(i % 4);
     allocate(slots[i]);
   }
   for (long i = 0; i < ops; ++i, ++g_ops) step(g, slots[rng() % kSlots]);

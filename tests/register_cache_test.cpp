@@ -137,6 +137,15 @@ TEST(RegisterCache, TheLeastRecentlyCopiedGoesToMakeRoomButNotOneInUse) {
   EXPECT_EQ(h.cache.counts().evictions, 1u);
 }
 
+TEST(RegisterCache, BuffersCopiedInTurnAreRegisteredOnTheirSecondRound) {
+  Harness h;  // as a model's 200 weights, each copied once per forward pass
+  const std::uintptr_t base = 0xB0000000;
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 300; ++i) h.cache.offer(at(base + i * (1 << 20)), 256 << 10);
+  EXPECT_EQ(h.registered(), 300u);
+  EXPECT_EQ(h.cache.counts().registrations, 300u);
+}
+
 TEST(RegisterCache, MemoryItCannotFollowIsRefusedOnce) {
   Harness h;
   h.trackable = false;
@@ -209,6 +218,16 @@ TEST(TrackableMemory, GlibcMemoryIsTrackedAndOtherMemoryIsNot) {
     EXPECT_TRUE(trackable_range(small, 100 << 10, true).ok);
   }
   std::free(small);
+  // A thread's chunk, in another arena's heap.
+  void* in_arena = nullptr;
+  std::thread([&] { in_arena = std::malloc(100 << 10); }).join();
+  ASSERT_TRUE(reinterpret_cast<std::uintptr_t>(in_arena) < heap.lo ||
+              reinterpret_cast<std::uintptr_t>(in_arena) >= heap.hi);  // not the main heap
+  {
+    EXPECT_TRUE(inside_arena_heap(in_arena, 100 << 10));
+    EXPECT_TRUE(trackable_range(in_arena, 100 << 10, true).ok);
+  }
+  std::free(in_arena);
   // An anonymous mapping the program made, a file mapping and the stack: not glibc's.
   void* anon = mmap(nullptr, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(anon, MAP_FAILED);

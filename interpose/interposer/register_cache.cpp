@@ -95,20 +95,37 @@ bool RegisterCache::covers(const void* p, std::size_t bytes) const {
   return covering(lo, lo + bytes) != nullptr;
 }
 
-// The range's candidate; a new one takes a free slot, else the least recently copied one that is
+RegisterCache::Candidate* RegisterCache::find_candidate(std::uintptr_t lo, std::uintptr_t hi) {
+  const auto it = candidate_index_.find({lo, hi});
+  return it == candidate_index_.end() ? nullptr : &candidates_[it->second];
+}
+
+void RegisterCache::clear_candidate(Candidate& c) {
+  if (c.lo == c.hi) return;
+  candidate_index_.erase({c.lo, c.hi});
+  free_slots_.push_back(static_cast<int>(&c - candidates_.data()));
+  c = Candidate{};
+}
+
+// The range's candidate; a new one takes a free slot, else that of the least recently copied one
 // not being registered.
 RegisterCache::Candidate& RegisterCache::candidate_for(std::uintptr_t lo, std::uintptr_t hi) {
+  if (Candidate* c = find_candidate(lo, hi)) return *c;
+  if (candidate_index_.empty() && free_slots_.empty())
+    for (int i = kCandidates - 1; i >= 0; --i) free_slots_.push_back(i);
   Candidate* slot = nullptr;
-  for (Candidate& c : candidates_) {
-    if (c.lo == lo && c.hi == hi) return c;
-    const bool free_slot = c.lo == c.hi;
-    if (free_slot && (!slot || slot->lo != slot->hi)) slot = &c;
-    if (!free_slot && !c.registering && (!slot || (slot->lo != slot->hi && c.last < slot->last)))
-      slot = &c;
+  if (!free_slots_.empty()) {
+    slot = &candidates_[free_slots_.back()];
+    free_slots_.pop_back();
+  } else {
+    for (Candidate& c : candidates_)
+      if (!c.registering && (!slot || c.last < slot->last)) slot = &c;
+    if (!slot) slot = &candidates_[0];
+    candidate_index_.erase({slot->lo, slot->hi});
   }
-  if (!slot) slot = &candidates_[0];
   *slot = Candidate{lo, hi, 0, tick_, false, false, next_id_++};
-  update_watch();
+  candidate_index_[{lo, hi}] = static_cast<int>(slot - candidates_.data());
+  if (lo < watch_lo_ || hi > watch_hi_ || watch_lo_ == watch_hi_) update_watch();  // only widens
   return *slot;
 }
 
@@ -134,7 +151,7 @@ RegisterCache::Use RegisterCache::offer(const void* p, std::size_t bytes, bool* 
   return register_range(lo, hi, c, lock, registered_now);
 }
 
-bool RegisterCache::due(const void* p, std::size_t bytes) const {
+bool RegisterCache::due(const void* p, std::size_t bytes) {
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
   if (bytes == 0 || bytes > UINTPTR_MAX - lo) return false;
   const std::uintptr_t hi = lo + bytes;
@@ -143,9 +160,10 @@ bool RegisterCache::due(const void* p, std::size_t bytes) const {
   if (forked_child_) return false;
   if (covering(lo, hi)) return true;
   if (bytes < settings_.from) return false;
-  for (const Candidate& c : candidates_)
-    if (c.lo == lo && c.hi == hi) return !c.refused && !c.registering && c.copies + 1 >= settings_.after;
-  return settings_.after <= 1;
+  const auto it = candidate_index_.find({lo, hi});
+  if (it == candidate_index_.end()) return settings_.after <= 1;
+  const Candidate& c = candidates_[it->second];
+  return !c.refused && !c.registering && c.copies + 1 >= settings_.after;
 }
 
 void RegisterCache::count(const void* p, std::size_t bytes) {
@@ -236,7 +254,7 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   e->users.fetch_add(1, std::memory_order_acquire);
   ++counts_.registrations;
   ++counts_.hits;
-  if (candidate.id == id) candidate = Candidate{};  // the registration stands for it now
+  if (candidate.id == id) clear_candidate(candidate);  // the registration stands for it now
   update_watch();
   if (registered_now) *registered_now = true;
   return Use(e);
@@ -270,7 +288,7 @@ void RegisterCache::drop(Hits hits, std::uint64_t* counter) {
     // the slot's id changed, drops what it registered.
     for (Candidate& c : candidates_)
       if (c.lo != c.hi && hits(c.lo, c.hi, c.lo, c.hi)) {
-        c = Candidate{};
+        clear_candidate(c);
         changed = true;
       }
     for (auto it = entries_.begin(); it != entries_.end();) {
@@ -340,11 +358,10 @@ void RegisterCache::update_watch() {
   entries_hi_.store(entries_hi > entries_lo ? entries_hi : 0, std::memory_order_release);
   lo = std::min(lo, entries_lo);
   hi = std::max(hi, entries_hi);
-  if (!watch_) return;
-  if (hi <= lo)
-    watch_(0, 0, settings_.from);
-  else
-    watch_(lo, hi, settings_.from);
+  if (hi <= lo) lo = hi = 0;
+  watch_lo_ = lo;
+  watch_hi_ = hi;
+  if (watch_) watch_(lo, hi, settings_.from);
 }
 
 void RegisterCache::forget_in_child() {
@@ -354,6 +371,8 @@ void RegisterCache::forget_in_child() {
   for (auto& e : entries_) e.release();  // leaked: the parent's, and no driver to unregister
   entries_.clear();
   for (Candidate& c : candidates_) c = Candidate{};
+  candidate_index_.clear();
+  free_slots_.clear();
   registered_bytes_ = 0;
 }
 

@@ -25,6 +25,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "cuda/driver_api.h"
@@ -83,7 +85,7 @@ class RegisterCache {
   Use offer(const void* p, std::size_t bytes, bool* registered_now = nullptr);
   // Whether the next offer of [p, p + bytes) would find or make a registration: covered, or a
   // candidate due (its `after`-th copy). The interposer classifies a copy only then.
-  bool due(const void* p, std::size_t bytes) const;
+  bool due(const void* p, std::size_t bytes);
   // Counts a copy of [p, p + bytes) that is not due, as offer would, without registering.
   void count(const void* p, std::size_t bytes);
   // Whether a registration of cmt's covers [p, p + bytes) (classify asks: CUDA calls it pinned).
@@ -113,10 +115,19 @@ class RegisterCache {
     bool refused = false, registering = false;
     std::uint64_t id = 0;  // changes when the slot is reused or dropped
   };
-  static constexpr int kCandidates = 64;
+  // Ranges followed at once: enough for a model's weights copied layer by layer, each of which
+  // comes round again only after all the others (a 1.1B Llama has about 200).
+  static constexpr int kCandidates = 4096;
+  struct RangeHash {
+    std::size_t operator()(const std::pair<std::uintptr_t, std::uintptr_t>& r) const {
+      return std::hash<std::uintptr_t>()(r.first * 31 + r.second);
+    }
+  };
 
   Entry* covering(std::uintptr_t lo, std::uintptr_t hi) const;
   Candidate& candidate_for(std::uintptr_t lo, std::uintptr_t hi);
+  Candidate* find_candidate(std::uintptr_t lo, std::uintptr_t hi);
+  void clear_candidate(Candidate& c);  // its slot free again
   Use register_range(std::uintptr_t lo, std::uintptr_t hi, Candidate& candidate,
                      std::unique_lock<std::mutex>& lock, bool* registered_now);
   bool make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted);
@@ -135,7 +146,10 @@ class RegisterCache {
   Watch watch_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
-  Candidate candidates_[kCandidates];
+  std::vector<Candidate> candidates_ = std::vector<Candidate>(kCandidates);
+  std::unordered_map<std::pair<std::uintptr_t, std::uintptr_t>, int, RangeHash> candidate_index_;
+  std::vector<int> free_slots_;
+  std::uintptr_t watch_lo_ = 0, watch_hi_ = 0;  // the span last given to watch_
   std::uint64_t tick_ = 0, next_id_ = 1;
   std::size_t registered_bytes_ = 0;
   bool forked_child_ = false;

@@ -39,7 +39,32 @@ bool mmapped_chunk_holds(std::uintptr_t chunk, std::uintptr_t lo, std::uintptr_t
          lo >= chunk + 2 * sizeof(std::size_t) && hi <= chunk + size && hi > lo;
 }
 
+// The heaps of glibc's other arenas (a thread's malloc): 64 MiB-aligned mappings (HEAP_MAX_SIZE on
+// 64-bit) that start with a heap_info {ar_ptr, prev, size, mprotect_size[, pagesize]}; an arena's
+// first heap holds its malloc_state right after that header, and every later heap points there.
+constexpr std::uintptr_t kArenaHeapMax = std::uintptr_t{64} << 20;
+
+bool read_heap_info(std::uintptr_t at, std::size_t out[4]) {
+  iovec local{out, 4 * sizeof(std::size_t)};
+  iovec remote{reinterpret_cast<void*>(at), 4 * sizeof(std::size_t)};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) ==
+         static_cast<ssize_t>(4 * sizeof(std::size_t));
+}
+
 }  // namespace
+
+bool inside_arena_heap(const void* p, std::size_t bytes) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (bytes == 0 || bytes > UINTPTR_MAX - lo) return false;
+  const std::uintptr_t heap = lo & ~(kArenaHeapMax - 1), page = page_size();
+  std::size_t info[4];  // ar_ptr, prev, size, mprotect_size
+  if (!read_heap_info(heap, info)) return false;
+  const std::uintptr_t arena_offset = info[0] & (kArenaHeapMax - 1);
+  const std::size_t size = info[2], mprotect_size = info[3];
+  return info[0] != 0 && (arena_offset == 32 || arena_offset == 48) && size >= page &&
+         size % page == 0 && size <= mprotect_size && mprotect_size <= kArenaHeapMax &&
+         lo >= heap + 48 && lo + bytes <= heap + size;
+}
 
 HeapSpan main_heap_span() {
   // /proc/self/stat's 47th field is start_brk; the comm field (2nd) may hold spaces, so fields
@@ -97,8 +122,8 @@ TrackableRange trackable_range(const void* p, std::size_t bytes, bool glibc_mall
   }
   const HeapSpan heap = main_heap_span();
   const bool in_heap = heap.hi > heap.lo && lo >= heap.lo && lo + bytes <= heap.hi;
-  if (!in_heap && !inside_mmapped_chunk(p, bytes)) {
-    out.why = "neither glibc's main heap nor one of its mmap'd chunks";
+  if (!in_heap && !inside_arena_heap(p, bytes) && !inside_mmapped_chunk(p, bytes)) {
+    out.why = "not in glibc's heaps nor in one of its mmap'd chunks";
     return out;
   }
   const std::uintptr_t page = page_size();

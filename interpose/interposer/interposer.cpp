@@ -337,8 +337,6 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
                                       CUstream stream, Entry entry,
                                       std::optional<Direction>* taken) {
   if (g_forked_child || !engine()) return 0;
-  // Where the call says which side is the host's, a copy that will neither find nor make a
-  // registration is only counted: no driver call (classifying costs microseconds per copy).
   // Not a copy cmt makes from a registration: CUDA must see the memory as it would without cmt.
   auto not_hot = [&] {
     for (const void* side : {static_cast<const void*>(dst), src})
@@ -348,44 +346,72 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
       }
     return std::size_t{0};
   };
+  // Where the call says which side is the host's: a copy from a registration goes straight to the
+  // DMA with no pointer queries (CUDA checks the device side itself; a copy it refuses is then
+  // CUDA's, unregistered); one that will neither find nor make a registration is only counted.
   const void* host = kind == kHostToDevice ? src : kind == kDeviceToHost ? dst : nullptr;
-  if (host && !register_cache_->due(host, bytes)) {
-    register_cache_->count(host, bytes);
-    return not_hot();
+  if (host) {
+    if (RegisterCache::Use use = register_cache_->find(host, bytes)) {
+      CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+      if (driver_->stream_is_capturing(stream, &capture) == CUDA_SUCCESS &&
+          capture == CU_STREAM_CAPTURE_STATUS_NONE) {
+        CopyRequest r;
+        r.direction = kind == kHostToDevice ? Direction::HostToDevice : Direction::DeviceToHost;
+        r.host = const_cast<void*>(host);
+        r.device = as_device(kind == kHostToDevice ? dst : src);
+        r.bytes = bytes;
+        r.stream = stream;
+        if (const std::size_t done = run_hot_copy(r, entry, taken)) return done;
+      }
+      use = RegisterCache::Use();  // not held while its registration is dropped
+      return not_hot();
+    }
+    if (!register_cache_->due(host, bytes)) {
+      register_cache_->count(host, bytes);
+      return not_hot();
+    }
   }
   CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, Thresholds{1, 1},
                                  register_cache_);
   RegisterCache::Use use;
   if (d.taken()) use = register_cache_->offer(d.request.host, bytes);
   if (!use) return not_hot();
-  const CopyRequest& r = d.request;
+  const std::size_t done = run_hot_copy(d.request, entry, taken);
+  if (done) return done;
+  use = RegisterCache::Use();
+  return not_hot();
+}
+
+std::size_t Interposer::run_hot_copy(const CopyRequest& r, Entry entry,
+                                     std::optional<Direction>* taken) {
   const auto t0 = std::chrono::steady_clock::now();
   stats_->copy_started(r.direction, steady_ns(t0));
   CUresult status;
   {
     RelaxedCaptureMode relaxed(*driver_);
     status = r.direction == Direction::HostToDevice
-                 ? driver_->memcpy_htod_async(r.device, r.host, bytes, r.stream)
-                 : driver_->memcpy_dtoh_async(r.host, r.device, bytes, r.stream);
+                 ? driver_->memcpy_htod_async(r.device, r.host, r.bytes, r.stream)
+                 : driver_->memcpy_dtoh_async(r.host, r.device, r.bytes, r.stream);
     // A pageable copy returns once its bytes have moved; the program may then write or free it.
     if (status == CUDA_SUCCESS) status = driver_->stream_synchronize(r.stream);
   }
   const auto t1 = std::chrono::steady_clock::now();
   stats_->copy_ended(r.direction, steady_ns(t1));
   if (status != CUDA_SUCCESS) {
-    // CUDA makes the copy again (the same bytes) and reports the error as it would have.
+    // CUDA makes the copy again (the same bytes, from pageable memory again: the caller drops the
+    // registration) and reports the error as it would have.
     stats_->forwarded(ForwardReason::EngineUnavailable);
     CMT_WARN_ONCE("a copy from a registered hot buffer failed ({}); forwarding it",
                   cuda_error_text(*driver_, status));
     return 0;
   }
-  stats_->taken(r.direction, entry, bytes,
+  stats_->taken(r.direction, entry, r.bytes,
                 static_cast<std::uint64_t>(
                     std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
-  stats_->hot(bytes);
+  stats_->hot(r.bytes);
   note_outcome("hot", r.direction == Direction::HostToDevice ? "h2d" : "d2h");  // for the record
   if (taken) *taken = r.direction;
-  return bytes;
+  return r.bytes;
 }
 
 Interposer::Interposer(const DriverApi* driver, const Config& config)

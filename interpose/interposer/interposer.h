@@ -91,6 +91,8 @@ class Interposer {
   // registration the range only touches, so that CUDA sees pageable memory again).
   std::size_t take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
                             CUstream stream, Entry entry, std::optional<Direction>* taken);
+  // The copy itself, from pages cmt registered: the bytes handled (0: it failed, CUDA's now).
+  std::size_t run_hot_copy(const CopyRequest& r, Entry entry, std::optional<Direction>* taken);
 
   Config config_;
   const DriverApi* driver_ = nullptr;

@@ -151,6 +151,19 @@ RegisterCache::Use RegisterCache::offer(const void* p, std::size_t bytes, bool* 
   return register_range(lo, hi, c, lock, registered_now);
 }
 
+RegisterCache::Use RegisterCache::find(const void* p, std::size_t bytes) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (bytes == 0 || bytes > UINTPTR_MAX - lo) return {};
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  Entry* e = forked_child_ ? nullptr : covering(lo, lo + bytes);
+  if (!e) return {};
+  e->last = ++tick_;
+  e->users.fetch_add(1, std::memory_order_acquire);
+  ++counts_.hits;
+  return Use(e);
+}
+
 bool RegisterCache::due(const void* p, std::size_t bytes) {
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
   if (bytes == 0 || bytes > UINTPTR_MAX - lo) return false;

@@ -83,6 +83,9 @@ class RegisterCache {
   // now if this is the range's `after`-th copy (`*registered_now` then says so); else empty.
   // Needs the copy's context current.
   Use offer(const void* p, std::size_t bytes, bool* registered_now = nullptr);
+  // The registration covering [p, p + bytes), at any size; empty if none (offer without the
+  // counting).
+  Use find(const void* p, std::size_t bytes);
   // Whether the next offer of [p, p + bytes) would find or make a registration: covered, or a
   // candidate due (its `after`-th copy). The interposer classifies a copy only then.
   bool due(const void* p, std::size_t bytes);

@@ -14,7 +14,7 @@ set -u
 cmt=$1 app=$2 ops=$3 seeds=$4 driver=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0 total_ops=0 total_copies=0
+fails=0 total_ops=0 total_copies=0 unwatched=0
 # Every copy of 64 KiB or more is cmt's (staged or from a registration), so that none meets the
 # fake driver's own copies, which do not wait as a pageable copy must.
 export CMT_THRESHOLD=64K CMT_D2H_THRESHOLD=64K CMT_WARM_THRESHOLD=64K CMT_D2H_WARM_THRESHOLD=64K
@@ -34,7 +34,12 @@ for seed in $(seq 1 "$seeds"); do
   fi
   if [ "$driver" = fake ]; then
     grep "^fake cuda" "$tmp/err-$seed"
-    watch_ok "$tmp/err-$seed" || { echo "FAIL seed $seed: registered pages released"; fails=$((fails + 1)); }
+    if grep -q "release check unavailable" "$tmp/err-$seed"; then
+      echo "note: no seccomp user notification here: bytes checked, page releases not watched"
+      unwatched=1
+    elif ! watch_ok "$tmp/err-$seed"; then
+      echo "FAIL seed $seed: registered pages released"; fails=$((fails + 1))
+    fi
   fi
   read -r o c <<< "$(awk '/^ops/ {print $2, $4}' "$tmp/out-$seed")"
   total_ops=$((total_ops + o)) total_copies=$((total_copies + c))
@@ -59,7 +64,7 @@ timeout 300 "$app" 300 1 --self-register > "$tmp/self" 2> "$tmp/self-err"; rc=$?
 echo "without cmt, registrations never dropped before munmap: $(cat "$tmp/self") (exit $rc)"
 if [ "$driver" = gpu ]; then
   [ $rc -eq 1 ] || { echo "FAIL: stale pages not detected by the check"; fails=$((fails + 1)); }
-else
+elif [ $unwatched -eq 0 ]; then
   grep "^fake cuda" "$tmp/self-err"
   watch_ok "$tmp/self-err" && { echo "FAIL: the watch missed released registered pages"; fails=$((fails + 1)); }
 fi

@@ -98,25 +98,28 @@ int run_tool(const std::string& name, const std::vector<std::string>& args) {
   return 126;
 }
 
+namespace {
+
+// The library `name` in libcmt.so's folder, as a canonical path; empty if it is not there.
+std::string beside(const std::string& library, const char* name) {
+  const std::size_t slash = library.find_last_of('/');
+  const std::string path =
+      (slash == std::string::npos ? std::string(".") : library.substr(0, slash)) + "/" + name;
+  return is_file(path) ? canonical(path) : std::string();
+}
+
+}  // namespace
+
 // libcmt-host.so beside libcmt.so, or its AVX2 build (libcmt-host-avx2.so) where this processor
 // has AVX2 and it is there.
 std::string host_library_beside(const std::string& library) {
-  const std::size_t slash = library.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? std::string(".") : library.substr(0, slash);
-  if (cpu_runs_avx2() && is_file(dir + "/libcmt-host-avx2.so"))
-    return canonical(dir + "/libcmt-host-avx2.so");
-  const std::string path = dir + "/libcmt-host.so";
-  return is_file(path) ? canonical(path) : std::string();
+  const std::string avx2 = cpu_runs_avx2() ? beside(library, "libcmt-host-avx2.so") : "";
+  return avx2.empty() ? beside(library, "libcmt-host.so") : avx2;
 }
 
 // libcmt-release.so beside libcmt.so, or empty.
 std::string release_library_beside(const std::string& library) {
-  const std::size_t slash = library.find_last_of('/');
-  const std::string dir =
-      slash == std::string::npos ? std::string(".") : library.substr(0, slash);
-  const std::string path = dir + "/libcmt-release.so";
-  return is_file(path) ? canonical(path) : std::string();
+  return beside(library, "libcmt-release.so");
 }
 
 namespace {

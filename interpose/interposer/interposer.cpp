@@ -70,30 +70,25 @@ void after_fork_child() {
   engine_mu().unlock();
 }
 
+// Runs `work` on the process's cache of registrations, if there is one; nothing escapes.
+template <typename Work>
+void with_register_cache(Work work) noexcept {
+  InsideCmt inside;
+  try {
+    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire)) work(*cache);
+  } catch (...) {
+  }
+}
+
 // libcmt-release.so's reports (common/release_abi.h), before the call that releases the pages.
 void report_pages_released(std::uintptr_t lo, std::uintptr_t hi) noexcept {
-  InsideCmt inside;
-  try {
-    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
-      cache->pages_released(lo, hi);
-  } catch (...) {
-  }
+  with_register_cache([&](RegisterCache& cache) { cache.pages_released(lo, hi); });
 }
 void report_chunk_released(std::uintptr_t lo, std::uintptr_t hi) noexcept {
-  InsideCmt inside;
-  try {
-    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
-      cache->chunk_released(lo, hi);
-  } catch (...) {
-  }
+  with_register_cache([&](RegisterCache& cache) { cache.chunk_released(lo, hi); });
 }
 void report_all_released() noexcept {
-  InsideCmt inside;
-  try {
-    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
-      cache->all_released();
-  } catch (...) {
-  }
+  with_register_cache([](RegisterCache& cache) { cache.all_released(); });
 }
 const ReleaseAbi kReleaseAbi{kReleaseAbiVersion, report_pages_released, report_chunk_released,
                              report_all_released};
@@ -242,14 +237,10 @@ void Interposer::host_memory_removed(void* p) noexcept {
 }
 
 void Interposer::host_memory_registering(void* p, std::size_t bytes) noexcept {
-  InsideCmt inside;
-  try {
-    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire)) {
-      const auto lo = reinterpret_cast<std::uintptr_t>(p);
-      if (cache->touches(p, bytes)) cache->pages_released(lo, lo + bytes);
-    }
-  } catch (...) {
-  }
+  with_register_cache([&](RegisterCache& cache) {
+    const auto lo = reinterpret_cast<std::uintptr_t>(p);
+    if (cache.touches(p, bytes)) cache.pages_released(lo, lo + bytes);
+  });
 }
 
 void Interposer::arm_host_copies() {

@@ -1,0 +1,188 @@
+// cmt-lab-registered (lab): what a copy from a registered host buffer costs against one from
+// cudaMallocHost memory, call by call, so that the hot path (interposer.cpp run_hot_copy) is
+// judged against what registered memory itself can do rather than against pinned alone
+// (NOTES.md 53).
+//
+// One copy is the call and its stream's synchronize, as a program copying a buffer in a loop
+// makes it; per size and direction the modes rotate every repetition, so drift hits all alike:
+//   pinned      cudaMallocHost buffer, cudaMemcpyAsync + cudaStreamSynchronize
+//   registered  malloc'd buffer the program registered (cuMemHostRegister, portable), the same
+//   driver      the registered buffer as cmt's hot path copies it: cuMemcpy*Async +
+//               cuStreamSynchronize, then the program's own cudaStreamSynchronize
+//   hotcalls    driver, plus what the hot path asks around the copy: cuStreamIsCapturing and two
+//               cuThreadExchangeStreamCaptureMode
+//   pageable    another malloc'd buffer, cudaMemcpyAsync + cudaStreamSynchronize: CUDA's staging
+//               without cmt; under `cmt run` with CMT_REGISTER=hot, cmt's hot path
+// Each mode's bytes are checked once per size and direction. Prints median ns per copy and the
+// ratio to pinned's.
+//
+// usage: cmt-lab-registered [--sizes 64K,256K,1M] [--reps 2000]
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/byte_size.h"
+#include "cuda_check.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+[[noreturn]] void usage(const std::string& why) {
+  std::fprintf(stderr,
+               "cmt-lab-registered: %s\nusage: cmt-lab-registered [--sizes 64K,256K,1M] "
+               "[--reps N]\n",
+               why.c_str());
+  std::exit(2);
+}
+
+struct Buffers {
+  char* pinned = nullptr;
+  char* registered = nullptr;
+  char* pageable = nullptr;
+  CUdeviceptr device = 0;
+  cudaStream_t stream = nullptr;
+};
+
+// One copy of `bytes` between `host` and the device, made the way `mode` says.
+using CopyFn = std::function<void(char* host, std::size_t bytes, bool h2d)>;
+
+struct Mode {
+  const char* name;
+  char* Buffers::*buffer;
+  CopyFn copy;
+};
+
+std::vector<Mode> modes(Buffers& b) {
+  auto runtime = [&b](char* host, std::size_t bytes, bool h2d) {
+    void* dev = reinterpret_cast<void*>(b.device);
+    CMT_CHECK_CUDA(h2d ? cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, b.stream)
+                       : cudaMemcpyAsync(host, dev, bytes, cudaMemcpyDeviceToHost, b.stream));
+    CMT_CHECK_CUDA(cudaStreamSynchronize(b.stream));
+  };
+  auto driver = [&b](char* host, std::size_t bytes, bool h2d) {
+    CUstream s = reinterpret_cast<CUstream>(b.stream);
+    CMT_CHECK_CU(h2d ? cuMemcpyHtoDAsync(b.device, host, bytes, s)
+                     : cuMemcpyDtoHAsync(host, b.device, bytes, s));
+    CMT_CHECK_CU(cuStreamSynchronize(s));
+    CMT_CHECK_CUDA(cudaStreamSynchronize(b.stream));
+  };
+  auto hotcalls = [&b, driver](char* host, std::size_t bytes, bool h2d) {
+    CUstreamCaptureStatus status;
+    CMT_CHECK_CU(cuStreamIsCapturing(reinterpret_cast<CUstream>(b.stream), &status));
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CMT_CHECK_CU(cuThreadExchangeStreamCaptureMode(&mode));
+    driver(host, bytes, h2d);
+    CMT_CHECK_CU(cuThreadExchangeStreamCaptureMode(&mode));
+  };
+  return {{"pinned", &Buffers::pinned, runtime},
+          {"registered", &Buffers::registered, runtime},
+          {"driver", &Buffers::registered, driver},
+          {"hotcalls", &Buffers::registered, hotcalls},
+          {"pageable", &Buffers::pageable, runtime}};
+}
+
+// Every mode's copy of `bytes` moves the right bytes, one way then back.
+bool check(Buffers& b, const Mode& m, std::size_t bytes) {
+  char* host = b.*m.buffer;
+  for (std::size_t i = 0; i < bytes; ++i) host[i] = static_cast<char>(i * 7 + bytes);
+  m.copy(host, bytes, true);
+  std::memset(host, 0, bytes);
+  m.copy(host, bytes, false);
+  for (std::size_t i = 0; i < bytes; ++i)
+    if (host[i] != static_cast<char>(i * 7 + bytes)) return false;
+  return true;
+}
+
+std::vector<std::size_t> parse_sizes(const std::string& v) {
+  std::vector<std::size_t> sizes;
+  std::size_t start = 0;
+  while (start <= v.size()) {
+    const std::size_t comma = std::min(v.find(',', start), v.size());
+    std::size_t bytes = 0;
+    if (!cmt::parse_byte_size(v.substr(start, comma - start), &bytes) || bytes == 0)
+      usage("bad size in '" + v + "'");
+    sizes.push_back(bytes);
+    start = comma + 1;
+  }
+  return sizes;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::size_t> sizes = {64u << 10, 256u << 10, 1u << 20};
+  int reps = 2000;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) usage("'" + a + "' needs a value");
+    const std::string v = argv[++i];
+    if (a == "--sizes")
+      sizes = parse_sizes(v);
+    else if (a == "--reps")
+      reps = std::atoi(v.c_str());
+    else
+      usage("unknown option '" + a + "'");
+  }
+  if (reps < 1) usage("--reps must be at least 1");
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    std::fprintf(stderr, "cmt-lab-registered: no CUDA GPU found\n");
+    return 1;
+  }
+  const std::size_t largest = *std::max_element(sizes.begin(), sizes.end());
+  Buffers b;
+  CMT_CHECK_CUDA(cudaSetDevice(0));
+  CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
+  CMT_CHECK_CUDA(cudaMallocHost(reinterpret_cast<void**>(&b.pinned), largest));
+  b.registered = static_cast<char*>(std::malloc(largest));
+  b.pageable = static_cast<char*>(std::malloc(largest));
+  if (!b.registered || !b.pageable) usage("out of memory");
+  std::memset(b.registered, 1, largest);
+  std::memset(b.pageable, 1, largest);
+  CMT_CHECK_CU(cuMemHostRegister(b.registered, largest, CU_MEMHOSTREGISTER_PORTABLE));
+  CMT_CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.device), largest));
+  std::vector<Mode> all = modes(b);
+  std::printf("size   dir  %12s %12s %12s %12s %12s   (median ns per copy; / pinned)\n",
+              all[0].name, all[1].name, all[2].name, all[3].name, all[4].name);
+  bool ok = true;
+  for (std::size_t bytes : sizes)
+    for (bool h2d : {true, false}) {
+      std::vector<std::vector<double>> ns(all.size());
+      for (int r = 0; r < reps + 20; ++r)  // the first 20 rounds warm every mode up
+        for (std::size_t k = 0; k < all.size(); ++k) {
+          const Mode& m = all[(k + r) % all.size()];
+          const auto t0 = Clock::now();
+          m.copy(b.*m.buffer, bytes, h2d);
+          const double t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+          if (r >= 20) ns[(k + r) % all.size()].push_back(t);
+        }
+      std::printf("%-6s %s ", cmt::format_byte_size(bytes).c_str(), h2d ? "h2d" : "d2h");
+      const double pinned = median(ns[0]);
+      for (std::size_t k = 0; k < all.size(); ++k)
+        std::printf(" %6.0f (%4.2f)", median(ns[k]), pinned / median(ns[k]));
+      std::printf("\n");
+    }
+  for (const Mode& m : all)
+    for (std::size_t bytes : sizes)
+      if (!check(b, m, bytes)) {
+        std::printf("WRONG BYTES: %s at %zu\n", m.name, bytes);
+        ok = false;
+      }
+  std::printf("check %s\n", ok ? "ok" : "FAILED");
+  return ok ? 0 : 1;
+}

@@ -238,6 +238,7 @@ CUresult mem_get_address_range(CUdeviceptr* base, size_t* size, CUdeviceptr ptr)
 
 // Registered ranges, lock-free, for registered_overlap.
 constexpr int kMostRegistered = 4096;
+constexpr std::uintptr_t kPage = 4096;
 std::atomic<std::uintptr_t> g_reg_lo[kMostRegistered], g_reg_hi[kMostRegistered];
 
 void note_registered(std::uintptr_t lo, std::size_t bytes) {
@@ -264,8 +265,9 @@ CUresult mem_host_register(void* p, size_t bytes, unsigned) {
   if (g_fake->faults.host_register != CUDA_SUCCESS) return g_fake->faults.host_register;
   g_fake->register_count.fetch_add(1);
   std::lock_guard<std::mutex> lk(g_fake->mu);
-  const auto lo = reinterpret_cast<std::uintptr_t>(p);
-  // As CUDA: pages registered already make the call fail.
+  // As CUDA: whole pages are registered, and a page registered already makes the call fail.
+  const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(p) / kPage * kPage;
+  bytes = (reinterpret_cast<std::uintptr_t>(p) + bytes + kPage - 1) / kPage * kPage - lo;
   for (const auto& [base, size] : g_fake->host_ranges)
     if (base < lo + bytes && lo < base + size) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
   g_fake->host_ranges[lo] = bytes;
@@ -274,7 +276,7 @@ CUresult mem_host_register(void* p, size_t bytes, unsigned) {
 }
 CUresult mem_host_unregister(void* p) {
   std::lock_guard<std::mutex> lk(g_fake->mu);
-  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(p) / kPage * kPage;
   if (!g_fake->host_ranges.erase(lo)) return CUDA_ERROR_NOT_FOUND;
   note_unregistered(lo);
   return CUDA_SUCCESS;
@@ -292,10 +294,20 @@ CUresult enqueue_dma(CUstream s, void* dst, const void* src, size_t n) {
   });
   return CUDA_SUCCESS;
 }
+void count_unpinned(const void* host, size_t n) {
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  std::uintptr_t base;
+  std::size_t size;
+  const auto p = reinterpret_cast<std::uintptr_t>(host);
+  if (!lookup(g_fake->host_ranges, p, &base, &size) || p + n > base + size)
+    g_fake->unpinned_async.fetch_add(1);
+}
 CUresult memcpy_htod_async(CUdeviceptr dst, const void* src, size_t n, CUstream s) {
+  count_unpinned(src, n);
   return enqueue_dma(s, reinterpret_cast<void*>(dst), src, n);
 }
 CUresult memcpy_dtoh_async(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  count_unpinned(dst, n);
   return enqueue_dma(s, dst, reinterpret_cast<const void*>(src), n);
 }
 
@@ -366,8 +378,16 @@ CUresult device_get_pci_bus_id(char* out, int len, CUdevice) {
   return CUDA_SUCCESS;
 }
 
+CUresult mem_alloc_host(void** p, size_t bytes) {
+  *p = g_fake->alloc_pinned(bytes);
+  return CUDA_SUCCESS;
+}
+CUresult mem_free_host(void*) { return CUDA_SUCCESS; }  // kept until the fake goes
+
 DriverApi make_api() {
   DriverApi a;
+  a.mem_alloc_host = mem_alloc_host;
+  a.mem_free_host = mem_free_host;
   a.ctx_get_current = ctx_get_current;
   a.ctx_get_device = ctx_get_device;
   a.stream_get_ctx = stream_get_ctx;

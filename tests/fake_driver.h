@@ -78,6 +78,9 @@ class FakeDriver {
   std::atomic<long> pointer_queries{0};  // cuPointerGetAttributes calls
   std::atomic<long> unsafe_calls{0};
   std::atomic<long> dmas_run{0};
+  // Asynchronous copies whose host side was not all in one pinned or registered range (CUDA
+  // would have taken them as pageable).
+  std::atomic<long> unpinned_async{0};
   int max_delay_us;
 
   // Internals used by the DriverApi functions.

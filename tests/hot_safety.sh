@@ -48,13 +48,13 @@ done
 # registrations dropped because their pages were released.
 python3 - "$tmp" <<'PY' || fails=$((fails + 1))
 import glob, json, sys
-regs = copies = dropped = evicted = refused = 0
+regs = copies = dropped = evicted = refused = failed = 0
 for f in glob.glob(sys.argv[1] + "/stats-*.json"):
     h = json.load(open(f))["hot_buffers"]
     regs += h["registrations"]; copies += h["copies"]; dropped += h["invalidations"]
-    evicted += h["evictions"]; refused += h["refusals"]
+    evicted += h["evictions"]; refused += h["refusals"]; failed += h["failures"]
 print(f"registrations {regs} copies_from_them {copies} dropped_on_release {dropped} "
-      f"evicted {evicted} refused {refused}")
+      f"evicted {evicted} refused {refused} (registering failed {failed})")
 if regs == 0 or copies == 0 or dropped == 0:
     print("FAIL: the suite did not exercise registration, hot copies and invalidation")
     sys.exit(1)

@@ -3,7 +3,7 @@
 with the host memory real Python programs copy from: numpy arrays (glibc's heap and mmap'd
 chunks), PyTorch CPU tensors (c10's allocator), bytearrays, views into the middle of a larger
 array, arrays made on another thread (another arena), anonymous mmap objects, all freed and made
-again (often at the same address), resized (realloc), advised away (madvise DONTNEED), trimmed
+again (often at the same address), resized (numpy's realloc), advised away (madvise DONTNEED), trimmed
 (malloc_trim), forked (the child writes its copy), with Python's small-object arenas churned in
 between. Every copy goes through torch (cudaMemcpyAsync and a stream synchronize, as .to('cuda')
 and .copy_() make it) and every copied byte is checked:
@@ -84,7 +84,7 @@ class Program:
         elif kind == "thread":
             slot = Slot(kind, self.pool.submit(np.empty, n, np.uint8).result())
         else:
-            m = mmap.mmap(-1, n)
+            m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE)  # as malloc's: advised pages read 0
             slot = Slot(kind, np.frombuffer(m, np.uint8), m)
             if self.self_register:
                 torch.cuda.cudart().cudaHostRegister(slot.array.ctypes.data, n, 0)
@@ -135,13 +135,9 @@ class Program:
 
     def resize(self, i):
         slot, n = self.slots[i], self.size()
-        if slot.kind == "numpy" and slot.array.base is None:
-            slot.array.resize(n, refcheck=False)  # realloc, often in place
-        elif slot.kind == "torch":
-            slot.owner.resize_(n)
-            slot.array = slot.owner.numpy()
-        else:
+        if slot.kind != "numpy" or slot.array.base is not None:
             return
+        slot.array.resize(n, refcheck=False)  # realloc, often in place
         slot.array[:] = self.pattern(n)
 
     def advise(self, slot):

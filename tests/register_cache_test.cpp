@@ -1,4 +1,5 @@
-// The hot buffers' registration cache (interposer/register_cache.h) against the fake driver, and
+// The hot buffers' registration cache (interposer/register_cache.h) and their copies
+// (interposer/hot_copy.h) against the fake driver, and
 // the rules of which memory it may register (interposer/trackable_memory.h) on this process's own
 // glibc memory.
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "fake_driver.h"
+#include "interposer/hot_copy.h"
 #include "interposer/register_cache.h"
 #include "interposer/trackable_memory.h"
 
@@ -154,15 +156,39 @@ TEST(RegisterCache, MemoryItCannotFollowIsRefusedOnce) {
   EXPECT_EQ(h.cache.counts().refusals, 1u);  // asked once: the candidate is marked
 }
 
-TEST(RegisterCache, RangesSharingAPageWithARegistrationAreRefused) {
+TEST(RegisterCache, ARangeSharingAPageWithARegistrationRegistersItsOwnWholePages) {
   Harness h;
   const std::uintptr_t a = 0x80000000 + 100;  // ends inside a page
   h.cache.offer(at(a), 100 << 10);
   h.cache.offer(at(a), 100 << 10);
-  const std::uintptr_t b = a + (100 << 10) + 16;  // in the registration's last page
+  const std::uintptr_t b = a + (100 << 10) + 16;  // starts in the registration's last page
   h.cache.offer(at(b), 100 << 10);
-  EXPECT_FALSE(h.cache.offer(at(b), 100 << 10));
-  EXPECT_EQ(h.registered(), 1u);
+  RegisterCache::Use use = h.cache.offer(at(b), 100 << 10);
+  ASSERT_TRUE(use);
+  EXPECT_EQ(h.registered(), 2u);
+  const auto [lo, hi] = use.pages();
+  EXPECT_EQ(lo, (b + kPage - 1) / kPage * kPage);  // the shared page left out
+  EXPECT_EQ(hi, (b + (100 << 10)) / kPage * kPage);
+  EXPECT_TRUE(h.cache.find(at(b), 100 << 10));  // the whole range is served
+  // No whole page of its own: nothing to register.
+  const std::uintptr_t c = b + (100 << 10) + 16;
+  h.cache.offer(at(c), 100);
+  EXPECT_FALSE(h.cache.offer(at(c), 100));
+}
+
+TEST(RegisterCache, APageTheProgramRegisteredIsLeftOut) {
+  Harness h;
+  const std::uintptr_t a = 0x88000000 + 100;
+  // The program's own registration of the next buffer, which starts in a's last page.
+  ASSERT_EQ(h.driver.api().mem_host_register(reinterpret_cast<void*>(a + (80 << 10) + 16), 4096,
+                                             0),
+            CUDA_SUCCESS);
+  h.cache.offer(at(a), 80 << 10);
+  RegisterCache::Use use = h.cache.offer(at(a), 80 << 10);
+  ASSERT_TRUE(use);
+  EXPECT_EQ(use.pages().first, (a + kPage - 1) / kPage * kPage);
+  EXPECT_EQ(use.pages().second, (a + (80 << 10)) / kPage * kPage);
+  EXPECT_EQ(h.cache.counts().failures, 0u);
 }
 
 TEST(RegisterCache, AReleaseFromAnotherThreadWhileRegisteringWins) {
@@ -182,6 +208,52 @@ TEST(RegisterCache, AFailedRegistrationIsNotRetried) {
   for (int i = 0; i < 4; ++i) EXPECT_FALSE(h.cache.offer(at(0xA0000000), 1 << 20));
   EXPECT_EQ(h.cache.counts().failures, 1u);
   EXPECT_EQ(h.registered(), 0u);
+}
+
+// copy_registered (hot_copy.h): the bytes outside the registered pages go through pinned
+// scratch, every byte lands, both ways, at every split of the copy around those pages.
+TEST(HotCopy, BytesOnPagesLeftOutOfTheRegistrationMoveThroughScratch) {
+  fake::FakeDriver driver;
+  EdgeScratch scratch(driver.api());
+  std::vector<unsigned char> host(8 * kPage);
+  const auto base = (reinterpret_cast<std::uintptr_t>(host.data()) + kPage - 1) / kPage * kPage;
+  const std::uintptr_t page_lo = base + kPage, page_hi = base + 4 * kPage;  // the registered pages
+  ASSERT_EQ(driver.api().mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo, 0),
+            CUDA_SUCCESS);
+  const CUdeviceptr device = driver.alloc_device(8 * kPage);
+  auto* dev = reinterpret_cast<unsigned char*>(device);
+  struct Case {
+    std::uintptr_t lo, hi;
+  } cases[] = {{base + 100, base + 5 * kPage - 7},      // both ends outside
+               {page_lo, page_hi},                       // all on registered pages
+               {base + 3000, page_lo + 10},              // mostly before
+               {base + 10, base + 900},                  // all before
+               {page_hi - 5, page_hi + 4000},            // mostly after
+               {page_hi + 1, page_hi + 2}};              // all after
+  int round = 0;
+  for (const Case& c : cases)
+    for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
+      ++round;
+      const std::size_t n = c.hi - c.lo;
+      auto* h = reinterpret_cast<unsigned char*>(c.lo);
+      CopyRequest r;
+      r.direction = d;
+      r.host = h;
+      r.device = device;
+      r.bytes = n;
+      r.stream = CU_STREAM_LEGACY;
+      for (std::size_t i = 0; i < n; ++i) {
+        (d == Direction::HostToDevice ? h : dev)[i] = static_cast<unsigned char>(i * 13 + round);
+        (d == Direction::HostToDevice ? dev : h)[i] = 0;
+      }
+      ASSERT_EQ(copy_registered(driver.api(), r, page_lo, page_hi, scratch), CUDA_SUCCESS);
+      const unsigned char* got = d == Direction::HostToDevice ? dev : h;
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[i], static_cast<unsigned char>(i * 13 + round))
+            << "byte " << i << " of " << n << " at case " << (c.lo - base);
+    }
+  // Never a DMA from or to pages outside the registration (CUDA would take it as pageable).
+  EXPECT_EQ(driver.unpinned_async.load(), 0);
 }
 
 // Whether this process's malloc is glibc's (not a sanitizer's, whose memory has no glibc chunks).

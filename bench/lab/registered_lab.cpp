@@ -149,9 +149,12 @@ int main(int argc, char** argv) {
   CMT_CHECK_CUDA(cudaSetDevice(0));
   CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&b.stream, cudaStreamNonBlocking));
   CMT_CHECK_CUDA(cudaMallocHost(reinterpret_cast<void**>(&b.pinned), largest));
-  b.registered = static_cast<char*>(std::malloc(largest));
-  b.pageable = static_cast<char*>(std::malloc(largest));
-  if (!b.registered || !b.pageable) usage("out of memory");
+  // Whole pages each: the program's registration must not share a page with the pageable
+  // buffer, which CUDA would then refuse to register for cmt.
+  const std::size_t pages = (largest + 4095) / 4096 * 4096;
+  if (posix_memalign(reinterpret_cast<void**>(&b.registered), 4096, pages) != 0 ||
+      posix_memalign(reinterpret_cast<void**>(&b.pageable), 4096, pages) != 0)
+    usage("out of memory");
   std::memset(b.registered, 1, largest);
   std::memset(b.pageable, 1, largest);
   CMT_CHECK_CU(cuMemHostRegister(b.registered, largest, CU_MEMHOSTREGISTER_PORTABLE));

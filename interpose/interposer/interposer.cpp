@@ -28,6 +28,7 @@
 #include "engine/peer/peer_copier.h"
 #include "common/release_abi.h"
 #include "interposer/classify.h"
+#include "interposer/hot_copy.h"
 #include "interposer/register_cache.h"
 #include "interposer/trackable_memory.h"
 #include "interposer/recorder.h"
@@ -313,6 +314,7 @@ void Interposer::build_register_cache() {
 }
 
 void Interposer::use_register_cache(RegisterCache* cache) {
+  if (!edge_scratch_) edge_scratch_ = new EdgeScratch(*driver_);  // leaked, like the cache
   register_cache_ = cache;
   stats_->set_register_cache(cache);
 }
@@ -352,7 +354,7 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
         r.device = as_device(kind == kHostToDevice ? dst : src);
         r.bytes = bytes;
         r.stream = stream;
-        if (const std::size_t done = run_hot_copy(r, entry, taken)) return done;
+        if (const std::size_t done = run_hot_copy(r, use.pages(), entry, taken)) return done;
       }
       use = RegisterCache::Use();  // not held while its registration is dropped
       return not_hot();
@@ -367,24 +369,21 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
   RegisterCache::Use use;
   if (d.taken()) use = register_cache_->offer(d.request.host, bytes);
   if (!use) return not_hot();
-  const std::size_t done = run_hot_copy(d.request, entry, taken);
+  const std::size_t done = run_hot_copy(d.request, use.pages(), entry, taken);
   if (done) return done;
   use = RegisterCache::Use();
   return not_hot();
 }
 
-std::size_t Interposer::run_hot_copy(const CopyRequest& r, Entry entry,
+std::size_t Interposer::run_hot_copy(const CopyRequest& r,
+                                     std::pair<std::uintptr_t, std::uintptr_t> pages, Entry entry,
                                      std::optional<Direction>* taken) {
   const auto t0 = std::chrono::steady_clock::now();
   stats_->copy_started(r.direction, steady_ns(t0));
   CUresult status;
   {
     RelaxedCaptureMode relaxed(*driver_);
-    status = r.direction == Direction::HostToDevice
-                 ? driver_->memcpy_htod_async(r.device, r.host, r.bytes, r.stream)
-                 : driver_->memcpy_dtoh_async(r.host, r.device, r.bytes, r.stream);
-    // A pageable copy returns once its bytes have moved; the program may then write or free it.
-    if (status == CUDA_SUCCESS) status = driver_->stream_synchronize(r.stream);
+    status = copy_registered(*driver_, r, pages.first, pages.second, *edge_scratch_);
   }
   const auto t1 = std::chrono::steady_clock::now();
   stats_->copy_ended(r.direction, steady_ns(t1));

@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <utility>
 
 #include "config/options.h"
 #include "cuda/driver_api.h"
@@ -92,7 +94,9 @@ class Interposer {
   std::size_t take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
                             CUstream stream, Entry entry, std::optional<Direction>* taken);
   // The copy itself, from pages cmt registered: the bytes handled (0: it failed, CUDA's now).
-  std::size_t run_hot_copy(const CopyRequest& r, Entry entry, std::optional<Direction>* taken);
+  // The copy from (or to) a registration held for it, whose pages are `pages` (hot_copy.h).
+  std::size_t run_hot_copy(const CopyRequest& r, std::pair<std::uintptr_t, std::uintptr_t> pages,
+                           Entry entry, std::optional<Direction>* taken);
 
   Config config_;
   const DriverApi* driver_ = nullptr;
@@ -104,6 +108,7 @@ class Interposer {
   Stats* stats_ = nullptr;
   WarmGate warm_gate_;  // copies between the warm thresholds and the thresholds
   class RegisterCache* register_cache_ = nullptr;
+  class EdgeScratch* edge_scratch_ = nullptr;  // made with the cache
 };
 
 }  // namespace cmt

@@ -1,5 +1,7 @@
 #include "interposer/register_cache.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <thread>
 
@@ -45,6 +47,11 @@ RegisterCache::Use& RegisterCache::Use::operator=(Use&& other) noexcept {
     other.entry_ = nullptr;
   }
   return *this;
+}
+
+std::pair<std::uintptr_t, std::uintptr_t> RegisterCache::Use::pages() const {
+  return entry_ ? std::make_pair(entry_->page_lo, entry_->page_hi)
+                : std::pair<std::uintptr_t, std::uintptr_t>{0, 0};
 }
 
 RegisterCache::Use::~Use() {
@@ -215,17 +222,23 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
             pages.ok ? "released meanwhile" : pages.why);
     return refuse(true);
   }
-  for (const auto& e : entries_)
-    if (overlap(e->page_lo, e->page_hi, pages.lo, pages.hi)) return refuse(true);
-  const std::size_t bytes = pages.hi - pages.lo;
+  // A page a registration already holds (a neighbour's: CUDA registers a page once) stays out:
+  // the range's own whole pages are registered, and a copy's bytes on the shared pages go
+  // through pinned scratch (hot_copy.h).
+  std::uintptr_t page_lo = pages.lo, page_hi = pages.hi;
+  if (overlaps_entry(page_lo, page_hi)) {
+    if (!inside_pages(lo, hi, &page_lo, &page_hi) || overlaps_entry(page_lo, page_hi))
+      return refuse(true);
+  }
+  const std::size_t bytes = page_hi - page_lo;
   std::vector<std::unique_ptr<Entry>> evicted;
   if (bytes > settings_.max_bytes) return refuse(true);
   if (!make_room(bytes, &evicted)) return refuse(false);
   // Pending: watched (and seen by overlap checks) before the pages are registered.
   auto owned = std::make_unique<Entry>();
   Entry* e = owned.get();
-  e->page_lo = pages.lo;
-  e->page_hi = pages.hi;
+  e->page_lo = page_lo;
+  e->page_hi = page_hi;
   e->copy_lo = lo;
   e->copy_hi = hi;
   entries_.push_back(std::move(owned));
@@ -233,12 +246,7 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   update_watch();
   lock.unlock();
   unregister(evicted);
-  CUresult r;
-  {
-    RelaxedCaptureMode relaxed(driver_);
-    r = driver_.mem_host_register(reinterpret_cast<void*>(pages.lo), bytes,
-                                  CU_MEMHOSTREGISTER_PORTABLE);
-  }
+  CUresult r = register_pages(e, lo, hi);
   lock.lock();
   const bool dropped = e->dropped;
   if (r != CUDA_SUCCESS || dropped) {
@@ -249,10 +257,12 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
         entries_.erase(it);
         break;
       }
-    registered_bytes_ -= bytes;
+    registered_bytes_ -= e->bytes();
     update_watch();
     if (r != CUDA_SUCCESS) {
       ++counts_.failures;
+      CMT_LOG(debug, "hot buffer [{:#x}, +{}) not registered: {}", lo, hi - lo,
+              cuda_error_text(driver_, r));
       return refuse(true);
     }
     if (candidate.id == id) candidate.registering = false;
@@ -271,6 +281,42 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   update_watch();
   if (registered_now) *registered_now = true;
   return Use(e);
+}
+
+bool RegisterCache::overlaps_entry(std::uintptr_t lo, std::uintptr_t hi) const {
+  for (const auto& e : entries_)
+    if (overlap(e->page_lo, e->page_hi, lo, hi)) return true;
+  return false;
+}
+
+bool RegisterCache::inside_pages(std::uintptr_t lo, std::uintptr_t hi, std::uintptr_t* page_lo,
+                                 std::uintptr_t* page_hi) {
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  *page_lo = (lo + page - 1) / page * page;
+  *page_hi = hi / page * page;
+  return *page_hi > *page_lo;
+}
+
+// Without the lock (a driver call). A page of the range that someone else registered (the
+// program, on a page it shares with the range) makes CUDA refuse: the range's own whole pages are
+// registered instead, and `e` shrunk to them under the lock.
+CUresult RegisterCache::register_pages(Entry* e, std::uintptr_t lo, std::uintptr_t hi) {
+  RelaxedCaptureMode relaxed(driver_);
+  std::uintptr_t page_lo = e->page_lo, page_hi = e->page_hi;
+  CUresult r = driver_.mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo,
+                                         CU_MEMHOSTREGISTER_PORTABLE);
+  if (r != CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED || !inside_pages(lo, hi, &page_lo, &page_hi) ||
+      (page_lo == e->page_lo && page_hi == e->page_hi))
+    return r;
+  r = driver_.mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo,
+                                CU_MEMHOSTREGISTER_PORTABLE);
+  if (r == CUDA_SUCCESS) {
+    std::lock_guard<std::mutex> lk(mu_);
+    registered_bytes_ -= e->bytes() - (page_hi - page_lo);
+    e->page_lo = page_lo;
+    e->page_hi = page_hi;
+  }
+  return r;
 }
 
 bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted) {

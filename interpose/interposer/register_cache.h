@@ -3,8 +3,9 @@
 // from the program's pages, at pinned speed at every size, with no staging and no copy threads.
 //
 // A range becomes a candidate at its first copy of at least `from` bytes and is registered at its
-// `after`-th, if its memory is of a kind whose every release cmt sees (trackable_memory.h) and no
-// registration of cmt's already holds one of its pages. Registered bytes are bounded: the least
+// `after`-th, if its memory is of a kind whose every release cmt sees (trackable_memory.h). A page
+// it shares with a registration already there (cmt's or the program's: CUDA registers a page once)
+// stays out, and its bytes on that page are copied through pinned scratch (hot_copy.h). Registered bytes are bounded: the least
 // recently copied registration not in use is unregistered to make room.
 //
 // A registration pins the pages its range had when it was made; after the program gives those
@@ -73,6 +74,9 @@ class RegisterCache {
     Use& operator=(Use&& other) noexcept;
     ~Use();
     explicit operator bool() const { return entry_ != nullptr; }
+    // The registered pages [first, second): all of the copied range's pages, or only its whole
+    // ones where a neighbour's registration holds a page at an end.
+    std::pair<std::uintptr_t, std::uintptr_t> pages() const;
 
    private:
     Entry* entry_ = nullptr;
@@ -134,6 +138,11 @@ class RegisterCache {
   Use register_range(std::uintptr_t lo, std::uintptr_t hi, Candidate& candidate,
                      std::unique_lock<std::mutex>& lock, bool* registered_now);
   bool make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted);
+  bool overlaps_entry(std::uintptr_t lo, std::uintptr_t hi) const;  // with mu_ held
+  // The whole pages inside [lo, hi); false if there are none.
+  static bool inside_pages(std::uintptr_t lo, std::uintptr_t hi, std::uintptr_t* page_lo,
+                           std::uintptr_t* page_hi);
+  CUresult register_pages(Entry* e, std::uintptr_t lo, std::uintptr_t hi);
   // Drops entries and candidates matching `hits`, then unregisters the dropped entries outside
   // the lock once no copy holds them.
   template <typename Hits>

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fake_driver.h"
+#include "interposer/classify.h"
 #include "interposer/hot_copy.h"
 #include "interposer/register_cache.h"
 #include "interposer/trackable_memory.h"
@@ -174,6 +175,31 @@ TEST(RegisterCache, ARangeSharingAPageWithARegistrationRegistersItsOwnWholePages
   const std::uintptr_t c = b + (100 << 10) + 16;
   h.cache.offer(at(c), 100);
   EXPECT_FALSE(h.cache.offer(at(c), 100));
+}
+
+// A weight whose first page holds the end of a registered neighbour (tensors one after another
+// in the heap): CUDA calls its start registered, but it is the program's pageable memory, so the
+// hot path takes it and registers it too. Copies that only classified it as pinned dropped the
+// neighbour's registration, and the next copy of the neighbour dropped its: half of an offloaded
+// model's weights went hot in turn.
+TEST(RegisterCache, ARangeStartingOnANeighboursRegisteredPageIsPageableToTheHotPath) {
+  Harness h;
+  std::vector<char> heap(1 << 20);
+  const auto a = reinterpret_cast<std::uintptr_t>(heap.data()) / kPage * kPage + kPage + 100;
+  h.cache.offer(at(a), 100 << 10);
+  ASSERT_TRUE(h.cache.offer(at(a), 100 << 10));
+  const std::uintptr_t b = a + (100 << 10) + 16;  // starts on a's last registered page
+  const CUdeviceptr dev = h.driver.alloc_device(100 << 10);
+  auto* d = reinterpret_cast<void*>(dev);
+  auto* host = reinterpret_cast<void*>(b);
+  EXPECT_EQ(classify_copy(h.driver.api(), d, host, 100 << 10, kHostToDevice, CU_STREAM_LEGACY,
+                          {1, 1})
+                .reason,
+            ForwardReason::PinnedOrManaged);  // CUDA's view
+  const CopyDecision hot = classify_copy(h.driver.api(), d, host, 100 << 10, kHostToDevice,
+                                         CU_STREAM_LEGACY, {1, 1}, &h.cache);
+  ASSERT_TRUE(hot.taken());
+  EXPECT_EQ(hot.request.host, host);
 }
 
 TEST(RegisterCache, APageTheProgramRegisteredIsLeftOut) {

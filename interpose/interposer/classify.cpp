@@ -166,10 +166,12 @@ CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, 
 
   PointerInfo s, t;
   if (!query(driver, src, &s) || !query(driver, dst, &t)) return {ForwardReason::DriverError, {}};
+  // A side whose first page cmt registered is the program's pageable memory: cmt's registration
+  // of it, or of a neighbour on that page (the copy's bytes there then go through pinned scratch).
   if (registered) {
-    if (s.memory_type == CU_MEMORYTYPE_HOST && !s.managed && registered->covers(src, bytes))
+    if (s.memory_type == CU_MEMORYTYPE_HOST && !s.managed && registered->touches(src, 1))
       s.memory_type = 0;
-    if (t.memory_type == CU_MEMORYTYPE_HOST && !t.managed && registered->covers(dst, bytes))
+    if (t.memory_type == CU_MEMORYTYPE_HOST && !t.managed && registered->touches(dst, 1))
       t.memory_type = 0;
   }
   Direction direction;

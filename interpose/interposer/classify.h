@@ -96,8 +96,8 @@ PeerDecision classify_peer_copy(const DriverApi& driver, const PeerCall& call,
 class RegisterCache;
 
 // `stream` must already be explicit (CU_STREAM_LEGACY / CU_STREAM_PER_THREAD for the default).
-// With `registered`, host memory that cmt registered (register_cache.h) counts as pageable, as it
-// is to the program.
+// With `registered`, host memory on pages that cmt registered (register_cache.h: for the range,
+// or for a neighbour sharing a page with it) counts as pageable, as it is to the program.
 CopyDecision classify_copy(const DriverApi& driver, void* dst, const void* src, std::size_t bytes,
                            int kind, CUstream stream, Thresholds thresholds,
                            const RegisterCache* registered = nullptr);

@@ -93,8 +93,8 @@ class Interposer {
   // registration the range only touches, so that CUDA sees pageable memory again).
   std::size_t take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
                             CUstream stream, Entry entry, std::optional<Direction>* taken);
-  // The copy itself, from pages cmt registered: the bytes handled (0: it failed, CUDA's now).
-  // The copy from (or to) a registration held for it, whose pages are `pages` (hot_copy.h).
+  // The copy itself, from (or to) a registration held for it, whose pages are `pages`
+  // (hot_copy.h): the bytes handled (0: it failed, CUDA's now).
   std::size_t run_hot_copy(const CopyRequest& r, std::pair<std::uintptr_t, std::uintptr_t> pages,
                            Entry entry, std::optional<Direction>* taken);
 

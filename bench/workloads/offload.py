@@ -15,7 +15,7 @@ rounds, the spread, each mode against default and against pinned, and the CPU se
 spent per pass. Every mode's last logits must be byte-identical (sha256): the copies moved every
 byte. With --record DIR the hot mode runs once more under `cmt run --record`.
 
-usage: offload.py CMT [--rounds N] [--passes N] [--json FILE] [--record DIR]
+usage: offload.py CMT [--rounds N] [--passes N] [--modes M,...] [--json FILE] [--record DIR]
 """
 import hashlib
 import json
@@ -80,7 +80,11 @@ def main():
     cmt = sys.argv[1]
     arg = lambda name, default: sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
     rounds, passes = int(arg("--rounds", 2)), int(arg("--passes", 5))
-    modes = ["default", "staged", "hot", "pinned"]
+    # --modes hot,pinned,...: those modes only, in that order (a short device call prints each as
+    # it ends).
+    modes = arg("--modes", "default,staged,hot,pinned").split(",")
+    if not modes or any(m not in ("default", "staged", "hot", "pinned") for m in modes):
+        sys.exit(f"offload.py: --modes takes default, staged, hot and pinned, not {arg('--modes', '')!r}")
     results = {m: [] for m in modes}
     digests = set()
     for r in range(rounds):
@@ -102,9 +106,10 @@ def main():
     for m in modes:
         xs = [x["pass_s"] for x in results[m]]
         cpu = statistics.median(x["cpu_s"] for x in results[m])
-        print(f"  {m:8s} {med[m] * 1e3:8.1f} ms (spread {min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f}) "
-              f"{med['default'] / med[m]:5.2f}x default, {med['pinned'] / med[m]:4.2f} of pinned "
-              f"speed, cpu {cpu:.3f} s/pass")
+        against = (f", {med['default'] / med[m]:5.2f}x default" if "default" in med else "") + (
+            f", {med['pinned'] / med[m]:4.2f} of pinned speed" if "pinned" in med else "")
+        print(f"  {m:8s} {med[m] * 1e3:8.1f} ms (spread {min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f})"
+              f"{against}, cpu {cpu:.3f} s/pass")
     same = len(digests) == 1
     print(f"logits identical in every mode and round: {'yes' if same else 'NO'}")
     if "--record" in sys.argv:

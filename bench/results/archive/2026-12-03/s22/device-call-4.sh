@@ -9,7 +9,7 @@ cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMT_BUILD_TESTS=OF
   -DCMAKE_INCLUDE_PATH=$PWD/.deps/include > $o/cmake.txt 2>&1 &&
   cmake --build build-gpu > $o/build.txt 2>&1 || { tail -30 $o/build.txt; cd $OUT && tar czf r.tgz r; exit 1; }
 date
-CMT_CONFIGS_DIR= CMT_STATS=$o/hot-%p.stats.json timeout 150 python3 bench/workloads/offload.py build-gpu/cmt --rounds 1 \
+CMT_CONFIGS_DIR= CMT_STATS=$o/offload-%p.stats.json timeout 150 python3 bench/workloads/offload.py build-gpu/cmt --rounds 1 \
   --passes 5 --modes hot,pinned,staged,default --json $o/offload.json 2>&1 | tee $o/offload.txt
 date
 cd $OUT && tar czf r.tgz r && rm -rf r

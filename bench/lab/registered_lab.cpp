@@ -26,9 +26,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <string>
 #include <vector>
 
+#include "bench_cli.h"
 #include "common/byte_size.h"
 #include "cuda_check.h"
 
@@ -40,14 +40,6 @@ double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-[[noreturn]] void usage(const std::string& why) {
-  std::fprintf(stderr,
-               "cmt-lab-registered: %s\nusage: cmt-lab-registered [--sizes 64K,256K,1M] "
-               "[--reps N]\n",
-               why.c_str());
-  std::exit(2);
 }
 
 struct Buffers {
@@ -108,37 +100,17 @@ bool check(Buffers& b, const Mode& m, std::size_t bytes) {
   return true;
 }
 
-std::vector<std::size_t> parse_sizes(const std::string& v) {
-  std::vector<std::size_t> sizes;
-  std::size_t start = 0;
-  while (start <= v.size()) {
-    const std::size_t comma = std::min(v.find(',', start), v.size());
-    std::size_t bytes = 0;
-    if (!cmt::parse_byte_size(v.substr(start, comma - start), &bytes) || bytes == 0)
-      usage("bad size in '" + v + "'");
-    sizes.push_back(bytes);
-    start = comma + 1;
-  }
-  return sizes;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<std::size_t> sizes = {64u << 10, 256u << 10, 1u << 20};
   int reps = 2000;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (i + 1 >= argc) usage("'" + a + "' needs a value");
-    const std::string v = argv[++i];
-    if (a == "--sizes")
-      sizes = parse_sizes(v);
-    else if (a == "--reps")
-      reps = std::atoi(v.c_str());
-    else
-      usage("unknown option '" + a + "'");
-  }
-  if (reps < 1) usage("--reps must be at least 1");
+  CLI::App app{"cmt-lab-registered: a copy from registered memory against one from cudaMallocHost "
+               "memory, call by call"};
+  cmt::bench::add_sizes(app, "--sizes", &sizes, "Copy sizes");
+  app.add_option("--reps", reps, "Timed copies of each mode per size and direction")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "cmt-lab-registered: no CUDA GPU found\n");
@@ -153,8 +125,10 @@ int main(int argc, char** argv) {
   // buffer, which CUDA would then refuse to register for cmt.
   const std::size_t pages = (largest + 4095) / 4096 * 4096;
   if (posix_memalign(reinterpret_cast<void**>(&b.registered), 4096, pages) != 0 ||
-      posix_memalign(reinterpret_cast<void**>(&b.pageable), 4096, pages) != 0)
-    usage("out of memory");
+      posix_memalign(reinterpret_cast<void**>(&b.pageable), 4096, pages) != 0) {
+    std::fprintf(stderr, "cmt-lab-registered: out of memory\n");
+    return 1;
+  }
   std::memset(b.registered, 1, largest);
   std::memset(b.pageable, 1, largest);
   CMT_CHECK_CU(cuMemHostRegister(b.registered, largest, CU_MEMHOSTREGISTER_PORTABLE));

@@ -288,6 +288,10 @@ CUresult enqueue_dma(CUstream s, void* dst, const void* src, size_t n) {
   if (context_of_stream(s) != current()) return CUDA_ERROR_INVALID_CONTEXT;
   long i = g_fake->dma_count.fetch_add(1);
   if (i == g_fake->faults.dma_fail_at) return g_fake->faults.dma_fail_code;
+  {
+    std::lock_guard<std::mutex> lk(g_fake->mu);
+    g_fake->dma_destinations.push_back(dst);
+  }
   g_fake->stream_for(s)->enqueue([dst, src, n] {
     std::memcpy(dst, src, n);  // reads the source now, not at submission
     g_fake->dmas_run.fetch_add(1);

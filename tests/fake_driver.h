@@ -78,6 +78,8 @@ class FakeDriver {
   std::atomic<long> pointer_queries{0};  // cuPointerGetAttributes calls
   std::atomic<long> unsafe_calls{0};
   std::atomic<long> dmas_run{0};
+  // Where each of the engine's DMAs writes, in the order they were enqueued (under `mu`).
+  std::vector<void*> dma_destinations;
   // Asynchronous copies whose host side was not all in one pinned or registered range (CUDA
   // would have taken them as pageable).
   std::atomic<long> unpinned_async{0};

@@ -62,15 +62,17 @@ int main(int argc, char** argv) {
     std::printf("no libcuda at %s\n", argv[1]);
     return 0;
   }
-  // Entry points cmt does not hook, the legacy 32-bit cuMemcpyHtoD among them: libcuda's own.
+  // Entry points cmt does not hook, the legacy 32-bit cuMemcpyHtoD and copies that never touch
+  // host memory among them: libcuda's own.
   for (const char* name : {"cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyHtoDAsync", "cuMemAlloc_v2",
-                           "cuMemcpy2D_v2", "cuMemcpy3DPeer", "cuInit"})
+                           "cuMemcpyAtoA_v2", "cuMemcpyDtoA_v2", "cuMemsetD8_v2", "cuInit"})
     std::printf("%s: %s\n", name, owner(dlsym(cuda, name)));
   // Entry points cmt hooks.
   for (const char* name : {"cuMemcpyHtoD_v2", "cuMemcpyDtoH_v2_ptds", "cuMemcpyHtoDAsync_v2_ptsz",
                            "cuMemcpyDtoHAsync_v2", "cuMemcpy", "cuMemcpyAsync_ptsz",
                            "cuMemcpyDtoD_v2", "cuMemcpyPeerAsync", "cuGetProcAddress",
-                           "cuGetProcAddress_v2"})
+                           "cuGetProcAddress_v2", "cuMemcpy2D_v2", "cuMemcpy3DPeer",
+                           "cuMemcpyAtoHAsync_v2_ptsz", "cuMemcpy3DBatchAsync_v2"})
     std::printf("hooked: %s: %s\n", name, owner(dlsym(cuda, name)));
   // Calls through what dlsym returned give libcuda's own result (the stub's error).
   std::vector<char> host(8 << 20, 1);

@@ -504,6 +504,14 @@ void FakeDriver::run_copy(CUstream stream, void* dst, const void* src, std::size
   if (sync) s->synchronize();
 }
 
+bool FakeDriver::pinned(const void* p, std::size_t n) {
+  std::lock_guard<std::mutex> lk(mu);
+  std::uintptr_t base = 0;
+  std::size_t size = 0;
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  return lookup(host_ranges, a, &base, &size) && a + n <= base + size;
+}
+
 void FakeDriver::synchronize_all() {
   std::vector<FakeStream*> all;
   {

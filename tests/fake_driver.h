@@ -63,6 +63,8 @@ class FakeDriver {
   // A copy as the driver's own copy functions make it: queued on `stream`, and waited for if
   // `sync`. Not counted in dma_count or dmas_run, which count the engine's DMAs.
   void run_copy(CUstream stream, void* dst, const void* src, std::size_t n, bool sync);
+  // Whether [p, p + n) lies in one pinned or registered range (CUDA would copy it as pinned).
+  bool pinned(const void* p, std::size_t n);
   // Holds every stream's queue before its next operation (DMAs, event records) until resumed.
   void pause_streams(bool paused);
 

@@ -184,6 +184,63 @@ CMT_FAKE_EXPORT CUresult cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext, CUdevicep
   return copy_on(s, ptr(dst), ptr(src), n, false);
 }
 
+// 2D and 3D copies between host and device memory (no arrays), as CUDA makes them: with the host
+// side pinned (allocated or registered), queued on the stream like any asynchronous copy; with it
+// pageable, the call returns once the rows have moved (CUDA stages them), asynchronous or not.
+namespace {
+struct Box {
+  char* src;
+  char* dst;
+  std::size_t src_pitch, dst_pitch, src_rows, dst_rows;  // rows: a slice's height in rows
+  std::size_t width, height, depth;
+};
+CUresult copy_box(const Box& b, CUstream s, bool async, const void* host, std::size_t host_bytes) {
+  const bool sync = !async || !host || !fake().pinned(host, host_bytes);
+  for (std::size_t z = 0; z < b.depth; ++z)
+    for (std::size_t y = 0; y < b.height; ++y)
+      copy_on(s, b.dst + (z * b.dst_rows + y) * b.dst_pitch,
+              b.src + (z * b.src_rows + y) * b.src_pitch, b.width, false);
+  if (sync) fake().api().stream_synchronize(s ? s : CU_STREAM_LEGACY);
+  return CUDA_SUCCESS;
+}
+char* side_base(CUmemorytype type, const void* host, CUdeviceptr device) {
+  return static_cast<char*>(type == CU_MEMORYTYPE_HOST ? const_cast<void*>(host) : ptr(device));
+}
+template <typename Copy>
+CUresult copy_3d(const Copy& c, std::size_t src_rows, std::size_t dst_rows, std::size_t depth,
+                 std::size_t src_z, std::size_t dst_z, CUstream s, bool async) {
+  if (c.srcMemoryType == CU_MEMORYTYPE_ARRAY || c.dstMemoryType == CU_MEMORYTYPE_ARRAY)
+    return CUDA_ERROR_NOT_SUPPORTED;
+  src_rows = src_rows ? src_rows : c.Height;
+  dst_rows = dst_rows ? dst_rows : c.Height;
+  char* src = side_base(c.srcMemoryType, c.srcHost, c.srcDevice) +
+              (src_z * src_rows + c.srcY) * c.srcPitch + c.srcXInBytes;
+  char* dst = side_base(c.dstMemoryType, c.dstHost, c.dstDevice) +
+              (dst_z * dst_rows + c.dstY) * c.dstPitch + c.dstXInBytes;
+  const Box box{src, dst, c.srcPitch, c.dstPitch, src_rows, dst_rows, c.WidthInBytes, c.Height,
+                depth};
+  const bool from_host = c.srcMemoryType == CU_MEMORYTYPE_HOST;
+  const char* host = from_host ? src : c.dstMemoryType == CU_MEMORYTYPE_HOST ? dst : nullptr;
+  const std::size_t pitch = from_host ? c.srcPitch : c.dstPitch;
+  const std::size_t rows = from_host ? src_rows : dst_rows;
+  return copy_box(box, s, async, host, ((depth - 1) * rows + c.Height - 1) * pitch + c.WidthInBytes);
+}
+}  // namespace
+
+CMT_FAKE_EXPORT CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D* c) {
+  return copy_3d(*c, 0, 0, 1, 0, 0, CU_STREAM_LEGACY, false);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* c, CUstream s) {
+  return copy_3d(*c, 0, 0, 1, 0, 0, s, true);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D* c) {
+  return copy_3d(*c, c->srcHeight, c->dstHeight, c->Depth, c->srcZ, c->dstZ, CU_STREAM_LEGACY,
+                 false);
+}
+CMT_FAKE_EXPORT CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* c, CUstream s) {
+  return copy_3d(*c, c->srcHeight, c->dstHeight, c->Depth, c->srcZ, c->dstZ, s, true);
+}
+
 // Batches, CUDA 13's form and CUDA 12.8's (failIdx): refused as CUDA refuses them (no copies, a
 // missing array, attributes out of order, the legacy stream), else each copy queued on the stream.
 // One rule of the fake's own, so a test can make one copy fail: a copy of no bytes fails the

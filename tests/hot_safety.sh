@@ -14,7 +14,7 @@ set -u
 cmt=$1 app=$2 ops=$3 seeds=$4 driver=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0 total_ops=0 total_copies=0 unwatched=0
+fails=0 total_ops=0 total_copies=0 total_2d=0 unwatched=0
 # Every copy of 64 KiB or more is cmt's (staged or from a registration), so that none meets the
 # fake driver's own copies, which do not wait as a pageable copy must.
 export CMT_THRESHOLD=64K CMT_D2H_THRESHOLD=64K CMT_WARM_THRESHOLD=64K CMT_D2H_WARM_THRESHOLD=64K
@@ -41,25 +41,27 @@ for seed in $(seq 1 "$seeds"); do
       echo "FAIL seed $seed: registered pages released"; fails=$((fails + 1))
     fi
   fi
-  read -r o c <<< "$(awk '/^ops/ {print $2, $4}' "$tmp/out-$seed")"
-  total_ops=$((total_ops + o)) total_copies=$((total_copies + c))
+  read -r o c d <<< "$(awk '/^ops/ {print $2, $4, ($8 == "" ? 0 : $8)}' "$tmp/out-$seed")"
+  total_ops=$((total_ops + o)) total_copies=$((total_copies + c)) total_2d=$((total_2d + d))
 done
 # The statistics of every seed's run together: registrations made, copies from them, and
 # registrations dropped because their pages were released.
 python3 - "$tmp" <<'PY' || fails=$((fails + 1))
 import glob, json, sys
-regs = copies = dropped = evicted = refused = failed = 0
+regs = copies = dropped = evicted = refused = failed = handed = 0
 for f in glob.glob(sys.argv[1] + "/stats-*.json"):
     h = json.load(open(f))["hot_buffers"]
     regs += h["registrations"]; copies += h["copies"]; dropped += h["invalidations"]
     evicted += h["evictions"]; refused += h["refusals"]; failed += h["failures"]
+    handed += h["handed_back"]
 print(f"registrations {regs} copies_from_them {copies} dropped_on_release {dropped} "
-      f"evicted {evicted} refused {refused} (registering failed {failed})")
+      f"handed_back_to_cuda {handed} evicted {evicted} refused {refused} "
+      f"(registering failed {failed})")
 if regs == 0 or copies == 0 or dropped == 0:
     print("FAIL: the suite did not exercise registration, hot copies and invalidation")
     sys.exit(1)
 PY
-echo "total ops $total_ops copies $total_copies"
+echo "total ops $total_ops copies $total_copies (of which 2D copies left to CUDA $total_2d)"
 timeout 300 "$app" 300 1 --self-register > "$tmp/self" 2> "$tmp/self-err"; rc=$?
 echo "without cmt, registrations never dropped before munmap: $(cat "$tmp/self") (exit $rc)"
 if [ "$driver" = gpu ]; then

@@ -9,8 +9,9 @@
 //     copy's caller may), then the stream synchronized and the device's bytes read back through
 //     pinned memory: they must be the bytes at the call;
 //   device to host: cuMemcpyDtoHAsync into the buffer: every byte must be there when the call
-//     returns (a pageable copy is synchronous).
-// Prints "ops N copies C wrong_bytes W" and exits 1 if any byte was wrong.
+//     returns (a pageable copy is synchronous);
+//   and both again through cuMemcpy2DAsync (rows of the buffer), a copy cmt leaves to CUDA.
+// Prints "ops N copies C wrong_bytes W copies_2d D" and exits 1 if any byte was wrong.
 //
 // usage: hot_safety_app OPS SEED [--self-register]
 //   --self-register: the program itself registers each mmap'd buffer with cuMemHostRegister and
@@ -22,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -57,7 +59,7 @@ struct Slot {
 };
 
 std::mt19937_64 rng;
-std::uint64_t g_copies = 0, g_wrong = 0, g_ops = 0;
+std::uint64_t g_copies = 0, g_wrong = 0, g_ops = 0, g_copies_2d = 0;
 bool g_self_register = false;
 
 std::size_t pick_size() {
@@ -155,6 +157,64 @@ void copy_down(Gpu& g, Slot& s) {
   ++g_copies;
 }
 
+// The same two checks through a 2D copy, which cmt leaves to CUDA: rows of `width` bytes
+// `pitch` apart in the buffer, packed on the device. A registration of cmt's on the buffer would
+// make CUDA take it as pinned memory and return before the rows had moved; cmt drops it first.
+struct Rows {
+  std::size_t count, pitch, width;
+};
+Rows pick_rows(const Slot& s) {
+  Rows r;
+  r.count = 2 + rng() % 7;
+  r.pitch = s.bytes / r.count;
+  r.width = r.pitch - rng() % std::min<std::size_t>(r.pitch, 4096);
+  return r;
+}
+CUDA_MEMCPY2D rows_copy(const Rows& r) {
+  CUDA_MEMCPY2D c{};
+  c.WidthInBytes = r.width;
+  c.Height = r.count;
+  return c;
+}
+
+void copy_up_2d(Gpu& g, Slot& s) {
+  const Rows r = pick_rows(s);
+  fill(s.p, s.bytes, rng());
+  for (std::size_t i = 0; i < r.count; ++i)
+    std::memcpy(g.want.data() + i * r.width, s.p + i * r.pitch, r.width);
+  CUDA_MEMCPY2D c = rows_copy(r);
+  c.srcMemoryType = CU_MEMORYTYPE_HOST;
+  c.srcHost = s.p;
+  c.srcPitch = r.pitch;
+  c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.dstDevice = g.dev;
+  c.dstPitch = r.width;
+  CHECK(cuMemcpy2DAsync(&c, g.stream));
+  std::memset(s.p, 0xEE, s.bytes);
+  CHECK(cuStreamSynchronize(g.stream));
+  CHECK(cuMemcpyDtoH(g.pinned, g.dev, r.count * r.width));
+  g_wrong += count_wrong(g.pinned, g.want.data(), r.count * r.width);
+  ++g_copies, ++g_copies_2d;
+}
+
+void copy_down_2d(Gpu& g, Slot& s) {
+  const Rows r = pick_rows(s);
+  fill(g.pinned, r.count * r.width, rng());
+  CHECK(cuMemcpyHtoD(g.dev, g.pinned, r.count * r.width));
+  CUDA_MEMCPY2D c = rows_copy(r);
+  c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+  c.srcDevice = g.dev;
+  c.srcPitch = r.width;
+  c.dstMemoryType = CU_MEMORYTYPE_HOST;
+  c.dstHost = s.p;
+  c.dstPitch = r.pitch;
+  CHECK(cuMemcpy2DAsync(&c, g.stream));
+  for (std::size_t i = 0; i < r.count; ++i)
+    g_wrong += count_wrong(s.p + i * r.pitch, g.pinned + i * r.width, r.width);
+  CHECK(cuStreamSynchronize(g.stream));
+  ++g_copies, ++g_copies_2d;
+}
+
 // One random step on one slot.
 void step(Gpu& g, Slot& s) {
   const unsigned op = rng() % 100;
@@ -199,8 +259,10 @@ void step(Gpu& g, Slot& s) {
     int status = 0;
     waitpid(child, &status, 0);
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++g_wrong;
-  } else {
+  } else if (op < 95 || g_self_register) {  // (the program's own registrations are pinned)
     copy_up(g, s);
+  } else {  // a copy cmt leaves to CUDA, on a buffer it may have registered
+    (rng() % 2 ? copy_up_2d : copy_down_2d)(g, s);
   }
 }
 
@@ -235,8 +297,9 @@ int main(int argc, char** argv) {
     allocate(slots[i]);
   }
   for (long i = 0; i < ops; ++i, ++g_ops) step(g, slots[rng() % kSlots]);
-  std::printf("ops %llu copies %llu wrong_bytes %llu\n", static_cast<unsigned long long>(g_ops),
-              static_cast<unsigned long long>(g_copies),
-              static_cast<unsigned long long>(g_wrong));
+  std::printf("ops %llu copies %llu wrong_bytes %llu copies_2d %llu\n",
+              static_cast<unsigned long long>(g_ops), static_cast<unsigned long long>(g_copies),
+              static_cast<unsigned long long>(g_wrong),
+              static_cast<unsigned long long>(g_copies_2d));
   return g_wrong ? 1 : 0;
 }

@@ -87,6 +87,27 @@ TEST(RegisterCache, SmallCopiesNeverRegister) {
   EXPECT_EQ(h.registered(), 0u);
 }
 
+// A call left to CUDA on some of a registration's pages (a 2D copy, the program's own register)
+// drops it, counted apart from releases; a registration it does not touch stays.
+TEST(RegisterCache, HandingPagesBackToCudaDropsOnlyTheRegistrationsOnThem) {
+  Harness h;
+  const std::uintptr_t a = 0x30000000, b = 0x40000000;
+  for (int i = 0; i < 2; ++i) {
+    h.cache.offer(at(a), 256 << 10);
+    h.cache.offer(at(b), 256 << 10);
+  }
+  ASSERT_EQ(h.registered(), 2u);
+  h.cache.hand_back(a + (256 << 10), a + (512 << 10));  // past a's pages: nothing there
+  h.cache.hand_back(a - kPage, a);
+  EXPECT_EQ(h.registered(), 2u);
+  h.cache.hand_back(a + 100, a + 101);
+  EXPECT_EQ(h.registered(), 1u);
+  EXPECT_FALSE(h.cache.touches(at(a), 256 << 10));
+  EXPECT_TRUE(h.cache.covers(at(b), 256 << 10));
+  EXPECT_EQ(h.cache.counts().handed_back, 1u);
+  EXPECT_EQ(h.cache.counts().invalidations, 0u);
+}
+
 TEST(RegisterCache, AReleasedChunkDropsItsRegistrationsAndCandidates) {
   Harness h;
   const std::uintptr_t a = 0x30000000, b = 0x40000000;

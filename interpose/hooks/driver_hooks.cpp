@@ -15,6 +15,7 @@
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
 #include "interposer/recorder.h"
+#include "interposer/structured_copy.h"
 
 
 namespace cmt::hooks {
@@ -295,6 +296,128 @@ CUresult BatchV1(CUdeviceptr* dsts, CUdeviceptr* srcs, size_t* sizes, size_t cou
                  return real(c.dsts, c.srcs, c.sizes, c.count, c.attrs, c.attrs_idxs, c.num_attrs,
                              fail_index, stream);
                });
+}
+
+// ---- the copies cmt leaves to CUDA: their host pages handed back first, then the real call ----
+// (interposer/structured_copy.h). Recorded, so a trace shows what a program copies this way.
+
+// The direction for the record, from which sides may be host memory ("?": both, where unified
+// memory leaves it open).
+const char* direction_of(const HostSpans& spans) {
+  const bool src = spans.side[0].bytes != 0, dst = spans.side[1].bytes != 0;
+  return src && dst ? "?" : src ? "h2d" : dst ? "d2h" : "d2d";
+}
+
+template <Driver H, typename Fn, typename... Args>
+CUresult leave_to_cuda(const HostSpans& spans, std::size_t bytes, CUstream stream,
+                       Args... args) {
+  auto real = reinterpret_cast<Fn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  const HostSpan& host = spans.side[0].bytes ? spans.side[0] : spans.side[1];
+  RecordedCall record(hook<H>().name, direction_of(spans), host.p, bytes,
+                      explicit_stream<H>(stream));
+  for (const HostSpan& side : spans.side)
+    if (side.bytes) Interposer::hand_back_to_cuda(side.p, side.bytes);
+  const CUresult r = real(args...);
+  record.finish(r, 0);
+  return r;
+}
+
+template <typename Copy>
+std::size_t box_bytes(const Copy* c) {
+  return c ? c->WidthInBytes * c->Height : 0;
+}
+template <typename Copy>
+std::size_t volume_bytes(const Copy* c) {
+  return c ? c->WidthInBytes * c->Height * c->Depth : 0;
+}
+template <typename Copy>
+HostSpans spans_of(const Copy* c) {
+  return c ? host_spans(*c) : HostSpans{};
+}
+
+template <Driver H>
+CUresult Copy2D(const CUDA_MEMCPY2D* c) {
+  return leave_to_cuda<H, CUresult (*)(const CUDA_MEMCPY2D*)>(spans_of(c), box_bytes(c), nullptr,
+                                                              c);
+}
+template <Driver H>
+CUresult Copy2DAsync(const CUDA_MEMCPY2D* c, CUstream s) {
+  return leave_to_cuda<H, CUresult (*)(const CUDA_MEMCPY2D*, CUstream)>(spans_of(c), box_bytes(c),
+                                                                        s, c, s);
+}
+template <Driver H>
+CUresult Copy3D(const CUDA_MEMCPY3D* c) {
+  return leave_to_cuda<H, CUresult (*)(const CUDA_MEMCPY3D*)>(spans_of(c), volume_bytes(c),
+                                                              nullptr, c);
+}
+template <Driver H>
+CUresult Copy3DAsync(const CUDA_MEMCPY3D* c, CUstream s) {
+  return leave_to_cuda<H, CUresult (*)(const CUDA_MEMCPY3D*, CUstream)>(
+      spans_of(c), volume_bytes(c), s, c, s);
+}
+template <Driver H>
+CUresult Copy3DPeer(const CUDA_MEMCPY3D_PEER* c) {
+  return leave_to_cuda<H, CUresult (*)(const CUDA_MEMCPY3D_PEER*)>(spans_of(c), volume_bytes(c),
+                                                                   nullptr, c);
+}
+template <Driver H>
+CUresult Copy3DPeerAsync(const CUDA_MEMCPY3D_PEER* c, CUstream s) {
+  return leave_to_cuda<H, CUresult (*)(const CUDA_MEMCPY3D_PEER*, CUstream)>(
+      spans_of(c), volume_bytes(c), s, c, s);
+}
+
+HostSpans one_span(const void* p, std::size_t n, int side) {
+  HostSpans spans;
+  spans.side[side] = HostSpan{p, p ? n : 0};
+  return spans;
+}
+
+template <Driver H>
+CUresult HtoA(CUarray dst, size_t offset, const void* src, size_t n) {
+  return leave_to_cuda<H, CUresult (*)(CUarray, size_t, const void*, size_t)>(
+      one_span(src, n, 0), n, nullptr, dst, offset, src, n);
+}
+template <Driver H>
+CUresult AtoH(void* dst, CUarray src, size_t offset, size_t n) {
+  return leave_to_cuda<H, CUresult (*)(void*, CUarray, size_t, size_t)>(
+      one_span(dst, n, 1), n, nullptr, dst, src, offset, n);
+}
+template <Driver H>
+CUresult HtoAAsync(CUarray dst, size_t offset, const void* src, size_t n, CUstream s) {
+  return leave_to_cuda<H, CUresult (*)(CUarray, size_t, const void*, size_t, CUstream)>(
+      one_span(src, n, 0), n, s, dst, offset, src, n, s);
+}
+template <Driver H>
+CUresult AtoHAsync(void* dst, CUarray src, size_t offset, size_t n, CUstream s) {
+  return leave_to_cuda<H, CUresult (*)(void*, CUarray, size_t, size_t, CUstream)>(
+      one_span(dst, n, 1), n, s, dst, src, offset, n, s);
+}
+
+// A 3D batch: every operation's host pages handed back, then the batch as the program made it.
+void hand_back_batch(size_t count, const CUDA_MEMCPY3D_BATCH_OP* ops) {
+  for (size_t i = 0; ops && i < count; ++i)
+    for (const HostSpan& side : host_spans(ops[i]).side)
+      if (side.bytes) Interposer::hand_back_to_cuda(side.p, side.bytes);
+}
+
+template <Driver H>
+CUresult Batch3D(size_t count, CUDA_MEMCPY3D_BATCH_OP* ops, unsigned long long flags,
+                 CUstream s) {
+  using Fn = CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP*, unsigned long long, CUstream);
+  auto real = reinterpret_cast<Fn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  hand_back_batch(count, ops);
+  return real(count, ops, flags, s);
+}
+template <Driver H>
+CUresult Batch3DV1(size_t count, CUDA_MEMCPY3D_BATCH_OP* ops, size_t* fail_index,
+                   unsigned long long flags, CUstream s) {
+  using Fn = CUresult (*)(size_t, CUDA_MEMCPY3D_BATCH_OP*, size_t*, unsigned long long, CUstream);
+  auto real = reinterpret_cast<Fn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  hand_back_batch(count, ops);
+  return real(count, ops, fail_index, flags, s);
 }
 
 // ---- CUDA host memory: the real call, then what it handed out or took back is reported -------

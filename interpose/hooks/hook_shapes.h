@@ -11,6 +11,7 @@
 
 #undef cuGetProcAddress  // cuda.h maps these to _v2; every variant is hooked, by real name
 #undef cuMemcpyBatchAsync
+#undef cuMemcpy3DBatchAsync
 
 // ---- the CUDA runtime's
 #define CMT_SHAPE_RuntimeCopy                                                   \
@@ -81,3 +82,33 @@
       (const char* symbol, void** pfn, int version, cuuint64_t flags, \
        CUdriverProcAddressQueryResult* status),                       \
       (symbol, pfn, version, flags, status)
+
+// The copies cmt leaves to CUDA (CMT_DRIVER_STRUCTURED_HOOKS).
+#define CMT_SHAPE_Copy2D CUresult, (const CUDA_MEMCPY2D* copy), (copy)
+#define CMT_SHAPE_Copy2DAsync \
+  CUresult, (const CUDA_MEMCPY2D* copy, CUstream s), (copy, s)
+#define CMT_SHAPE_Copy3D CUresult, (const CUDA_MEMCPY3D* copy), (copy)
+#define CMT_SHAPE_Copy3DAsync \
+  CUresult, (const CUDA_MEMCPY3D* copy, CUstream s), (copy, s)
+#define CMT_SHAPE_Copy3DPeer CUresult, (const CUDA_MEMCPY3D_PEER* copy), (copy)
+#define CMT_SHAPE_Copy3DPeerAsync \
+  CUresult, (const CUDA_MEMCPY3D_PEER* copy, CUstream s), (copy, s)
+#define CMT_SHAPE_HtoA \
+  CUresult, (CUarray dst, size_t offset, const void* src, size_t n), (dst, offset, src, n)
+#define CMT_SHAPE_AtoH \
+  CUresult, (void* dst, CUarray src, size_t offset, size_t n), (dst, src, offset, n)
+#define CMT_SHAPE_HtoAAsync                                                             \
+  CUresult, (CUarray dst, size_t offset, const void* src, size_t n, CUstream s), \
+      (dst, offset, src, n, s)
+#define CMT_SHAPE_AtoHAsync                                                        \
+  CUresult, (void* dst, CUarray src, size_t offset, size_t n, CUstream s), \
+      (dst, src, offset, n, s)
+#define CMT_SHAPE_Batch3D                                                              \
+  CUresult, (size_t count, CUDA_MEMCPY3D_BATCH_OP * ops, unsigned long long flags, \
+             CUstream s),                                                          \
+      (count, ops, flags, s)
+#define CMT_SHAPE_Batch3DV1                                                            \
+  CUresult,                                                                            \
+      (size_t count, CUDA_MEMCPY3D_BATCH_OP * ops, size_t * fail_index,                \
+       unsigned long long flags, CUstream s),                                          \
+      (count, ops, fail_index, flags, s)

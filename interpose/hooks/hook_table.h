@@ -63,7 +63,39 @@
   X(cuMemcpyBatchAsync_v2_ptsz, Batch, 1)     \
   X(cuGetProcAddress, GetProcAddress, 0)      \
   X(cuGetProcAddress_v2, GetProcAddressV2, 0) \
+  CMT_DRIVER_STRUCTURED_HOOKS(X)              \
   CMT_DRIVER_HOST_MEMORY_HOOKS(X)
+
+/* The driver's copies that cmt leaves to CUDA: 2D, 3D, to and from arrays, 3D batches (the
+   runtime's cudaMemcpy2D/3D and array copies reach them through cudart's driver table). Hooked
+   only to hand CUDA their host pages as pageable memory (interposer/structured_copy.h). */
+#define CMT_DRIVER_STRUCTURED_HOOKS(X)                  \
+  X(cuMemcpy2D_v2, Copy2D, 0)                           \
+  X(cuMemcpy2D_v2_ptds, Copy2D, 1)                      \
+  X(cuMemcpy2DUnaligned_v2, Copy2D, 0)                  \
+  X(cuMemcpy2DUnaligned_v2_ptds, Copy2D, 1)             \
+  X(cuMemcpy2DAsync_v2, Copy2DAsync, 0)                 \
+  X(cuMemcpy2DAsync_v2_ptsz, Copy2DAsync, 1)            \
+  X(cuMemcpy3D_v2, Copy3D, 0)                           \
+  X(cuMemcpy3D_v2_ptds, Copy3D, 1)                      \
+  X(cuMemcpy3DAsync_v2, Copy3DAsync, 0)                 \
+  X(cuMemcpy3DAsync_v2_ptsz, Copy3DAsync, 1)            \
+  X(cuMemcpy3DPeer, Copy3DPeer, 0)                      \
+  X(cuMemcpy3DPeer_ptds, Copy3DPeer, 1)                 \
+  X(cuMemcpy3DPeerAsync, Copy3DPeerAsync, 0)            \
+  X(cuMemcpy3DPeerAsync_ptsz, Copy3DPeerAsync, 1)       \
+  X(cuMemcpyHtoA_v2, HtoA, 0)                           \
+  X(cuMemcpyHtoA_v2_ptds, HtoA, 1)                      \
+  X(cuMemcpyAtoH_v2, AtoH, 0)                           \
+  X(cuMemcpyAtoH_v2_ptds, AtoH, 1)                      \
+  X(cuMemcpyHtoAAsync_v2, HtoAAsync, 0)                 \
+  X(cuMemcpyHtoAAsync_v2_ptsz, HtoAAsync, 1)            \
+  X(cuMemcpyAtoHAsync_v2, AtoHAsync, 0)                 \
+  X(cuMemcpyAtoHAsync_v2_ptsz, AtoHAsync, 1)            \
+  X(cuMemcpy3DBatchAsync, Batch3DV1, 0)                 \
+  X(cuMemcpy3DBatchAsync_ptsz, Batch3DV1, 1)            \
+  X(cuMemcpy3DBatchAsync_v2, Batch3D, 0)                \
+  X(cuMemcpy3DBatchAsync_v2_ptsz, Batch3D, 1)
 
 /* The driver's CUDA host memory, as the runtime's above (a static cudart reaches these). */
 #define CMT_DRIVER_HOST_MEMORY_HOOKS(X)        \

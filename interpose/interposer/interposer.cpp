@@ -238,10 +238,14 @@ void Interposer::host_memory_removed(void* p) noexcept {
 }
 
 void Interposer::host_memory_registering(void* p, std::size_t bytes) noexcept {
-  with_register_cache([&](RegisterCache& cache) {
-    const auto lo = reinterpret_cast<std::uintptr_t>(p);
-    if (cache.touches(p, bytes)) cache.pages_released(lo, lo + bytes);
-  });
+  hand_back_to_cuda(p, bytes);
+}
+
+void Interposer::hand_back_to_cuda(const void* p, std::size_t bytes) noexcept {
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (!p || bytes == 0) return;
+  const std::uintptr_t hi = bytes > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + bytes;
+  with_register_cache([&](RegisterCache& cache) { cache.hand_back(lo, hi); });
 }
 
 void Interposer::arm_host_copies() {
@@ -332,11 +336,10 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
   if (g_forked_child || !engine()) return 0;
   // Not a copy cmt makes from a registration: CUDA must see the memory as it would without cmt.
   auto not_hot = [&] {
-    for (const void* side : {static_cast<const void*>(dst), src})
-      if (register_cache_->touches(side, bytes)) {
-        const auto lo = reinterpret_cast<std::uintptr_t>(side);
-        register_cache_->pages_released(lo, lo + bytes);
-      }
+    for (const void* side : {static_cast<const void*>(dst), src}) {
+      const auto lo = reinterpret_cast<std::uintptr_t>(side);
+      register_cache_->hand_back(lo, bytes > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + bytes);
+    }
     return std::size_t{0};
   };
   // Where the call says which side is the host's: a copy from a registration goes straight to the

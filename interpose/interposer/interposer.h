@@ -46,6 +46,10 @@ class Interposer {
   // The program is about to register [p, p + bytes) itself: cmt's own registrations of hot
   // buffers on those pages go first, or CUDA would refuse the program's. Never throws.
   static void host_memory_registering(void* p, std::size_t bytes) noexcept;
+  // A copy cmt leaves to CUDA (2D, 3D, arrays: structured_copy.h) is about to use host bytes
+  // [p, p + bytes): cmt's registrations on those pages go first, so that CUDA takes the memory
+  // as pageable, as it would without cmt. Never throws; nothing to do with hot buffers off.
+  static void hand_back_to_cuda(const void* p, std::size_t bytes) noexcept;
 
   // Tries to run the copy through the engine. Returns the number of leading bytes handled (0:
   // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle

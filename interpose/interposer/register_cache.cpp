@@ -385,6 +385,13 @@ void RegisterCache::chunk_released(std::uintptr_t lo, std::uintptr_t hi) {
   }, &counts_.invalidations);
 }
 
+void RegisterCache::hand_back(std::uintptr_t lo, std::uintptr_t hi) {
+  if (hi <= lo || !touches(reinterpret_cast<const void*>(lo), hi - lo)) return;
+  drop([&](std::uintptr_t, std::uintptr_t, std::uintptr_t page_lo, std::uintptr_t page_hi) {
+    return overlap(page_lo, page_hi, lo, hi);
+  }, &counts_.handed_back);
+}
+
 void RegisterCache::all_released() {
   drop([](std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uintptr_t) { return true; },
        &counts_.invalidations);

@@ -46,6 +46,7 @@ struct RegisterCounts {
   std::uint64_t registrations = 0;  // ranges registered
   std::uint64_t invalidations = 0;  // registrations dropped because their pages were released
   std::uint64_t evictions = 0;      // registrations dropped to make room
+  std::uint64_t handed_back = 0;    // dropped so that CUDA sees pageable memory (hand_back)
   std::uint64_t refusals = 0;       // candidates that could not be registered (kind, overlap, size)
   std::uint64_t failures = 0;       // cuMemHostRegister calls that failed
   std::uint64_t registered_bytes = 0;  // now
@@ -105,6 +106,10 @@ class RegisterCache {
   void pages_released(std::uintptr_t lo, std::uintptr_t hi);
   void chunk_released(std::uintptr_t lo, std::uintptr_t hi);
   void all_released();
+  // A call cmt leaves to CUDA (a copy it does not make, the program's own registration) is about
+  // to use [lo, hi): each registration on those pages is dropped first, so that CUDA finds the
+  // memory as it would without cmt. One compare when none is there.
+  void hand_back(std::uintptr_t lo, std::uintptr_t hi);
 
   // In a forked child: forgets everything without a driver call (the child cannot use CUDA) and
   // takes nothing from then on.

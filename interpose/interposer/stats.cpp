@@ -127,11 +127,11 @@ std::string Stats::host_copies_json() {
 std::string Stats::register_json() const {
   RegisterCounts c;
   if (register_cache_) c = register_cache_->counts();
-  char buf[400];
+  char buf[512];
   std::snprintf(buf, sizeof buf,
                 "{\"on\": %s, \"copies\": %llu, \"bytes\": %llu, \"registrations\": %llu, "
                 "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
-                "\"failures\": %llu, \"registered_bytes\": %llu}",
+                "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu}",
                 register_cache_ ? "true" : "false",
                 static_cast<unsigned long long>(hot_calls_.load()),
                 static_cast<unsigned long long>(hot_bytes_.load()),
@@ -140,6 +140,7 @@ std::string Stats::register_json() const {
                 static_cast<unsigned long long>(c.evictions),
                 static_cast<unsigned long long>(c.refusals),
                 static_cast<unsigned long long>(c.failures),
+                static_cast<unsigned long long>(c.handed_back),
                 static_cast<unsigned long long>(c.registered_bytes));
   return buf;
 }
@@ -219,13 +220,14 @@ std::string Stats::summary() const {
   }
   if (register_cache_) {
     const RegisterCounts c = register_cache_->counts();
-    char buf[240];
+    char buf[320];
     std::snprintf(buf, sizeof buf,
                   "; hot buffers: %llu copies from %llu registrations (%llu dropped on release, "
-                  "%llu evicted, %llu refused)",
+                  "%llu handed back to CUDA, %llu evicted, %llu refused)",
                   static_cast<unsigned long long>(hot_calls_.load()),
                   static_cast<unsigned long long>(c.registrations),
                   static_cast<unsigned long long>(c.invalidations),
+                  static_cast<unsigned long long>(c.handed_back),
                   static_cast<unsigned long long>(c.evictions),
                   static_cast<unsigned long long>(c.refusals));
     out += buf;

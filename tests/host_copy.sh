@@ -4,7 +4,8 @@
 # fills of new memory)
 # under libcmt.so and libcmt-host.so, checked byte for byte against libc; with host_copy = pinned
 # (only copies that touch CUDA host memory are taken, and all of those are), all (every large one,
-# from several threads at once) and off (none); and with libcmt.so alone (none).
+# from several threads at once) and off (none); file reads with host_reads = all and off beside
+# host_copy = pinned; and with libcmt.so alone (none).
 set -u
 lib=$1
 hostlib=$2
@@ -21,6 +22,7 @@ timeout 120 "$app" 1 0 11 "$threshold" > /dev/null 2>&1; rc=$?
 run() {
   local name=$1 mode=$2 fill=$3 threads=$4 calls=$5 preload=${6:-$lib:$hostlib}
   CMT_HOST_COPY=$mode CMT_HOST_COPY_THRESHOLD=64K CMT_HOST_FILL=$fill CMT_HOST_FILL_THRESHOLD=1M \
+    CMT_HOST_READS=${READS:-pinned} \
     LD_PRELOAD=$preload CMT_STATS=$tmp/$name.json \
     CMT_LOG=error timeout 300 "$app" "$threads" "$calls" 11 "$threshold" > "$tmp/$name.out" 2> "$tmp/$name.err"
   local rc=$?
@@ -28,9 +30,9 @@ run() {
     echo "FAIL $name: exit $rc"; cat "$tmp/$name.out"; head -20 "$tmp/$name.err"
     fails=$((fails + 1)); return
   fi
-  python3 - "$name" "$mode" "$fill" "$tmp/$name.out" "$tmp/$name.json" <<'PY' || fails=$((fails + 1))
+  python3 - "$name" "$mode" "$fill" "$tmp/$name.out" "$tmp/$name.json" "${READS:-pinned}" <<'PY' || fails=$((fails + 1))
 import json, sys
-name, mode, fill, out, stats = sys.argv[1:]
+name, mode, fill, out, stats, reads = sys.argv[1:]
 w = open(out).read().split()
 r = {w[i]: int(w[i + 1]) for i in range(0, len(w) - 1, 2)}
 h = json.load(open(stats))["host_copies"]
@@ -59,18 +61,19 @@ elif fill == "fresh":
     ok = ok and 0 < f["calls"] <= r["fresh_fills"]
 else:
     ok = ok and f["calls"] > 0
-# File reads: every large one into pinned memory taken where host copies are on (the threads idle
-# by then), and with host_copy = all every large one into other memory too; none where off; their
-# bytes were checked by the program.
+# File reads: every large one into pinned memory taken where host copies and reads are on (the
+# threads idle by then), and with host_copy = all or host_reads = all every large one into other
+# memory too; none where off; their bytes were checked by the program.
+anywhere = mode == "all" or reads == "all"
 rd = h["reads"]
 line += (f"; {r['reads']} file reads ({r['large_reads']} large into pinned memory, "
          f"{r['large_plain_reads']} into other memory), cmt read {rd['calls']}")
 # freads: those that are large may find enough bytes in the stream's buffer, or be past the end of
 # the file, and then need no read; every other one is taken (with all, the mirror stream's too).
-on = mode != "off" and name != "nohooks"
+on = mode != "off" and reads != "off" and name != "nohooks"
 line += f", {r['large_freads']} large freads"
-least = r["large_reads"] + (r["large_plain_reads"] if mode == "all" else 0)
-most = least + r["large_freads"] * (2 if mode == "all" else 1)
+least = r["large_reads"] + (r["large_plain_reads"] if anywhere else 0)
+most = least + r["large_freads"] * (2 if anywhere else 1)
 ok = ok and (least <= rd["calls"] <= most if on else rd["calls"] == 0)
 print(("ok   " if ok else "FAIL ") + line)
 sys.exit(0 if ok else 1)
@@ -80,6 +83,9 @@ PY
 run pinned pinned fresh 1 3000
 run all_threads all all 4 1500
 run off off off 1 500
+# File reads into any memory with memcpy still pinned-only, and no file reads at all.
+READS=all run reads_all pinned fresh 1 1500
+READS=off run reads_off pinned fresh 1 500
 # libcmt.so alone (as a plain LD_PRELOAD of it, or `cmt run` with host copies off): libc copies.
 run nohooks pinned fresh 1 500 "$lib"
 # And without cmt, the program itself passes.

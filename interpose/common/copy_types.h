@@ -91,6 +91,16 @@ struct Choices<HostCopy> {
       {HostCopy::Pinned, "pinned"}, {HostCopy::All, "all"}, {HostCopy::Off, "off"}};
 };
 
+// Which file reads (read, pread, readv, preadv, fread of a regular file) cmt reads on its copy
+// threads in parallel stretches (interposer/host_leg.h): none, those into CUDA host memory (a
+// loader's pinned staging buffer), or those into any memory (a checkpoint reader's new buffer).
+enum class HostReads { Off, Pinned, All };
+template <>
+struct Choices<HostReads> {
+  static constexpr Choice<HostReads> table[] = {
+      {HostReads::Pinned, "pinned"}, {HostReads::All, "all"}, {HostReads::Off, "off"}};
+};
+
 // Which large memset calls cmt runs on its copy threads (interposer/host_leg.h): none, those into
 // memory never written yet (a new buffer's zero-fill: huge pages, faulted in on every thread), or
 // every large one.

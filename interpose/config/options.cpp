@@ -290,11 +290,18 @@ std::vector<OptionSpec> build_table() {
       "Which large memcpy and memmove calls run on cmt's copy threads: pinned, those into or out "
       "of CUDA host memory (cudaHostAlloc, cudaHostRegister and the driver's forms: a library "
       "filling its own pinned staging buffer); all, every one, from the program's first CUDA "
-      "call on; off, none, and cmt run then leaves libcmt-host.so (the memcpy hooks) out. Unless "
-      "off, reads of a regular file into CUDA host memory (read, pread, readv, preadv, fread) of "
-      "512 KiB or more are read on the same threads, in parallel stretches; with all, such "
-      "reads into any memory too.",
+      "call on; off, none, and cmt run then leaves libcmt-host.so (the memcpy hooks) out, and "
+      "takes no file reads either (host_reads).",
       &Config::host_copy));
+  t.push_back(choice_option(
+      "host_reads", "CMT_HOST_READS", Scope::Process, false,
+      "Which reads of a regular file (read, pread, readv, preadv, fread) of 512 KiB or more run "
+      "on cmt's copy threads, in parallel stretches, with the call's own result, offset and "
+      "errors: pinned, those into CUDA host memory (a loader's pinned staging buffer); all, "
+      "those into any memory too (a checkpoint reader's new buffers, as torch.load's), from the "
+      "program's first CUDA call on; off, none. host_copy = all reads into any memory too; "
+      "host_copy = off, none.",
+      &Config::host_reads));
   t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, true,
                           "memcpy and memmove calls smaller than this go straight to libc; cmt "
                           "tune sets it where the copy threads beat one thread by " +

@@ -41,6 +41,7 @@ struct Config {
   FreshPages fresh_pages = FreshPages::Huge;  // how D2H prepares never-touched destinations
   HostCopy host_copy = HostCopy::Pinned;      // which memcpy/memmove calls cmt's threads run
   std::size_t host_copy_threshold = 4u << 20;  // smaller memcpy/memmove calls go to libc
+  HostReads host_reads = HostReads::Pinned;    // which large file reads cmt's threads run
   HostFill host_fill = HostFill::Fresh;        // which memset calls cmt's threads run
   std::size_t host_fill_threshold = 8u << 20;  // smaller memset calls go to libc
   Register register_mode = Register::Off;      // hot buffers registered with CUDA once

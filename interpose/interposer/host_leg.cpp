@@ -68,12 +68,15 @@ HostLeg& host_leg() {
 
 void HostLeg::arm(HostCopier& copier, const Config& config) noexcept {
   copy_mode_.store(config.host_copy, std::memory_order_relaxed);
+  reads_anywhere_.store(config.host_reads == HostReads::All || config.host_copy == HostCopy::All,
+                        std::memory_order_relaxed);
   fill_mode_.store(config.host_fill, std::memory_order_relaxed);
   copier_.store(&copier, std::memory_order_release);
   // The thresholds last: a hook that sees one below SIZE_MAX finds the copier and modes set.
   if (config.host_copy != HostCopy::Off) {
     copy_threshold_.store(config.host_copy_threshold, std::memory_order_release);
-    read_threshold_.store(rules::kFileReadFrom, std::memory_order_release);
+    if (config.host_reads != HostReads::Off)
+      read_threshold_.store(rules::kFileReadFrom, std::memory_order_release);
   }
   if (config.host_fill != HostFill::Off)
     fill_threshold_.store(config.host_fill_threshold, std::memory_order_release);
@@ -160,8 +163,7 @@ bool readable_regular_file(int fd) {
 }  // namespace
 
 bool HostLeg::reads_into(const void* dst, std::size_t bytes) const {
-  return copy_mode_.load(std::memory_order_relaxed) == HostCopy::All ||
-         pinned().overlaps(dst, bytes);
+  return reads_anywhere_.load(std::memory_order_relaxed) || pinned().overlaps(dst, bytes);
 }
 
 HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long long offset,

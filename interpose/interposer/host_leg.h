@@ -119,6 +119,7 @@ class HostLeg {
   std::atomic<std::size_t> read_threshold_{kNever};
   std::atomic<HostCopier*> copier_{nullptr};
   std::atomic<HostCopy> copy_mode_{HostCopy::Off};
+  std::atomic<bool> reads_anywhere_{false};  // host_reads = all, or host_copy = all
   std::atomic<HostFill> fill_mode_{HostFill::Off};
   std::atomic<bool> hooks_loaded_{false};
   std::atomic<long long> handlers_checked_ns_{0};

@@ -281,9 +281,11 @@ Interposer::Interposer() {
   Recorder::start(config_.record_file);
   if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
   CMT_LOG(debug, "configuration:\n{}", describe(config_));
-  // Every large memcpy from now on, not only those into CUDA host memory; and large memsets into
-  // new memory (or all), which need no CUDA host memory to be worth taking.
-  if (config_.host_copy == HostCopy::All || config_.host_fill != HostFill::Off) arm_host_copies();
+  // Every large memcpy (or file read) from now on, not only those into CUDA host memory; and
+  // large memsets into new memory (or all), which need no CUDA host memory to be worth taking.
+  if (config_.host_copy == HostCopy::All || config_.host_reads == HostReads::All ||
+      config_.host_fill != HostFill::Off)
+    arm_host_copies();
   if (config_.register_mode == Register::Hot && !config_.disable) build_register_cache();
 }
 

@@ -108,6 +108,22 @@ TEST(RegisterCache, HandingPagesBackToCudaDropsOnlyTheRegistrationsOnThem) {
   EXPECT_EQ(h.cache.counts().invalidations, 0u);
 }
 
+// A release found through the candidates' order: one deep inside a long candidate, which starts
+// far below it (with shorter candidates in between), drops it; one just past its end does not.
+TEST(RegisterCache, AReleaseDeepInsideALongCandidateDropsIt) {
+  Harness h;
+  const std::uintptr_t a = 0x30000000;
+  h.cache.offer(at(a), 64 << 20);  // a candidate of 64 MiB
+  for (int i = 1; i <= 8; ++i) h.cache.offer(at(a + (std::uintptr_t(i) << 20)), 64 << 10);
+  h.cache.chunk_released(a + (64 << 20), a + (65 << 20));  // just past it: kept
+  EXPECT_TRUE(h.cache.offer(at(a), 64 << 20));             // its second copy registers it
+  h.cache.all_released();
+  h.cache.offer(at(a), 64 << 20);
+  h.cache.chunk_released(a + (60 << 20), a + (60 << 20) + 4096);
+  EXPECT_FALSE(h.cache.offer(at(a), 64 << 20));  // dropped: this is its first copy again
+  EXPECT_TRUE(h.cache.offer(at(a), 64 << 20));
+}
+
 TEST(RegisterCache, AReleasedChunkDropsItsRegistrationsAndCandidates) {
   Harness h;
   const std::uintptr_t a = 0x30000000, b = 0x40000000;

@@ -109,8 +109,11 @@ RegisterCache::Candidate* RegisterCache::find_candidate(std::uintptr_t lo, std::
 
 void RegisterCache::clear_candidate(Candidate& c) {
   if (c.lo == c.hi) return;
+  const int slot = static_cast<int>(&c - candidates_.data());
   candidate_index_.erase({c.lo, c.hi});
-  free_slots_.push_back(static_cast<int>(&c - candidates_.data()));
+  candidates_by_lo_.erase({c.lo, slot});
+  if (candidates_by_lo_.empty()) longest_candidate_ = 0;
+  free_slots_.push_back(slot);
   c = Candidate{};
 }
 
@@ -129,9 +132,12 @@ RegisterCache::Candidate& RegisterCache::candidate_for(std::uintptr_t lo, std::u
       if (!c.registering && (!slot || c.last < slot->last)) slot = &c;
     if (!slot) slot = &candidates_[0];
     candidate_index_.erase({slot->lo, slot->hi});
+    candidates_by_lo_.erase({slot->lo, static_cast<int>(slot - candidates_.data())});
   }
   *slot = Candidate{lo, hi, 0, tick_, false, false, next_id_++};
   candidate_index_[{lo, hi}] = static_cast<int>(slot - candidates_.data());
+  candidates_by_lo_.insert({lo, static_cast<int>(slot - candidates_.data())});
+  longest_candidate_ = std::max(longest_candidate_, hi - lo);
   if (lo < watch_lo_ || hi > watch_hi_ || watch_lo_ == watch_hi_) update_watch();  // only widens
   return *slot;
 }
@@ -336,7 +342,8 @@ bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Ent
 }
 
 template <typename Hits>
-void RegisterCache::drop(Hits hits, std::uint64_t* counter) {
+void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
+                         std::uint64_t* counter) {
   if (t_in_cache) return;
   InCache inside;
   std::vector<std::unique_ptr<Entry>> gone;
@@ -344,12 +351,18 @@ void RegisterCache::drop(Hits hits, std::uint64_t* counter) {
     std::lock_guard<std::mutex> lk(mu_);
     bool changed = false;
     // A candidate being registered right now loses its slot: its registering thread, finding
-    // the slot's id changed, drops what it registered.
-    for (Candidate& c : candidates_)
-      if (c.lo != c.hi && hits(c.lo, c.hi, c.lo, c.hi)) {
+    // the slot's id changed, drops what it registered. Only candidates starting within the
+    // longest one's length below `lo` can reach it.
+    const std::uintptr_t from = lo > longest_candidate_ ? lo - longest_candidate_ : 0;
+    for (auto it = candidates_by_lo_.lower_bound({from, -1});
+         it != candidates_by_lo_.end() && it->first < hi;) {
+      Candidate& c = candidates_[it->second];
+      ++it;  // clear_candidate erases c's own place in the set
+      if (overlap(c.lo, c.hi, lo, hi)) {
         clear_candidate(c);
         changed = true;
       }
+    }
     for (auto it = entries_.begin(); it != entries_.end();) {
       Entry& e = **it;
       if (!hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) {
@@ -373,27 +386,28 @@ void RegisterCache::drop(Hits hits, std::uint64_t* counter) {
 }
 
 void RegisterCache::pages_released(std::uintptr_t lo, std::uintptr_t hi) {
-  drop([&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t page_lo,
+  drop(lo, hi, [&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t page_lo,
            std::uintptr_t page_hi) {
     return overlap(page_lo, page_hi, lo, hi) || overlap(copy_lo, copy_hi, lo, hi);
   }, &counts_.invalidations);
 }
 
 void RegisterCache::chunk_released(std::uintptr_t lo, std::uintptr_t hi) {
-  drop([&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t, std::uintptr_t) {
-    return overlap(copy_lo, copy_hi, lo, hi);
-  }, &counts_.invalidations);
+  drop(lo, hi, [&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t,
+                   std::uintptr_t) { return overlap(copy_lo, copy_hi, lo, hi); },
+       &counts_.invalidations);
 }
 
 void RegisterCache::hand_back(std::uintptr_t lo, std::uintptr_t hi) {
   if (hi <= lo || !touches(reinterpret_cast<const void*>(lo), hi - lo)) return;
-  drop([&](std::uintptr_t, std::uintptr_t, std::uintptr_t page_lo, std::uintptr_t page_hi) {
-    return overlap(page_lo, page_hi, lo, hi);
-  }, &counts_.handed_back);
+  drop(lo, hi, [&](std::uintptr_t, std::uintptr_t, std::uintptr_t page_lo,
+                   std::uintptr_t page_hi) { return overlap(page_lo, page_hi, lo, hi); },
+       &counts_.handed_back);
 }
 
 void RegisterCache::all_released() {
-  drop([](std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uintptr_t) { return true; },
+  drop(0, UINTPTR_MAX,
+       [](std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uintptr_t) { return true; },
        &counts_.invalidations);
 }
 
@@ -409,12 +423,14 @@ void RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
 }
 
 void RegisterCache::update_watch() {
+  // The candidates' span from the ordered set: from the first start to the last start plus the
+  // longest length (a bound: the watch may be wider than the candidates, never narrower).
   std::uintptr_t lo = UINTPTR_MAX, hi = 0;
-  for (const Candidate& c : candidates_)
-    if (c.lo != c.hi) {
-      lo = std::min(lo, c.lo);
-      hi = std::max(hi, c.hi);
-    }
+  if (!candidates_by_lo_.empty()) {
+    lo = candidates_by_lo_.begin()->first;
+    const std::uintptr_t last = candidates_by_lo_.rbegin()->first;
+    hi = longest_candidate_ > UINTPTR_MAX - last ? UINTPTR_MAX : last + longest_candidate_;
+  }
   std::uintptr_t entries_lo = UINTPTR_MAX, entries_hi = 0;
   for (const auto& e : entries_) {
     entries_lo = std::min(entries_lo, e->page_lo);
@@ -438,6 +454,8 @@ void RegisterCache::forget_in_child() {
   entries_.clear();
   for (Candidate& c : candidates_) c = Candidate{};
   candidate_index_.clear();
+  candidates_by_lo_.clear();
+  longest_candidate_ = 0;
   free_slots_.clear();
   registered_bytes_ = 0;
 }

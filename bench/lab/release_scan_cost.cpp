@@ -1,0 +1,52 @@
+// cmt-lab-release-scan (lab, CPU only): what one release report costs the hot buffers' cache
+// (interposer/register_cache.h) when it holds many candidates: the free() of a chunk of 64 KiB or
+// more inside the watched span reports it (libcmt-release.so), and the cache drops the candidates
+// and registrations it overlaps. Fills the cache with N candidates 1 MiB apart (copies of 256 KiB
+// that never register: no driver is called), then times reports that hit none and reports that
+// each drop one (offered again after, so the table stays full). NOTES.md 54.
+//
+// usage: cmt-lab-release-scan [--candidates 4096] [--reports 200000]
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+
+#include "bench_cli.h"
+#include "cuda/driver_api.h"
+#include "interposer/register_cache.h"
+
+int main(int argc, char** argv) {
+  int candidates = 4096, reports = 200000;
+  CLI::App app{"cmt-lab-release-scan: a release report's cost to the hot buffers' cache"};
+  app.add_option("--candidates", candidates, "Candidates in the cache")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--reports", reports, "Reports timed of each kind")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  const cmt::DriverApi no_driver{};  // never called: nothing is registered
+  cmt::RegisterSettings settings;
+  settings.after = 1u << 30;
+  cmt::RegisterCache cache(
+      no_driver, settings,
+      [](const void*, std::size_t) { return cmt::TrackableRange{}; },
+      [](std::uintptr_t, std::uintptr_t, std::size_t) {});
+  const std::uintptr_t base = 0x100000000000;
+  auto start_of = [&](int i) { return base + (static_cast<std::uintptr_t>(i) << 20); };
+  for (int i = 0; i < candidates; ++i)
+    cache.offer(reinterpret_cast<const void*>(start_of(i)), 256u << 10);
+  using Clock = std::chrono::steady_clock;
+  auto t0 = Clock::now();
+  for (int k = 0; k < reports; ++k) {  // past each candidate's end: hits none
+    const std::uintptr_t lo = start_of(k % candidates) + (512u << 10);
+    cache.chunk_released(lo, lo + (64u << 10));
+  }
+  const double miss = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / reports;
+  t0 = Clock::now();
+  for (int k = 0; k < reports; ++k) {  // inside one candidate: drops it, then it comes back
+    const std::uintptr_t lo = start_of(k % candidates);
+    cache.chunk_released(lo + 4096, lo + 8192);
+    cache.offer(reinterpret_cast<const void*>(lo), 256u << 10);
+  }
+  const double hit = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / reports;
+  std::printf("%d candidates: a report that hits none %.0f ns; one that drops a candidate (and "
+              "the copy that makes it again) %.0f ns\n", candidates, miss, hit);
+  return 0;
+}

@@ -15,8 +15,12 @@
 #              cmt mode (OUT/rec), `cmt trace show` of the cmt traces and `cmt bench replay` of
 #              them back to back; about 8 minutes
 #   files      loaders.py --files-only: the checkpoint and staging loaders, default / cmt /
-#              CMT_HOST_COPY=all (reads into any memory), 3 rounds, recorded, shown and replayed
+#              CMT_HOST_READS=all (reads into any memory) / CMT_HOST_COPY=all (and every large
+#              memcpy), 2 rounds, recorded, shown and replayed
 #              back to back; about 5 minutes
+#   hot        hot buffers (issue 33): gpu_structured_hot, the C safety suite 2 x 10000, the
+#              weight-set lab alone and under cmt hot, offloaded inference hot / pinned / staged
+#              in 2 rounds with one recorded hot run; about 8 minutes
 #   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
 #              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
 #   retune     `cmt tune --search full` into OUT/profile.toml, then that profile against the
@@ -102,13 +106,13 @@ for stage in "$@"; do
       tail -3 "$out/dcp-lanes2.txt" ;;
     loaders|files)
       if [ "$stage" = loaders ]; then
-        set -- --hf --mode lanes1:CMT_LANES=1
+        set -- --rounds 3 --hf --mode lanes1:CMT_LANES=1
         traces="loaders-cmt hf-cmt"
-      else
-        set -- --files-only --mode all:CMT_HOST_COPY=all
+      else  # four modes: two rounds fit the call
+        set -- --rounds 2 --files-only --mode reads:CMT_HOST_READS=all --mode all:CMT_HOST_COPY=all
         traces="files-cmt"
       fi
-      timeout 400 python3 "$here/workloads/loaders.py" "$build/cmt" --rounds 3 "$@" \
+      timeout 400 python3 "$here/workloads/loaders.py" "$build/cmt" "$@" \
         --record "$out/rec-$stage" --workdir "${TMPDIR:-/tmp}/cmt-loaders" \
         --json "$out/$stage.json" > "$out/$stage.txt" 2>&1
       tail -14 "$out/$stage.txt"
@@ -118,6 +122,24 @@ for stage in "$@"; do
           --json "$out/rec-$stage/replay-$t.json" > "$out/rec-$stage/replay-$t.txt" 2>&1
         cat "$out/rec-$stage/replay-$t.txt"
       done ;;
+    hot)
+      # Hot buffers (issue 33): copies left to CUDA through cudart on registered buffers, the
+      # C safety suite (2D copies among its steps), the weight-set lab alone and under cmt hot,
+      # then offloaded inference hot / pinned / staged (2 rounds) and one recorded hot run.
+      ctest --test-dir "$build" -R "gpu_structured_hot" --output-on-failure > "$out/hot-tests.log" 2>&1
+      grep -E "tests passed|\(Failed\)|handed_back|without cmt" "$out/hot-tests.log"
+      timeout 200 "$here/../tests/hot_safety.sh" "$build/cmt" "$build/tests/cmt_hot_safety_gpu" \
+        10000 2 gpu > "$out/hot-safety.txt" 2>&1
+      tail -6 "$out/hot-safety.txt"
+      timeout 60 "$build/cmt-lab-weight-set" --passes 6 > "$out/weight-set.txt" 2>&1
+      CMT_REGISTER=hot timeout 60 "$build/cmt" run -- "$build/cmt-lab-weight-set" --passes 6 \
+        --modes pinned,pageable >> "$out/weight-set.txt" 2>&1
+      cat "$out/weight-set.txt"
+      CMT_CONFIGS_DIR= CMT_STATS=$out/offload-%p.stats.json timeout 330 python3 \
+        "$here/workloads/offload.py" "$build/cmt" --rounds 2 --passes 5 --modes hot,pinned,staged \
+        --record "$out/rec-offload" --json "$out/offload.json" > "$out/offload.txt" 2>&1
+      tail -8 "$out/offload.txt"
+      "$build/cmt" trace show "$out/rec-offload/offload-hot.tsv" > "$out/rec-offload/show.txt" 2>&1 ;;
     dma)
       # The lab's yardsticks (bench/lab/NOTES.md 15-24): the DMA side alone, under CPU load, and
       # the bare staged pipeline with either store.

@@ -9,7 +9,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -262,6 +264,78 @@ TEST(RegisterCache, AReleaseFromAnotherThreadWhileRegisteringWins) {
   };
   h.cache.offer(at(a), 1 << 20);
   EXPECT_FALSE(h.cache.offer(at(a), 1 << 20));
+  EXPECT_EQ(h.registered(), 0u);
+}
+
+// Threads sharing one cache, each copying, releasing and handing back ranges of its own slots
+// at random: a registration a copy holds stays registered with the driver until the copy lets
+// go, and once a release or hand-back returns no registration is left on its pages (which only
+// the releasing thread's own copies could have made), also where another thread was still
+// taking it back (one thread drops everything now and then, and evictions are another's work).
+// Before the releases waited for those, each run left 5-28 behind.
+TEST(RegisterCache, ThreadsCopyingReleasingAndHandingBackAtOnceKeepTheRules) {
+  RegisterSettings settings;
+  settings.max_bytes = 2u << 20;  // room for two or three: registering evicts others
+  Harness h(settings);
+  constexpr int kThreads = 8, kSlots = 8, kOps = 3000;
+  const std::uintptr_t base = 0x200000000000;
+  auto registered_over = [&](std::uintptr_t lo, std::uintptr_t hi) {
+    std::lock_guard<std::mutex> lk(h.driver.mu);
+    for (const auto& [at_, size] : h.driver.host_ranges)
+      if (at_ < hi && lo < at_ + size) return true;
+    return false;
+  };
+  auto pages_registered = [&](std::pair<std::uintptr_t, std::uintptr_t> pages) {
+    std::lock_guard<std::mutex> lk(h.driver.mu);
+    const auto it = h.driver.host_ranges.find(pages.first);
+    return it != h.driver.host_ranges.end() && pages.first + it->second >= pages.second;
+  };
+  // What broke: a held registration not registered, or one left after a chunk release, a page
+  // release or a hand-back returned.
+  std::atomic<int> held_gone{0}, left[3] = {};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      std::mt19937_64 rng(1000 + t);
+      for (int i = 0; i < kOps; ++i) {
+        // A slot is 1 MiB of its own; its ranges (copied again and again) start at its first
+        // page or a little past the second's start, and are 64 or 900 KiB long.
+        const std::uintptr_t slot = base + (std::uintptr_t(t * kSlots + rng() % kSlots) << 20);
+        const std::uintptr_t lo = slot + (rng() % 2) * (kPage + 100);
+        const std::size_t bytes = std::size_t{rng() % 2 ? 64 : 900} << 10;
+        const unsigned op = rng() % 100;
+        if (op < 80) {
+          RegisterCache::Use use = rng() % 4 ? h.cache.offer(at(lo), bytes)
+                                             : h.cache.find(at(lo), bytes);
+          if (use && !pages_registered(use.pages())) ++held_gone;
+          if (rng() % 8 == 0) std::this_thread::yield();  // held while others drop and register
+          if (use && !pages_registered(use.pages())) ++held_gone;
+        } else if (op < 90) {
+          h.cache.chunk_released(slot, slot + (1 << 20));
+          if (registered_over(slot, slot + (1 << 20))) ++left[0];
+        } else if (op < 95) {
+          const std::uintptr_t page = slot + (rng() % 256) * kPage;
+          h.cache.pages_released(page, page + kPage);
+          if (registered_over(page, page + kPage)) ++left[1];
+        } else if (op < 99) {
+          h.cache.hand_back(lo, lo + bytes);
+          if (registered_over(lo, lo + bytes)) ++left[2];
+        } else if (t == 0) {
+          h.cache.all_released();
+        }
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(held_gone.load(), 0);
+  EXPECT_EQ(left[0].load(), 0) << "registrations left after a chunk release";
+  EXPECT_EQ(left[1].load(), 0) << "registrations left after a page release";
+  EXPECT_EQ(left[2].load(), 0) << "registrations left after a hand-back";
+  const RegisterCounts c = h.cache.counts();
+  EXPECT_GT(c.registrations, 100u);
+  EXPECT_GT(c.hits, c.registrations);
+  EXPECT_GT(c.invalidations + c.handed_back, 100u);
+  EXPECT_GT(c.evictions, 0u);
+  h.cache.all_released();
   EXPECT_EQ(h.registered(), 0u);
 }
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "common/log.h"
@@ -92,6 +93,8 @@ bool RegisterCache::touches(const void* p, std::size_t bytes) const {
   std::lock_guard<std::mutex> lk(mu_);
   for (const auto& e : entries_)
     if (overlap(e->page_lo, e->page_hi, lo, hi)) return true;
+  for (const auto& [page_lo, page_hi] : retiring_)
+    if (overlap(page_lo, page_hi, lo, hi)) return true;
   return false;
 }
 
@@ -239,7 +242,14 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   const std::size_t bytes = page_hi - page_lo;
   std::vector<std::unique_ptr<Entry>> evicted;
   if (bytes > settings_.max_bytes) return refuse(true);
-  if (!make_room(bytes, &evicted)) return refuse(false);
+  if (!make_room(bytes, &evicted)) {
+    // Not reached after make_room's own check; kept so that nothing evicted is ever left
+    // registered (it was, before that check, when copies held the last victims it needed).
+    lock.unlock();
+    unregister(evicted);
+    lock.lock();
+    return refuse(false);
+  }
   // Pending: watched (and seen by overlap checks) before the pages are registered.
   auto owned = std::make_unique<Entry>();
   Entry* e = owned.get();
@@ -259,6 +269,7 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
     std::vector<std::unique_ptr<Entry>> gone;
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
       if (it->get() == e) {
+        if (r == CUDA_SUCCESS) retire(*e);  // registered, then released meanwhile
         gone.push_back(std::move(*it));
         entries_.erase(it);
         break;
@@ -326,6 +337,11 @@ CUresult RegisterCache::register_pages(Entry* e, std::uintptr_t lo, std::uintptr
 }
 
 bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted) {
+  // Nothing is evicted unless enough can be: registrations in use (or being made) stay.
+  std::size_t freeable = 0;
+  for (const auto& e : entries_)
+    if (e->ready && e->users.load(std::memory_order_acquire) == 0) freeable += e->bytes();
+  if (registered_bytes_ + bytes > settings_.max_bytes + freeable) return false;
   while (registered_bytes_ + bytes > settings_.max_bytes) {
     auto victim = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
@@ -335,6 +351,7 @@ bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Ent
     if (victim == entries_.end()) return false;
     registered_bytes_ -= (*victim)->bytes();
     ++counts_.evictions;
+    retire(**victim);
     evicted->push_back(std::move(*victim));
     entries_.erase(victim);
   }
@@ -375,6 +392,7 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
                 e.copy_lo, e.copy_hi - e.copy_lo);
         registered_bytes_ -= e.bytes();
         ++*counter;
+        retire(e);
         gone.push_back(std::move(*it));
         it = entries_.erase(it);
         changed = true;
@@ -383,6 +401,7 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
     if (changed) update_watch();
   }
   unregister(gone);
+  wait_until_unregistered(lo, hi);
 }
 
 void RegisterCache::pages_released(std::uintptr_t lo, std::uintptr_t hi) {
@@ -416,10 +435,43 @@ void RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
     // A copy still using it finishes first (a program that frees a buffer while another thread
     // copies from it has a bug of its own; cmt's DMA must still not fault).
     while (e->users.load(std::memory_order_acquire) > 0) std::this_thread::yield();
-    RelaxedCaptureMode relaxed(driver_);
-    driver_.mem_host_unregister(reinterpret_cast<void*>(e->page_lo));
+    {
+      RelaxedCaptureMode relaxed(driver_);
+      driver_.mem_host_unregister(reinterpret_cast<void*>(e->page_lo));
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    const auto it = std::find(retiring_.begin(), retiring_.end(),
+                              std::make_pair(e->page_lo, e->page_hi));
+    if (it != retiring_.end()) {
+      retiring_.erase(it);
+      update_watch();
+    }
   }
   gone.clear();
+}
+
+void RegisterCache::retire(const Entry& e) {
+  retiring_.emplace_back(e.page_lo, e.page_hi);
+}
+
+void RegisterCache::wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (;;) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      bool busy = false;
+      for (const auto& [page_lo, page_hi] : retiring_) busy |= overlap(page_lo, page_hi, lo, hi);
+      for (const auto& e : entries_)
+        busy |= !e->ready && e->dropped && overlap(e->page_lo, e->page_hi, lo, hi);
+      if (!busy) return;
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      CMT_LOG(debug, "a release of [{:#x}, {:#x}) went on before cmt's registration there was "
+              "taken back (over a second)", lo, hi);
+      return;
+    }
+    std::this_thread::yield();
+  }
 }
 
 void RegisterCache::update_watch() {
@@ -435,6 +487,10 @@ void RegisterCache::update_watch() {
   for (const auto& e : entries_) {
     entries_lo = std::min(entries_lo, e->page_lo);
     entries_hi = std::max(entries_hi, e->page_hi);
+  }
+  for (const auto& [page_lo, page_hi] : retiring_) {  // still registered: touches() sees them
+    entries_lo = std::min(entries_lo, page_lo);
+    entries_hi = std::max(entries_hi, page_hi);
   }
   entries_lo_.store(entries_hi > entries_lo ? entries_lo : 0, std::memory_order_release);
   entries_hi_.store(entries_hi > entries_lo ? entries_hi : 0, std::memory_order_release);
@@ -456,6 +512,7 @@ void RegisterCache::forget_in_child() {
   candidate_index_.clear();
   candidates_by_lo_.clear();
   longest_candidate_ = 0;
+  retiring_.clear();  // the parent's own to take back
   free_slots_.clear();
   registered_bytes_ = 0;
 }

@@ -153,7 +153,16 @@ class RegisterCache {
   // the dropped entries outside the lock once no copy holds them.
   template <typename Hits>
   void drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter);
+  // Takes the entries in `gone` (each retired) back from the driver, once no copy holds them.
   void unregister(std::vector<std::unique_ptr<Entry>>& gone);
+  // An entry off the table that is still registered with the driver: its pages stay in
+  // retiring_ (and touch()) until unregister has taken them back. With mu_ held.
+  void retire(const Entry& e);
+  // Returns once no registration of cmt's on [lo, hi) is with the driver any more: none being
+  // taken back (by this thread or another) and none being made (another thread's, which finds
+  // it dropped and takes it back). A release must not return before: the program may map new
+  // pages there next, and CUDA would copy from the old ones. Gives up after a second (logged).
+  void wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi);
   void update_watch();  // with mu_ held
 
   // The registered pages' span, for touches() without the lock.
@@ -164,6 +173,7 @@ class RegisterCache {
   Watch watch_;
   mutable std::mutex mu_;
   std::vector<std::unique_ptr<Entry>> entries_;
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> retiring_;  // pages being unregistered
   std::vector<Candidate> candidates_ = std::vector<Candidate>(kCandidates);
   std::unordered_map<std::pair<std::uintptr_t, std::uintptr_t>, int, RangeHash> candidate_index_;
   std::vector<int> free_slots_;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -276,6 +277,7 @@ TEST(RegisterCache, AReleaseFromAnotherThreadWhileRegisteringWins) {
 TEST(RegisterCache, ThreadsCopyingReleasingAndHandingBackAtOnceKeepTheRules) {
   RegisterSettings settings;
   settings.max_bytes = 2u << 20;  // room for two or three: registering evicts others
+  settings.release_wait = std::chrono::milliseconds(50);  // a registration left: a failure, soon
   Harness h(settings);
   constexpr int kThreads = 8, kSlots = 8, kOps = 3000;
   const std::uintptr_t base = 0x200000000000;

@@ -455,7 +455,7 @@ void RegisterCache::retire(const Entry& e) {
 }
 
 void RegisterCache::wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  const auto deadline = std::chrono::steady_clock::now() + settings_.release_wait;
   for (;;) {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -467,7 +467,7 @@ void RegisterCache::wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi
     }
     if (std::chrono::steady_clock::now() > deadline) {
       CMT_LOG(debug, "a release of [{:#x}, {:#x}) went on before cmt's registration there was "
-              "taken back (over a second)", lo, hi);
+              "taken back (after {} ms)", lo, hi, settings_.release_wait.count());
       return;
     }
     std::this_thread::yield();

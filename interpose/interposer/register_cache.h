@@ -21,6 +21,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -40,6 +41,9 @@ struct RegisterSettings {
   unsigned after = 2;             // the copy of a range that registers it
   std::size_t from = 64u << 10;   // smaller copies are never candidates
   std::size_t max_bytes = 1ull << 34;  // registered bytes at most
+  // How long a release waits for registrations on its pages to be taken back before it gives
+  // up (wait_until_unregistered): a bound against a driver that never returns, not a delay.
+  std::chrono::milliseconds release_wait{1000};
 };
 
 struct RegisterCounts {
@@ -161,7 +165,8 @@ class RegisterCache {
   // Returns once no registration of cmt's on [lo, hi) is with the driver any more: none being
   // taken back (by this thread or another) and none being made (another thread's, which finds
   // it dropped and takes it back). A release must not return before: the program may map new
-  // pages there next, and CUDA would copy from the old ones. Gives up after a second (logged).
+  // pages there next, and CUDA would copy from the old ones. Gives up after release_wait
+  // (logged).
   void wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi);
   void update_watch();  // with mu_ held
 

@@ -160,6 +160,23 @@ TEST(RegisterCache, ReleasedPagesDropEveryRegistrationOnThem) {
   EXPECT_EQ(h.registered(), 0u);
 }
 
+// With every candidate slot taken, a new range takes the least recently copied one's: a range
+// copied again keeps its count, the oldest starts over.
+TEST(RegisterCache, ANewCandidateTakesTheLeastRecentlyCopiedSlot) {
+  RegisterSettings s;
+  s.after = 3;
+  Harness h(s);
+  const std::uintptr_t base = 0x300000000000;
+  auto range = [&](int i) { return at(base + (std::uintptr_t(i) << 20)); };
+  for (int i = 0; i < 4096; ++i) h.cache.offer(range(i), 64 << 10);  // the table full
+  h.cache.offer(range(0), 64 << 10);                                  // range 0 copied again
+  h.cache.offer(range(5000), 64 << 10);  // new: takes range 1's slot, the least recent
+  EXPECT_TRUE(h.cache.offer(range(0), 64 << 10));  // its third copy: registered
+  EXPECT_FALSE(h.cache.offer(range(1), 64 << 10));  // counted from the start again
+  EXPECT_FALSE(h.cache.offer(range(1), 64 << 10));
+  EXPECT_TRUE(h.cache.offer(range(1), 64 << 10));
+}
+
 TEST(RegisterCache, TheLeastRecentlyCopiedGoesToMakeRoomButNotOneInUse) {
   RegisterSettings s;
   s.max_bytes = 3 * ((256 << 10) + kPage);

@@ -3,7 +3,8 @@
 // more inside the watched span reports it (libcmt-release.so), and the cache drops the candidates
 // and registrations it overlaps. Fills the cache with N candidates 1 MiB apart (copies of 256 KiB
 // that never register: no driver is called), then times reports that hit none and reports that
-// each drop one (offered again after, so the table stays full). NOTES.md 54.
+// each drop one (offered again after, so the table stays full), then copies of new ranges (each
+// taking the least recently copied candidate's slot once the table is full). NOTES.md 54.
 //
 // usage: cmt-lab-release-scan [--candidates 4096] [--reports 200000]
 #include <chrono>
@@ -46,7 +47,14 @@ int main(int argc, char** argv) {
     cache.offer(reinterpret_cast<const void*>(lo), 256u << 10);
   }
   const double hit = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / reports;
+  // Copies of new ranges (past the others): with the table full each takes the least recently
+  // copied candidate's slot.
+  t0 = Clock::now();
+  for (int k = 0; k < reports; ++k)
+    cache.offer(reinterpret_cast<const void*>(start_of(candidates + k)), 256u << 10);
+  const double fresh = std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / reports;
   std::printf("%d candidates: a report that hits none %.0f ns; one that drops a candidate (and "
-              "the copy that makes it again) %.0f ns\n", candidates, miss, hit);
+              "the copy that makes it again) %.0f ns; a copy of a new range %.0f ns\n",
+              candidates, miss, hit, fresh);
   return 0;
 }

@@ -116,8 +116,23 @@ void RegisterCache::clear_candidate(Candidate& c) {
   candidate_index_.erase({c.lo, c.hi});
   candidates_by_lo_.erase({c.lo, slot});
   if (candidates_by_lo_.empty()) longest_candidate_ = 0;
+  unlink(c);
   free_slots_.push_back(slot);
   c = Candidate{};
+}
+
+void RegisterCache::unlink(Candidate& c) {
+  (c.older >= 0 ? candidates_[c.older].newer : oldest_) = c.newer;
+  (c.newer >= 0 ? candidates_[c.newer].older : newest_) = c.older;
+  c.older = c.newer = -1;
+}
+
+void RegisterCache::link_newest(Candidate& c) {
+  const int slot = static_cast<int>(&c - candidates_.data());
+  c.older = newest_;
+  c.newer = -1;
+  (newest_ >= 0 ? candidates_[newest_].newer : oldest_) = slot;
+  newest_ = slot;
 }
 
 // The range's candidate; a new one takes a free slot, else that of the least recently copied one
@@ -131,13 +146,15 @@ RegisterCache::Candidate& RegisterCache::candidate_for(std::uintptr_t lo, std::u
     slot = &candidates_[free_slots_.back()];
     free_slots_.pop_back();
   } else {
-    for (Candidate& c : candidates_)
-      if (!c.registering && (!slot || c.last < slot->last)) slot = &c;
-    if (!slot) slot = &candidates_[0];
+    for (int i = oldest_; i >= 0 && !slot; i = candidates_[i].newer)
+      if (!candidates_[i].registering) slot = &candidates_[i];
+    if (!slot) slot = &candidates_[oldest_];  // all being registered: the oldest's is dropped
     candidate_index_.erase({slot->lo, slot->hi});
     candidates_by_lo_.erase({slot->lo, static_cast<int>(slot - candidates_.data())});
+    unlink(*slot);
   }
-  *slot = Candidate{lo, hi, 0, tick_, false, false, next_id_++};
+  *slot = Candidate{lo, hi, 0, false, false, next_id_++};
+  link_newest(*slot);
   candidate_index_[{lo, hi}] = static_cast<int>(slot - candidates_.data());
   candidates_by_lo_.insert({lo, static_cast<int>(slot - candidates_.data())});
   longest_candidate_ = std::max(longest_candidate_, hi - lo);
@@ -162,7 +179,7 @@ RegisterCache::Use RegisterCache::offer(const void* p, std::size_t bytes, bool* 
   }
   if (bytes < settings_.from) return {};
   Candidate& c = candidate_for(lo, hi);
-  c.last = tick_;
+  touch(c);
   if (c.refused || c.registering || ++c.copies < settings_.after) return {};
   return register_range(lo, hi, c, lock, registered_now);
 }
@@ -203,7 +220,7 @@ void RegisterCache::count(const void* p, std::size_t bytes) {
   if (forked_child_) return;
   ++tick_;
   Candidate& c = candidate_for(lo, lo + bytes);
-  c.last = tick_;
+  touch(c);
   if (!c.refused && !c.registering && c.copies + 1 < settings_.after) ++c.copies;
 }
 
@@ -512,6 +529,7 @@ void RegisterCache::forget_in_child() {
   candidate_index_.clear();
   candidates_by_lo_.clear();
   longest_candidate_ = 0;
+  oldest_ = newest_ = -1;
   retiring_.clear();  // the parent's own to take back
   free_slots_.clear();
   registered_bytes_ = 0;

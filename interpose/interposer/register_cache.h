@@ -128,9 +128,9 @@ class RegisterCache {
   struct Candidate {
     std::uintptr_t lo = 0, hi = 0;  // the copied range; lo == hi: a free slot
     unsigned copies = 0;
-    std::uint64_t last = 0;
     bool refused = false, registering = false;
     std::uint64_t id = 0;  // changes when the slot is reused or dropped
+    int older = -1, newer = -1;  // neighbours in the order of their last copies (slots)
   };
   // Ranges followed at once: enough for a model's weights copied layer by layer, each of which
   // comes round again only after all the others (a 1.1B Llama has about 200).
@@ -145,6 +145,11 @@ class RegisterCache {
   Candidate& candidate_for(std::uintptr_t lo, std::uintptr_t hi);
   Candidate* find_candidate(std::uintptr_t lo, std::uintptr_t hi);
   void clear_candidate(Candidate& c);  // its slot free again
+  // The candidates in the order of their last copies, so that a new one takes the least
+  // recently copied slot at once (it walked all 4096 before).
+  void unlink(Candidate& c);
+  void link_newest(Candidate& c);
+  void touch(Candidate& c) { unlink(c), link_newest(c); }
   Use register_range(std::uintptr_t lo, std::uintptr_t hi, Candidate& candidate,
                      std::unique_lock<std::mutex>& lock, bool* registered_now);
   bool make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted);
@@ -187,6 +192,7 @@ class RegisterCache {
   // in the watched span walked all 4096 before: 7.5 us).
   std::set<std::pair<std::uintptr_t, int>> candidates_by_lo_;
   std::size_t longest_candidate_ = 0;
+  int oldest_ = -1, newest_ = -1;  // the ends of the candidates' order (slots; -1: none)
   std::uintptr_t watch_lo_ = 0, watch_hi_ = 0;  // the span last given to watch_
   std::uint64_t tick_ = 0, next_id_ = 1;
   std::size_t registered_bytes_ = 0;

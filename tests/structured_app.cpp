@@ -53,11 +53,20 @@ struct Shape {
 
 struct Gpu {
   unsigned char* dev = nullptr;
+  unsigned char* busy = nullptr;    // 2 x kBusy bytes the stream copies first (see keep_busy)
   unsigned char* pinned = nullptr;  // what the GPU holds, read back
   cudaArray_t array = nullptr;      // 4-byte elements, kArrayWidth x kArrayRows
   cudaStream_t stream = nullptr;
 };
-constexpr std::size_t kArrayWidth = 1024, kArrayRows = 64, kMost = 8u << 20;
+constexpr std::size_t kArrayWidth = 1024, kArrayRows = 64, kMost = 8u << 20, kBusy = 512u << 20;
+
+// Queues a device-to-device copy of 512 MiB ahead of the copy under test, so that its DMA starts
+// well after the call returns if CUDA takes it as asynchronous: the check then fails for certain
+// where the host buffer is registered (the control), instead of racing the DMA. A pageable
+// copy's call waits for the stream (host to device) or for its own end (device to host).
+void keep_busy(Gpu& g) {
+  CHECK(cudaMemcpyAsync(g.busy + kBusy, g.busy, kBusy, cudaMemcpyDeviceToDevice, g.stream));
+}
 
 // Copies [p, p + n) to the GPU's second half until cmt has registered it (register_after = 2).
 void make_hot(Gpu& g, unsigned char* p, std::size_t n) {
@@ -80,6 +89,7 @@ void up(Gpu& g, unsigned char* buf, const Shape& s, Api api) {
   fill(buf, s.host_bytes());
   std::memcpy(want.data(), buf, s.host_bytes());
   make_hot(g, buf, s.host_bytes());
+  keep_busy(g);
   switch (api) {
     case Api::Copy2D:
     case Api::Copy2DDefault:
@@ -122,6 +132,7 @@ void down(Gpu& g, unsigned char* buf, const Shape& s, Api api) {
     CHECK(cudaMemcpy(g.dev, g.pinned, s.packed(), cudaMemcpyHostToDevice));
   std::memset(buf, 0x11, s.host_bytes());
   make_hot(g, buf, s.host_bytes());
+  keep_busy(g);
   switch (api) {
     case Api::Copy2D:
     case Api::Copy2DDefault:
@@ -179,6 +190,7 @@ int main(int argc, char** argv) {
   }
   Gpu g;
   CHECK(cudaMalloc(&g.dev, 2 * kMost));
+  CHECK(cudaMalloc(&g.busy, 2 * kBusy));
   CHECK(cudaMallocHost(&g.pinned, kMost));
   cudaChannelFormatDesc desc = cudaCreateChannelDesc<float>();
   CHECK(cudaMallocArray(&g.array, &desc, kArrayWidth, kArrayRows));

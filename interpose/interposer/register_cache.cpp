@@ -380,6 +380,7 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
                          std::uint64_t* counter) {
   if (t_in_cache) return;
   InCache inside;
+  const auto started = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Entry>> gone;
   {
     std::lock_guard<std::mutex> lk(mu_);
@@ -419,6 +420,11 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
   }
   unregister(gone);
   wait_until_unregistered(lo, hi);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - started).count();
+  std::lock_guard<std::mutex> lk(mu_);
+  ++counts_.reports;
+  counts_.report_ns += static_cast<std::uint64_t>(ns);
 }
 
 void RegisterCache::pages_released(std::uintptr_t lo, std::uintptr_t hi) {

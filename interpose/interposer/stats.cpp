@@ -127,11 +127,12 @@ std::string Stats::host_copies_json() {
 std::string Stats::register_json() const {
   RegisterCounts c;
   if (register_cache_) c = register_cache_->counts();
-  char buf[512];
+  char buf[768];
   std::snprintf(buf, sizeof buf,
                 "{\"on\": %s, \"copies\": %llu, \"bytes\": %llu, \"registrations\": %llu, "
                 "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
-                "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu}",
+                "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu, "
+                "\"release_reports\": %llu, \"release_seconds\": %.6f}",
                 register_cache_ ? "true" : "false",
                 static_cast<unsigned long long>(hot_calls_.load()),
                 static_cast<unsigned long long>(hot_bytes_.load()),
@@ -141,7 +142,8 @@ std::string Stats::register_json() const {
                 static_cast<unsigned long long>(c.refusals),
                 static_cast<unsigned long long>(c.failures),
                 static_cast<unsigned long long>(c.handed_back),
-                static_cast<unsigned long long>(c.registered_bytes));
+                static_cast<unsigned long long>(c.registered_bytes),
+                static_cast<unsigned long long>(c.reports), static_cast<double>(c.report_ns) / 1e9);
   return buf;
 }
 

@@ -18,8 +18,9 @@
 #              CMT_HOST_READS=all (reads into any memory) / CMT_HOST_COPY=all (and every large
 #              memcpy), 2 rounds, recorded, shown and replayed
 #              back to back; about 5 minutes
-#   hot        hot buffers (issue 33): gpu_structured_hot, the C safety suite 2 x 10000, the
-#              weight-set lab alone and under cmt hot, offloaded inference hot / pinned / staged
+#   hot        hot buffers (issue 33): gpu_structured_hot, the C safety suite 2 x 10000, CUDA's
+#              pointer attributes of pageable, registered and pinned memory and of a buffer cmt
+#              registered (cmt-lab-pointer-attrs), the weight-set lab alone and under cmt hot, offloaded inference hot / pinned / staged
 #              in 2 rounds with one recorded hot run; about 8 minutes
 #   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
 #              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
@@ -131,6 +132,8 @@ for stage in "$@"; do
       timeout 200 "$here/../tests/hot_safety.sh" "$build/cmt" "$build/tests/cmt_hot_safety_gpu" \
         10000 2 gpu > "$out/hot-safety.txt" 2>&1
       tail -6 "$out/hot-safety.txt"
+      CMT_REGISTER=hot timeout 30 "$build/cmt" run -- "$build/cmt-lab-pointer-attrs" \
+        > "$out/pointer-attrs.txt" 2>&1
       timeout 60 "$build/cmt-lab-weight-set" --passes 6 > "$out/weight-set.txt" 2>&1
       CMT_REGISTER=hot timeout 60 "$build/cmt" run -- "$build/cmt-lab-weight-set" --passes 6 \
         --modes pinned,pageable >> "$out/weight-set.txt" 2>&1

@@ -10,7 +10,8 @@
 //     pinned memory: they must be the bytes at the call;
 //   device to host: cuMemcpyDtoHAsync into the buffer: every byte must be there when the call
 //     returns (a pageable copy is synchronous);
-//   and both again through cuMemcpy2DAsync (rows of the buffer), a copy cmt leaves to CUDA.
+//   and both again through cuMemcpy2DAsync or cuMemcpy3DAsync (rows of the buffer), copies cmt
+//     leaves to CUDA.
 // Prints "ops N copies C wrong_bytes W copies_2d D" and exits 1 if any byte was wrong.
 //
 // usage: hot_safety_app OPS SEED [--self-register]
@@ -177,6 +178,29 @@ CUDA_MEMCPY2D rows_copy(const Rows& r) {
   return c;
 }
 
+// The rows as cuMemcpy2DAsync copies them, or, one time in two, as a one-slice cuMemcpy3DAsync.
+void copy_rows_async(const CUDA_MEMCPY2D& c, CUstream stream) {
+  if (rng() % 2) {
+    CHECK(cuMemcpy2DAsync(&c, stream));
+    return;
+  }
+  CUDA_MEMCPY3D d{};
+  d.srcMemoryType = c.srcMemoryType;
+  d.srcHost = c.srcHost;
+  d.srcDevice = c.srcDevice;
+  d.srcPitch = c.srcPitch;
+  d.srcHeight = c.Height;
+  d.dstMemoryType = c.dstMemoryType;
+  d.dstHost = c.dstHost;
+  d.dstDevice = c.dstDevice;
+  d.dstPitch = c.dstPitch;
+  d.dstHeight = c.Height;
+  d.WidthInBytes = c.WidthInBytes;
+  d.Height = c.Height;
+  d.Depth = 1;
+  CHECK(cuMemcpy3DAsync(&d, stream));
+}
+
 void copy_up_2d(Gpu& g, Slot& s) {
   const Rows r = pick_rows(s);
   fill(s.p, s.bytes, rng());
@@ -189,7 +213,7 @@ void copy_up_2d(Gpu& g, Slot& s) {
   c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
   c.dstDevice = g.dev;
   c.dstPitch = r.width;
-  CHECK(cuMemcpy2DAsync(&c, g.stream));
+  copy_rows_async(c, g.stream);
   std::memset(s.p, 0xEE, s.bytes);
   CHECK(cuStreamSynchronize(g.stream));
   CHECK(cuMemcpyDtoH(g.pinned, g.dev, r.count * r.width));
@@ -208,7 +232,7 @@ void copy_down_2d(Gpu& g, Slot& s) {
   c.dstMemoryType = CU_MEMORYTYPE_HOST;
   c.dstHost = s.p;
   c.dstPitch = r.pitch;
-  CHECK(cuMemcpy2DAsync(&c, g.stream));
+  copy_rows_async(c, g.stream);
   for (std::size_t i = 0; i < r.count; ++i)
     g_wrong += count_wrong(s.p + i * r.pitch, g.pinned + i * r.width, r.width);
   CHECK(cuStreamSynchronize(g.stream));

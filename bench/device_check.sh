@@ -18,10 +18,13 @@
 #              CMT_HOST_READS=all (reads into any memory) / CMT_HOST_COPY=all (and every large
 #              memcpy), 2 rounds, recorded, shown and replayed
 #              back to back; about 5 minutes
-#   hot        hot buffers (issue 33): gpu_structured_hot, the C safety suite 2 x 10000, CUDA's
-#              pointer attributes of pageable, registered and pinned memory and of a buffer cmt
-#              registered (cmt-lab-pointer-attrs), the weight-set lab alone and under cmt hot, offloaded inference hot / pinned / staged
-#              in 2 rounds with one recorded hot run; about 8 minutes
+#   hot        hot buffers (issue 33): hotsafe, weights and offload below; about 9 minutes
+#   hotsafe    gpu_structured_hot, the C safety suite 2 x 10000, CUDA's pointer attributes of
+#              pageable, registered and pinned memory and of a buffer cmt registered
+#              (cmt-lab-pointer-attrs); about 2 minutes
+#   weights    the weight-set lab alone and under cmt hot; about 1 minute
+#   offload    offloaded inference hot / pinned / staged in 2 rounds with one recorded hot run;
+#              about 5 minutes
 #   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
 #              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
 #   retune     `cmt tune --search full` into OUT/profile.toml, then that profile against the
@@ -64,7 +67,7 @@ for stage in "$@"; do
   started=$(date +%s)
   case $stage in
     tests)
-      ctest --test-dir "$build" -R "gpu_|GpuEngine|GpuTuner|getproc|taken_once|dlsym" --output-on-failure \
+      timeout 300 ctest --test-dir "$build" -R "gpu_|GpuEngine|GpuTuner|getproc|taken_once|dlsym" --output-on-failure \
         > "$out/ctest.log" 2>&1
       grep -E "tests passed|\(Failed\)|Total Test time" "$out/ctest.log" ;;
     sweep)
@@ -124,20 +127,29 @@ for stage in "$@"; do
         cat "$out/rec-$stage/replay-$t.txt"
       done ;;
     hot)
-      # Hot buffers (issue 33): copies left to CUDA through cudart on registered buffers, the
-      # C safety suite (2D copies among its steps), the weight-set lab alone and under cmt hot,
-      # then offloaded inference hot / pinned / staged (2 rounds) and one recorded hot run.
-      ctest --test-dir "$build" -R "gpu_structured_hot" --output-on-failure > "$out/hot-tests.log" 2>&1
+      # Hot buffers (issue 33): the three stages below in turn.
+      "$0" "$build" "$out" hotsafe weights offload ;;
+    hotsafe)
+      # Copies left to CUDA through cudart on registered buffers, the C safety suite (2D copies
+      # among its steps), and CUDA's pointer attributes of a buffer cmt registered.
+      timeout 120 ctest --test-dir "$build" -R "gpu_structured_hot" --output-on-failure \
+        > "$out/hot-tests.log" 2>&1
       grep -E "tests passed|\(Failed\)|handed_back|without cmt" "$out/hot-tests.log"
       timeout 200 "$here/../tests/hot_safety.sh" "$build/cmt" "$build/tests/cmt_hot_safety_gpu" \
         10000 2 gpu > "$out/hot-safety.txt" 2>&1
       tail -6 "$out/hot-safety.txt"
       CMT_REGISTER=hot timeout 30 "$build/cmt" run -- "$build/cmt-lab-pointer-attrs" \
         > "$out/pointer-attrs.txt" 2>&1
+      cat "$out/pointer-attrs.txt" ;;
+    weights)
+      # The weight-set lab (a 1.1B Llama's weights as separate buffers, pass after pass) alone,
+      # then its pinned and pageable modes under cmt hot.
       timeout 60 "$build/cmt-lab-weight-set" --passes 6 > "$out/weight-set.txt" 2>&1
       CMT_REGISTER=hot timeout 60 "$build/cmt" run -- "$build/cmt-lab-weight-set" --passes 6 \
         --modes pinned,pageable >> "$out/weight-set.txt" 2>&1
-      cat "$out/weight-set.txt"
+      cat "$out/weight-set.txt" ;;
+    offload)
+      # Offloaded inference hot / pinned / staged (2 rounds) and one recorded hot run.
       CMT_CONFIGS_DIR= CMT_STATS=$out/offload-%p.stats.json timeout 330 python3 \
         "$here/workloads/offload.py" "$build/cmt" --rounds 2 --passes 5 --modes hot,pinned,staged \
         --record "$out/rec-offload" --json "$out/offload.json" > "$out/offload.txt" 2>&1
@@ -248,7 +260,7 @@ PY
         --rounds 5 $versus --json "$out/host-cost.json" > "$out/host-cost.txt" 2>&1
       cat "$out/host-cost.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, loaders, files, dma, retune, io, torch, hostleg, hostcost, concurrent, gpus, cores, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, loaders, files, hot, hotsafe, weights, offload, dma, retune, io, torch, hostleg, hostcost, concurrent, gpus, cores, stress or versus)" >&2
       exit 2 ;;
   esac
   # What each stage costs, so the next plan of device calls fits their 10-minute limit.

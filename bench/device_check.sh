@@ -138,9 +138,11 @@ for stage in "$@"; do
       timeout 200 "$here/../tests/hot_safety.sh" "$build/cmt" "$build/tests/cmt_hot_safety_gpu" \
         10000 2 gpu > "$out/hot-safety.txt" 2>&1
       tail -6 "$out/hot-safety.txt"
-      CMT_REGISTER=hot timeout 30 "$build/cmt" run -- "$build/cmt-lab-pointer-attrs" \
-        > "$out/pointer-attrs.txt" 2>&1
-      cat "$out/pointer-attrs.txt" ;;
+      CMT_REGISTER=hot CMT_STATS=$out/pointer-attrs.stats.json timeout 30 "$build/cmt" run -- \
+        "$build/cmt-lab-pointer-attrs" > "$out/pointer-attrs.txt" 2>&1
+      echo "cmt-lab-pointer-attrs exit $?" >> "$out/pointer-attrs.txt"
+      cat "$out/pointer-attrs.txt"
+      grep -o '"hot_buffers": {[^}]*}' "$out/pointer-attrs.stats.json" ;;
     weights)
       # The weight-set lab (a 1.1B Llama's weights as separate buffers, pass after pass) alone,
       # then its pinned and pageable modes under cmt hot.

@@ -206,6 +206,10 @@ CUresult pointer_get_attributes(unsigned n, CUpointer_attribute* attrs, void** d
       case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
         *static_cast<CUmemoryPool*>(data[i]) = nullptr;
         break;
+      case CU_POINTER_ATTRIBUTE_HOST_POINTER:  // pageable or host memory: the address itself
+        if (device) return CUDA_ERROR_INVALID_VALUE;
+        *static_cast<CUdeviceptr*>(data[i]) = ptr;
+        break;
       case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:  // given only to a context that reaches it
         if (!(device && (viewer == owner || (viewer >= 0 && g_fake->peer_access[viewer][owner]))))
           return CUDA_ERROR_INVALID_VALUE;

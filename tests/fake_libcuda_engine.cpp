@@ -277,6 +277,22 @@ CMT_FAKE_EXPORT CUresult cuMemcpyBatchAsync(CUdeviceptr* dsts, CUdeviceptr* srcs
   return batch_on(dsts, srcs, sizes, count, attrs, idxs, num_attrs, s, fail_idx);
 }
 
+// ---- questions about a pointer ------------------------------------------------------------------
+CMT_FAKE_EXPORT CUresult cuPointerGetAttributes(unsigned n, CUpointer_attribute* attrs, void** data,
+                                                CUdeviceptr p) {
+  return fake().api().pointer_get_attributes(n, attrs, data, p);
+}
+// As CUDA: every attribute of an address it does not know (pageable memory) is an invalid value.
+CMT_FAKE_EXPORT CUresult cuPointerGetAttribute(void* data, CUpointer_attribute attr, CUdeviceptr p) {
+  unsigned type = 0;
+  CUpointer_attribute type_attr = CU_POINTER_ATTRIBUTE_MEMORY_TYPE;
+  void* type_data = &type;
+  const CUresult r = cuPointerGetAttributes(1, &type_attr, &type_data, p);
+  if (r != CUDA_SUCCESS) return r;
+  if (type == 0) return CUDA_ERROR_INVALID_VALUE;
+  return cuPointerGetAttributes(1, &attr, &data, p);
+}
+
 // ---- cuGetProcAddress: how cmt (and a static cudart) find the driver's functions -----------------
 CMT_FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int, cuuint64_t,
                                              CUdriverProcAddressQueryResult* status) {

@@ -14,7 +14,7 @@ set -u
 cmt=$1 app=$2 ops=$3 seeds=$4 driver=$5
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fails=0 total_ops=0 total_copies=0 total_2d=0 unwatched=0
+fails=0 total_ops=0 total_copies=0 total_2d=0 total_queries=0 total_wrong_answers=0 unwatched=0
 # Every copy of 64 KiB or more is cmt's (staged or from a registration), so that none meets the
 # fake driver's own copies, which do not wait as a pageable copy must.
 export CMT_THRESHOLD=64K CMT_D2H_THRESHOLD=64K CMT_WARM_THRESHOLD=64K CMT_D2H_WARM_THRESHOLD=64K
@@ -43,8 +43,9 @@ for seed in $(seq 1 "$seeds"); do
       echo "FAIL seed $seed: registered pages released"; fails=$((fails + 1))
     fi
   fi
-  read -r o c d <<< "$(awk '/^ops/ {print $2, $4, ($8 == "" ? 0 : $8)}' "$tmp/out-$seed")"
+  read -r o c d q a <<< "$(awk '/^ops/ {print $2, $4, $8 + 0, $10 + 0, $12 + 0}' "$tmp/out-$seed")"
   total_ops=$((total_ops + o)) total_copies=$((total_copies + c)) total_2d=$((total_2d + d))
+  total_queries=$((total_queries + q)) total_wrong_answers=$((total_wrong_answers + a))
 done
 # The statistics of every seed's run together: registrations made, copies from them, and
 # registrations dropped because their pages were released.
@@ -64,6 +65,7 @@ if regs == 0 or copies == 0 or dropped == 0:
     sys.exit(1)
 PY
 echo "total ops $total_ops copies $total_copies (of which 2D copies left to CUDA $total_2d)"
+echo "pointer queries $total_queries, answered unlike pageable memory $total_wrong_answers"
 timeout 300 "$app" 300 1 --self-register > "$tmp/self" 2> "$tmp/self-err"; rc=$?
 echo "without cmt, registrations never dropped before munmap: $(cat "$tmp/self") (exit $rc)"
 if [ "$driver" = gpu ]; then

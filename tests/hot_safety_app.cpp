@@ -12,7 +12,12 @@
 //     returns (a pageable copy is synchronous);
 //   and both again through cuMemcpy2DAsync or cuMemcpy3DAsync (rows of the buffer), copies cmt
 //     leaves to CUDA.
-// Prints "ops N copies C wrong_bytes W copies_2d D" and exits 1 if any byte was wrong.
+// After a run of copies of a buffer (which cmt may have registered), CUDA's answers about it
+// (cuPointerGetAttribute's memory type, cuPointerGetAttributes' memory type, device ordinal,
+// managed flag, context and host pointer) must be those for a pageable page the program never
+// copies: a buffer it did not register is not pinned, whatever cmt did.
+// Prints "ops N copies C wrong_bytes W copies_2d D queries Q wrong_answers A" and exits 1 if any
+// byte or answer was wrong.
 //
 // usage: hot_safety_app OPS SEED [--self-register]
 //   --self-register: the program itself registers each mmap'd buffer with cuMemHostRegister and
@@ -60,7 +65,9 @@ struct Slot {
 };
 
 std::mt19937_64 rng;
-std::uint64_t g_copies = 0, g_wrong = 0, g_ops = 0, g_copies_2d = 0;
+std::uint64_t g_copies = 0, g_wrong = 0, g_ops = 0, g_copies_2d = 0, g_queries = 0,
+              g_wrong_answers = 0;
+alignas(4096) unsigned char g_never_copied[2 * 4096];  // pageable, never registered by anyone
 bool g_self_register = false;
 
 std::size_t pick_size() {
@@ -239,12 +246,46 @@ void copy_down_2d(Gpu& g, Slot& s) {
   ++g_copies, ++g_copies_2d;
 }
 
+// CUDA's answers about the address `p`, with a host pointer given relative to `p`.
+struct Answers {
+  CUresult one = CUDA_SUCCESS, all = CUDA_SUCCESS;
+  unsigned type_one = 0, type = 0, managed = 0;
+  int ordinal = 0;
+  CUcontext context = nullptr;
+  std::intptr_t host_offset = 0;
+  bool operator==(const Answers& o) const {
+    return one == o.one && all == o.all && type_one == o.type_one && type == o.type &&
+           managed == o.managed && ordinal == o.ordinal && context == o.context &&
+           host_offset == o.host_offset;
+  }
+};
+Answers answers_about(const void* p) {
+  Answers a;
+  const auto dp = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(p));
+  a.one = cuPointerGetAttribute(&a.type_one, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, dp);
+  CUdeviceptr host = 0;
+  CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_CONTEXT,
+                                 CU_POINTER_ATTRIBUTE_HOST_POINTER};
+  void* data[] = {&a.type, &a.ordinal, &a.managed, &a.context, &host};
+  a.all = cuPointerGetAttributes(5, attrs, data, dp);
+  a.host_offset = static_cast<std::intptr_t>(host - dp);
+  return a;
+}
+void check_answers(const Slot& s) {
+  const std::size_t at = (s.bytes / 2) & ~std::size_t{4095};
+  const Answers want = answers_about(g_never_copied + 4096 + 16);
+  ++g_queries;
+  if (!(answers_about(s.p + at + 16) == want)) ++g_wrong_answers;
+}
+
 // One random step on one slot.
 void step(Gpu& g, Slot& s) {
   const unsigned op = rng() % 100;
   if (op < 45) {  // the same buffer copied several times in a row: hot
     for (int i = 0, n = 1 + static_cast<int>(rng() % 4); i < n; ++i)
       (rng() % 2 ? copy_up : copy_down)(g, s);
+    if (!g_self_register) check_answers(s);
   } else if (op < 60) {  // given back and taken again, often at the same address
     void* old = s.p;
     release(s);
@@ -321,9 +362,11 @@ int main(int argc, char** argv) {
     allocate(slots[i]);
   }
   for (long i = 0; i < ops; ++i, ++g_ops) step(g, slots[rng() % kSlots]);
-  std::printf("ops %llu copies %llu wrong_bytes %llu copies_2d %llu\n",
+  std::printf("ops %llu copies %llu wrong_bytes %llu copies_2d %llu queries %llu wrong_answers %llu\n",
               static_cast<unsigned long long>(g_ops), static_cast<unsigned long long>(g_copies),
               static_cast<unsigned long long>(g_wrong),
-              static_cast<unsigned long long>(g_copies_2d));
-  return g_wrong ? 1 : 0;
+              static_cast<unsigned long long>(g_copies_2d),
+              static_cast<unsigned long long>(g_queries),
+              static_cast<unsigned long long>(g_wrong_answers));
+  return g_wrong || g_wrong_answers ? 1 : 0;
 }

@@ -5,7 +5,8 @@
 // copied three times first (under `cmt run` with CMT_REGISTER=hot: one cmt registered), prints
 // every cuPointerGetAttribute answer (result code and value), cuPointerGetAttributes' for all
 // attributes at once, and cudaPointerGetAttributes'. A value equal to the buffer's own address
-// prints as "ptr", one inside it as "ptr+N".
+// prints as "ptr", one inside it as "ptr+N". Ends with whether the buffer cmt registered was
+// answered for exactly as the pageable one (cmt's pointer-query hooks, pageable_stand_in.h).
 //
 // usage: cmt-lab-pointer-attrs
 #include <cuda.h>
@@ -35,7 +36,9 @@ std::string shown(std::uint64_t v, const void* base) {
   return out;
 }
 
-void probe(const char* name, void* p) {
+// Prints CUDA's answers about the buffer and returns them, addresses relative to the buffer.
+std::string probe(const char* name, void* p) {
+  std::string answers;
   // The middle of the buffer, as a tensor view would be.
   void* at = static_cast<char*>(p) + 4096 + 16;
   const auto dp = static_cast<CUdeviceptr>(reinterpret_cast<std::uintptr_t>(at));
@@ -43,7 +46,10 @@ void probe(const char* name, void* p) {
   for (int a : kAttributes) {
     std::uint64_t v[2] = {0, 0};
     const CUresult r = cuPointerGetAttribute(v, static_cast<CUpointer_attribute>(a), dp);
-    std::printf(" %d:%d/%s", a, static_cast<int>(r), shown(v[0], p).c_str());
+    const std::string one = " " + std::to_string(a) + ":" + std::to_string(static_cast<int>(r)) +
+                            "/" + shown(v[0], p);
+    std::printf("%s", one.c_str());
+    answers += one;
   }
   std::vector<CUpointer_attribute> attrs;
   std::vector<std::uint64_t> values(2 * (sizeof kAttributes / sizeof kAttributes[0]), 0);
@@ -55,8 +61,11 @@ void probe(const char* name, void* p) {
   const CUresult all = cuPointerGetAttributes(static_cast<unsigned>(attrs.size()), attrs.data(),
                                               data.data(), dp);
   std::printf("\n  cuPointerGetAttributes: %d ->", static_cast<int>(all));
-  for (std::size_t i = 0; i < attrs.size(); ++i)
+  answers += " | " + std::to_string(static_cast<int>(all));
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
     std::printf(" %d:%s", kAttributes[i], shown(values[2 * i], p).c_str());
+    answers += " " + shown(values[2 * i], p);
+  }
   cudaPointerAttributes rt{};
   const cudaError_t e = cudaPointerGetAttributes(&rt, at);
   std::printf("\n  cudaPointerGetAttributes: %d -> type %d device %d devicePointer %s hostPointer %s\n",
@@ -64,6 +73,11 @@ void probe(const char* name, void* p) {
               shown(reinterpret_cast<std::uintptr_t>(rt.devicePointer), p).c_str(),
               shown(reinterpret_cast<std::uintptr_t>(rt.hostPointer), p).c_str());
   cudaGetLastError();
+  answers += " | " + std::to_string(static_cast<int>(e)) + " " + std::to_string(rt.type) + " " +
+             std::to_string(rt.device) + " " +
+             shown(reinterpret_cast<std::uintptr_t>(rt.devicePointer), p) + " " +
+             shown(reinterpret_cast<std::uintptr_t>(rt.hostPointer), p);
+  return answers;
 }
 
 }  // namespace
@@ -89,9 +103,12 @@ int main() {
   CMT_CHECK_CU(cuMemHostRegister(registered, kBytes, CU_MEMHOSTREGISTER_PORTABLE));
   for (int i = 0; i < 3; ++i)  // under cmt with register = hot, registered at the second copy
     CMT_CHECK_CUDA(cudaMemcpy(device, copied, kBytes, cudaMemcpyHostToDevice));
-  probe("pageable (malloc)", pageable);
-  probe("registered by the program (cuMemHostRegister)", registered);
+  const std::string plain = probe("pageable (malloc)", pageable);
+  const std::string own = probe("registered by the program (cuMemHostRegister)", registered);
   probe("cudaMallocHost", pinned);
-  probe("pageable, copied 3 times (registered by cmt under CMT_REGISTER=hot)", copied);
-  return 0;
+  const std::string hot = probe("pageable, copied 3 times (registered by cmt under CMT_REGISTER=hot)", copied);
+  std::printf("the copied buffer answered for as the pageable one: %s; the program's registration "
+              "answered for as pageable: %s\n", hot == plain ? "yes" : "NO",
+              own == plain ? "yes (wrong)" : "no");
+  return hot == plain && own != plain ? 0 : 1;
 }

@@ -9,13 +9,18 @@ Modes, one process each, rounds alternating them:
   hot       cmt with CMT_REGISTER=hot (the weights registered once, then copied by the DMA engine)
   pinned    the default process with the offloaded weights in pinned memory (the ceiling)
 
+More modes: --mode NAME:BASE[:KEY=VALUE,...], a base mode above with more environment, e.g.
+  --mode pinned-hot:pinned:CMT_DISABLE=0,CMT_REGISTER=hot (pinned weights with cmt on: what cmt
+  costs a pass besides its copies).
+
 Each process builds the model, runs 2 passes to warm up, then times --passes more (a 16-token
 prompt, one forward each, synchronized). Reported: the median pass time of each mode over the
 rounds, the spread, each mode against default and against pinned, and the CPU seconds the process
 spent per pass. Every mode's last logits must be byte-identical (sha256): the copies moved every
 byte. With --record DIR the hot mode runs once more under `cmt run --record`.
 
-usage: offload.py CMT [--rounds N] [--passes N] [--modes M,...] [--json FILE] [--record DIR]
+usage: offload.py CMT [--rounds N] [--passes N] [--modes M,...] [--mode NAME:BASE[:ENV]]...
+                     [--json FILE] [--record DIR]
 """
 import hashlib
 import json
@@ -58,13 +63,17 @@ def child(pinned, passes):
                       "sha256": digest, "bytes_per_pass": moved}))
 
 
-def run(cmt, mode, passes, record=None):
+BASES = ("default", "staged", "hot", "pinned")
+
+
+def run(cmt, mode, passes, record=None, extra=None):
     env = dict(os.environ)
     env.pop("CMT_REGISTER", None)
     if mode in ("default", "pinned"):
         env["CMT_DISABLE"] = "1"
     if mode == "hot":
         env["CMT_REGISTER"] = "hot"
+    env.update(extra or {})
     cmd = [cmt, "run"] + (["--record", record] if record else []) + ["--", sys.executable,
                                                                        __file__, "--child",
                                                                        mode, str(passes)]
@@ -83,19 +92,31 @@ def main():
     # --modes hot,pinned,...: those modes only, in that order (a short device call prints each as
     # it ends).
     modes = arg("--modes", "default,staged,hot,pinned").split(",")
-    if not modes or any(m not in ("default", "staged", "hot", "pinned") for m in modes):
+    if not modes or any(m not in BASES for m in modes):
         sys.exit(f"offload.py: --modes takes default, staged, hot and pinned, not {arg('--modes', '')!r}")
+    # name -> (base mode, extra environment)
+    how = {m: (m, {}) for m in modes}
+    for i, a in enumerate(sys.argv):
+        if a != "--mode":
+            continue
+        parts = sys.argv[i + 1].split(":", 2) if i + 1 < len(sys.argv) else []
+        if len(parts) < 2 or parts[1] not in BASES or parts[0] in how:
+            sys.exit(f"offload.py: --mode takes NAME:BASE[:KEY=VALUE,...] with a new NAME and BASE "
+                     f"one of {', '.join(BASES)}, not {sys.argv[i + 1] if i + 1 < len(sys.argv) else ''!r}")
+        extra = dict(kv.split("=", 1) for kv in parts[2].split(",")) if len(parts) == 3 else {}
+        how[parts[0]] = (parts[1], extra)
+        modes.append(parts[0])
     results = {m: [] for m in modes}
     digests = set()
     for r in range(rounds):
         order = modes[r % len(modes):] + modes[:r % len(modes)]
         for m in order:
-            out = run(cmt, m, passes)
+            out = run(cmt, how[m][0], passes, extra=how[m][1])
             med = statistics.median(out["pass_s"])
             results[m].append({"pass_s": med, "cpu_s": statistics.median(out["cpu_s"]),
                                "bytes": out["bytes_per_pass"]})
             digests.add(out["sha256"])
-            print(f"round {r + 1} {m:8s} pass {med * 1e3:8.1f} ms "
+            print(f"round {r + 1} {m:11s} pass {med * 1e3:8.1f} ms "
                   f"({out['bytes_per_pass'] / med / 1e9:5.1f} GB/s of weights) "
                   f"cpu {statistics.median(out['cpu_s']):.3f} s", flush=True)
     meta = machine_meta.meta(cmt, sys.argv)
@@ -108,7 +129,7 @@ def main():
         cpu = statistics.median(x["cpu_s"] for x in results[m])
         against = (f", {med['default'] / med[m]:5.2f}x default" if "default" in med else "") + (
             f", {med['pinned'] / med[m]:4.2f} of pinned speed" if "pinned" in med else "")
-        print(f"  {m:8s} {med[m] * 1e3:8.1f} ms (spread {min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f})"
+        print(f"  {m:11s} {med[m] * 1e3:8.1f} ms (spread {min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f})"
               f"{against}, cpu {cpu:.3f} s/pass")
     same = len(digests) == 1
     print(f"logits identical in every mode and round: {'yes' if same else 'NO'}")

@@ -14,6 +14,7 @@
 #include "hooks/hook_shapes.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
+#include "interposer/pageable_stand_in.h"
 #include "interposer/recorder.h"
 #include "interposer/structured_copy.h"
 
@@ -465,6 +466,61 @@ CUresult HostRelease(void* p) {
   return real(p);
 }
 
+// ---- questions about a host pointer: a page cmt registered answers as pageable memory --------
+// CUDA is asked about a stand-in page of cmt's own instead, and addresses in the answer are moved
+// back (interposer/pageable_stand_in.h). A registration dropped between the check and the call
+// changes nothing: the page is pageable then too.
+
+std::uintptr_t address_of(CUdeviceptr p) { return static_cast<std::uintptr_t>(p); }
+const void* host_of(CUdeviceptr p) { return reinterpret_cast<const void*>(address_of(p)); }
+
+template <Driver H>
+CUresult PointerAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  auto real = reinterpret_cast<CUresult (*)(void*, CUpointer_attribute, CUdeviceptr)>(
+      real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!Interposer::registered_by_cmt(host_of(ptr))) return real(data, attribute, ptr);
+  const std::uintptr_t stand_in = pageable_stand_in(address_of(ptr));
+  const CUresult r = real(data, attribute, static_cast<CUdeviceptr>(stand_in));
+  if (r == CUDA_SUCCESS) move_back_answer(attribute, data, stand_in, address_of(ptr));
+  return r;
+}
+
+template <Driver H>
+CUresult PointerAttributes(unsigned count, CUpointer_attribute* attributes, void** data,
+                           CUdeviceptr ptr) {
+  auto real = reinterpret_cast<CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr)>(
+      real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!Interposer::registered_by_cmt(host_of(ptr))) return real(count, attributes, data, ptr);
+  const std::uintptr_t stand_in = pageable_stand_in(address_of(ptr));
+  const CUresult r = real(count, attributes, data, static_cast<CUdeviceptr>(stand_in));
+  if (r == CUDA_SUCCESS && attributes && data)
+    for (unsigned i = 0; i < count; ++i)
+      move_back_answer(attributes[i], data[i], stand_in, address_of(ptr));
+  return r;
+}
+
+template <Driver H>
+CUresult HostGetFlags(unsigned* flags, void* p) {
+  auto real = reinterpret_cast<CUresult (*)(unsigned*, void*)>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!Interposer::registered_by_cmt(p)) return real(flags, p);
+  return real(flags, reinterpret_cast<void*>(pageable_stand_in(reinterpret_cast<std::uintptr_t>(p))));
+}
+
+template <Driver H>
+CUresult HostGetDevicePointer(CUdeviceptr* device, void* p, unsigned flags) {
+  auto real = reinterpret_cast<CUresult (*)(CUdeviceptr*, void*, unsigned)>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!Interposer::registered_by_cmt(p)) return real(device, p, flags);
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t stand_in = pageable_stand_in(at);
+  const CUresult r = real(device, reinterpret_cast<void*>(stand_in), flags);
+  if (r == CUDA_SUCCESS) move_back_address(device, stand_in, at);
+  return r;
+}
+
 // ---- cuGetProcAddress: the real answer, with cmt's hook swapped in for the exact variant -----
 
 // The hook for `p`, which the driver returned for `symbol` (a base name such as "cuMemcpyHtoD",
@@ -494,11 +550,13 @@ void* swap_in_hook(const char* symbol, void* p) {
   return p;
 }
 
-// The base names cmt hooks a variant of: the copies, the symbol lookup and host memory.
+// The base names cmt hooks a variant of: the copies, the symbol lookup, host memory and the
+// questions about a pointer.
 bool names_copy_entry(const char* symbol) {
   return symbol && (std::strncmp(symbol, "cuMemcpy", 8) == 0 ||
                     std::strncmp(symbol, "cuGetProcAddress", 16) == 0 ||
                     std::strncmp(symbol, "cuMemHost", 9) == 0 ||
+                    std::strncmp(symbol, "cuPointerGetAttribute", 21) == 0 ||
                     std::strcmp(symbol, "cuMemAllocHost") == 0 ||
                     std::strcmp(symbol, "cuMemFreeHost") == 0);
 }

@@ -43,6 +43,15 @@
 #define CMT_SHAPE_HostRelease CUresult, (void* p), (p)
 #define CMT_SHAPE_HostRegister \
   CUresult, (void* p, size_t bytes, unsigned int flags), (p, bytes, flags)
+#define CMT_SHAPE_PointerAttribute                                          \
+  CUresult, (void* data, CUpointer_attribute attribute, CUdeviceptr ptr), \
+      (data, attribute, ptr)
+#define CMT_SHAPE_PointerAttributes                                                      \
+  CUresult, (unsigned int count, CUpointer_attribute* attributes, void** data, CUdeviceptr ptr), \
+      (count, attributes, data, ptr)
+#define CMT_SHAPE_HostGetFlags CUresult, (unsigned int* flags, void* p), (flags, p)
+#define CMT_SHAPE_HostGetDevicePointer \
+  CUresult, (CUdeviceptr* device, void* p, unsigned int flags), (device, p, flags)
 #define CMT_SHAPE_HtoD CUresult, (CUdeviceptr dst, const void* src, size_t n), (dst, src, n)
 #define CMT_SHAPE_DtoH CUresult, (void* dst, CUdeviceptr src, size_t n), (dst, src, n)
 #define CMT_SHAPE_HtoDAsync \

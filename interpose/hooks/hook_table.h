@@ -64,7 +64,8 @@
   X(cuGetProcAddress, GetProcAddress, 0)      \
   X(cuGetProcAddress_v2, GetProcAddressV2, 0) \
   CMT_DRIVER_STRUCTURED_HOOKS(X)              \
-  CMT_DRIVER_HOST_MEMORY_HOOKS(X)
+  CMT_DRIVER_HOST_MEMORY_HOOKS(X)             \
+  CMT_DRIVER_POINTER_QUERY_HOOKS(X)
 
 /* The driver's copies that cmt leaves to CUDA: 2D, 3D, to and from arrays, 3D batches (the
    runtime's cudaMemcpy2D/3D and array copies reach them through cudart's driver table). Hooked
@@ -104,6 +105,15 @@
   X(cuMemFreeHost, HostRelease, 0)             \
   X(cuMemHostRegister_v2, HostRegister, 0)     \
   X(cuMemHostUnregister, HostRelease, 0)
+
+/* The driver's questions about a host pointer (the runtime's cudaPointerGetAttributes,
+   cudaHostGetFlags and cudaHostGetDevicePointer reach them through cudart's driver table). Hooked
+   only so that a page cmt registered answers as pageable memory (interposer/pageable_stand_in.h). */
+#define CMT_DRIVER_POINTER_QUERY_HOOKS(X)                   \
+  X(cuPointerGetAttribute, PointerAttribute, 0)             \
+  X(cuPointerGetAttributes, PointerAttributes, 0)           \
+  X(cuMemHostGetFlags, HostGetFlags, 0)                     \
+  X(cuMemHostGetDevicePointer_v2, HostGetDevicePointer, 0)
 
 /* Exported by libcmt.so beside the hooks, written by hand: the C library's dlsym
    (hooks/dlsym_hook.cpp, x86-64 assembly around a decision the engine makes) and cmt's own

@@ -248,6 +248,12 @@ void Interposer::hand_back_to_cuda(const void* p, std::size_t bytes) noexcept {
   with_register_cache([&](RegisterCache& cache) { cache.hand_back(lo, hi); });
 }
 
+bool Interposer::registered_by_cmt(const void* p) noexcept {
+  bool registered = false;
+  if (p) with_register_cache([&](RegisterCache& cache) { registered = cache.touches(p, 1); });
+  return registered;
+}
+
 void Interposer::arm_host_copies() {
   if (config_.disable ||
       (config_.host_copy == HostCopy::Off && config_.host_fill == HostFill::Off) ||

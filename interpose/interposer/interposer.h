@@ -50,6 +50,10 @@ class Interposer {
   // [p, p + bytes): cmt's registrations on those pages go first, so that CUDA takes the memory
   // as pageable, as it would without cmt. Never throws; nothing to do with hot buffers off.
   static void hand_back_to_cuda(const void* p, std::size_t bytes) noexcept;
+  // Whether `p` lies on a page cmt registered (hot buffers): CUDA's pointer queries about it are
+  // then answered for pageable memory (pageable_stand_in.h). Never throws; false with hot
+  // buffers off.
+  static bool registered_by_cmt(const void* p) noexcept;
 
   // Tries to run the copy through the engine. Returns the number of leading bytes handled (0:
   // forward the whole call untouched). `stream` must be explicit (legacy or per-thread handle

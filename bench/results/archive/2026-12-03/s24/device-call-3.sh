@@ -6,7 +6,7 @@
 # copies) / staged, one round; then the file loaders (default / cmt / CMT_HOST_READS=all), one
 # round, in the time left. Results tarred after each step.
 start=$(date +%s)
-left() { echo $((start + 560 - $(date +%s))); }
+left() { echo $((start + 440 - $(date +%s))); }
 o=$OUT/r; mkdir -p $o
 cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INCLUDE_PATH=$PWD/.deps/include > $o/cmake.txt 2>&1 &&
   cmake --build build-gpu > $o/build.txt 2>&1 || { tail -30 $o/build.txt; cd $OUT && tar czf r.tgz r; exit 1; }

@@ -35,6 +35,22 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine_meta  # noqa: E402  (bench/machine_meta.py)
 
 
+def threads_cpu():
+    """CPU seconds each thread of this process has used, summed by thread name (cmt's copy
+    threads are "cmt-copy"), so a pass's CPU can be told apart from the program's own."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            stat = open(f"/proc/self/task/{tid}/stat").read()
+        except OSError:
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        used[name] = used.get(name, 0) + (int(fields[11]) + int(fields[12])) / tick
+    return used
+
+
 def child(pinned, passes):
     import torch
     from accelerate import cpu_offload
@@ -48,8 +64,11 @@ def child(pinned, passes):
     cpu_offload(model, execution_device=torch.device("cuda:0"), state_dict=state)
     ids = torch.arange(16, device="cuda:0").unsqueeze(0)
     times = []
+    before = {}
     with torch.no_grad():
         for i in range(2 + passes):
+            if i == 2:
+                before = threads_cpu()
             torch.cuda.synchronize()
             c0, t0 = time.process_time(), time.perf_counter()
             logits = model(ids).logits
@@ -57,9 +76,13 @@ def child(pinned, passes):
             t, c = time.perf_counter() - t0, time.process_time() - c0
             if i >= 2:
                 times.append((t, c))
+    after = threads_cpu()
+    per_pass = {k: round((v - before.get(k, 0)) / passes, 4) for k, v in after.items()
+                if v - before.get(k, 0) > 0}
     digest = hashlib.sha256(logits.float().cpu().numpy().tobytes()).hexdigest()
     moved = sum(v.numel() * v.element_size() for v in state.values())
     print(json.dumps({"pass_s": [t for t, _ in times], "cpu_s": [c for _, c in times],
+                      "threads_cpu_s": per_pass,
                       "sha256": digest, "bytes_per_pass": moved}))
 
 
@@ -114,11 +137,13 @@ def main():
             out = run(cmt, how[m][0], passes, extra=how[m][1])
             med = statistics.median(out["pass_s"])
             results[m].append({"pass_s": med, "cpu_s": statistics.median(out["cpu_s"]),
-                               "bytes": out["bytes_per_pass"]})
+                               "bytes": out["bytes_per_pass"],
+                               "threads_cpu_s": out.get("threads_cpu_s", {})})
             digests.add(out["sha256"])
             print(f"round {r + 1} {m:11s} pass {med * 1e3:8.1f} ms "
                   f"({out['bytes_per_pass'] / med / 1e9:5.1f} GB/s of weights) "
-                  f"cpu {statistics.median(out['cpu_s']):.3f} s", flush=True)
+                  f"cpu {statistics.median(out['cpu_s']):.3f} s; by thread name, s a pass: "
+                  f"{out.get('threads_cpu_s', {})}", flush=True)
     meta = machine_meta.meta(cmt, sys.argv)
     print(f"\n{meta['date']} {meta['host']} {meta['gpu']} {meta['cmt_version']}\n"
           f"forward pass of a 1.1B Llama under accelerate.cpu_offload, median of {rounds} rounds "

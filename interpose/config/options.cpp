@@ -328,7 +328,8 @@ std::vector<OptionSpec> build_table() {
       "release cmt sees is registered (glibc's heap and its mmap'd chunks), and a registration is "
       "dropped before its pages can change (free, realloc, munmap, mremap, madvise, mmap over it, "
       "brk, sbrk, malloc_trim, shmdt): cmt run then preloads libcmt-release.so, which hooks them. "
-      "Opt-in: registered memory shows as pinned to cudaPointerGetAttributes.",
+      "CUDA's pointer queries answer for cmt's registrations as for pageable memory. Opt-in "
+      "(the README says why it is not the default yet).",
       &Config::register_mode));
   t.push_back(count_option("register_after", "CMT_REGISTER_AFTER", Scope::Process, false,
                            "With register = hot, the copy of a range that registers it: 2 "

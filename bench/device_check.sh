@@ -25,6 +25,8 @@
 #   weights    the weight-set lab alone and under cmt hot; about 1 minute
 #   offload    offloaded inference hot / pinned / staged in 2 rounds with one recorded hot run;
 #              about 5 minutes
+#   spin       offloaded inference hot / pinned / hot with CMT_SPIN_US=0 and 200, 2 rounds, and
+#              the weight-set lab under cmt hot with the default spin and 0; about 6 minutes
 #   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
 #              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
 #   retune     `cmt tune --search full` into OUT/profile.toml, then that profile against the
@@ -157,6 +159,21 @@ for stage in "$@"; do
         --record "$out/rec-offload" --json "$out/offload.json" > "$out/offload.txt" 2>&1
       tail -8 "$out/offload.txt"
       "$build/cmt" trace show "$out/rec-offload/offload-hot.tsv" > "$out/rec-offload/show.txt" 2>&1 ;;
+    spin)
+      # Why hot offload loses to pinned (lab/NOTES.md 55): the copy threads' idle spin. Offloaded
+      # inference hot / pinned / hot with CMT_SPIN_US=0 and 200, 2 rounds, each thread's CPU by
+      # name; then the weight-set lab's pageable mode under cmt hot with the default spin and 0.
+      CMT_CONFIGS_DIR= CMT_STATS=$out/spin-%p.stats.json timeout 330 python3 "$here/workloads/offload.py" \
+        "$build/cmt" --rounds 2 --passes 5 --modes hot,pinned --mode hot-spin0:hot:CMT_SPIN_US=0 \
+        --mode hot-spin200:hot:CMT_SPIN_US=200 --json "$out/offload-spin.json" > "$out/offload-spin.txt" 2>&1
+      tail -8 "$out/offload-spin.txt"
+      for spin in 1000 0; do
+        CMT_REGISTER=hot CMT_SPIN_US=$spin CMT_STATS=$out/weight-set-spin$spin.stats.json timeout 60 \
+          "$build/cmt" run -- "$build/cmt-lab-weight-set" --passes 6 --modes pinned,pageable \
+          > "$out/weight-set-spin$spin.txt" 2>&1
+        echo "CMT_SPIN_US=$spin"; tail -3 "$out/weight-set-spin$spin.txt"
+        grep -o '"hot_buffers": {[^}]*}' "$out/weight-set-spin$spin.stats.json"
+      done ;;
     dma)
       # The lab's yardsticks (bench/lab/NOTES.md 15-24): the DMA side alone, under CPU load, and
       # the bare staged pipeline with either store.
@@ -262,7 +279,7 @@ PY
         --rounds 5 $versus --json "$out/host-cost.json" > "$out/host-cost.txt" 2>&1
       cat "$out/host-cost.txt" ;;
     *)
-      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, loaders, files, hot, hotsafe, weights, offload, dma, retune, io, torch, hostleg, hostcost, concurrent, gpus, cores, stress or versus)" >&2
+      echo "device_check.sh: unknown stage '$stage' (expected tests, sweep, small, tunes, workloads, loaders, files, hot, hotsafe, weights, offload, spin, dma, retune, io, torch, hostleg, hostcost, concurrent, gpus, cores, stress or versus)" >&2
       exit 2 ;;
   esac
   # What each stage costs, so the next plan of device calls fits their 10-minute limit.

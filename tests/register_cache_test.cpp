@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -321,7 +322,7 @@ TEST(RegisterCache, ThreadsCopyingReleasingAndHandingBackAtOnceKeepTheRules) {
         // page or a little past the second's start, and are 64 or 900 KiB long.
         const std::uintptr_t slot = base + (std::uintptr_t(t * kSlots + rng() % kSlots) << 20);
         const std::uintptr_t lo = slot + (rng() % 2) * (kPage + 100);
-        const std::size_t bytes = std::size_t{rng() % 2 ? 64 : 900} << 10;
+        const std::size_t bytes = static_cast<std::size_t>(rng() % 2 ? 64 : 900) << 10;
         const unsigned op = rng() % 100;
         if (op < 80) {
           RegisterCache::Use use = rng() % 4 ? h.cache.offer(at(lo), bytes)
@@ -356,6 +357,52 @@ TEST(RegisterCache, ThreadsCopyingReleasingAndHandingBackAtOnceKeepTheRules) {
   EXPECT_GT(c.evictions, 0u);
   h.cache.all_released();
   EXPECT_EQ(h.registered(), 0u);
+}
+
+// Hundreds of registrations side by side, each sharing its end pages with its neighbours (so each
+// registers only its own whole pages and its copied range reaches past them): what the cache
+// says of any range matches the ranges it registered and the pages the driver holds, and a
+// release drops exactly the registration it hits (the cache finds entries by address, not by
+// walking them all).
+TEST(RegisterCache, ManyNeighboursAreFoundAndDroppedOneByOne) {
+  Harness h;
+  constexpr int kRanges = 300;
+  constexpr std::size_t kSize = (300u << 10) + 100;  // ends mid-page: neighbours share a page
+  const std::uintptr_t base = 0x40000000 + 1000;
+  auto lo_of = [&](int i) { return base + static_cast<std::uintptr_t>(i) * kSize; };
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < kRanges; ++i) h.cache.offer(at(lo_of(i)), kSize);
+  ASSERT_EQ(h.cache.counts().registrations, static_cast<unsigned>(kRanges));
+  std::vector<bool> live(kRanges, true);
+  std::mt19937_64 rng(7);
+  auto check = [&](int queries) {
+    std::vector<std::pair<std::uintptr_t, std::size_t>> pages;
+    {
+      std::lock_guard<std::mutex> lk(h.driver.mu);
+      pages.assign(h.driver.host_ranges.begin(), h.driver.host_ranges.end());
+    }
+    for (int q = 0; q < queries; ++q) {
+      const std::uintptr_t lo = lo_of(0) - kPage + rng() % (kRanges * kSize + 2 * kPage);
+      const std::size_t bytes = 1 + rng() % (rng() % 2 ? 64 : 2 * kSize);
+      bool covered = false, touched = false;
+      for (int i = 0; i < kRanges; ++i)
+        covered |= live[i] && lo_of(i) <= lo && lo + bytes <= lo_of(i) + kSize;
+      for (const auto& [p, n] : pages) touched |= p < lo + bytes && lo < p + n;
+      ASSERT_EQ(h.cache.covers(at(lo), bytes), covered) << lo << " +" << bytes;
+      ASSERT_EQ(h.cache.touches(at(lo), bytes), touched) << lo << " +" << bytes;
+    }
+  };
+  check(20000);
+  for (int k = 0; k < kRanges / 2; ++k) {
+    const int i = static_cast<int>(rng() % kRanges);
+    const std::uint64_t before = h.cache.counts().invalidations;
+    h.cache.chunk_released(lo_of(i), lo_of(i) + kSize);
+    EXPECT_EQ(h.cache.counts().invalidations, before + (live[i] ? 1u : 0u));
+    live[i] = false;
+    if (k % 30 == 0) check(2000);
+  }
+  check(20000);
+  EXPECT_EQ(h.registered(), static_cast<std::size_t>(std::count(live.begin(), live.end(), true)));
 }
 
 TEST(RegisterCache, AFailedRegistrationIsNotRetried) {

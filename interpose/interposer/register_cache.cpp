@@ -26,6 +26,15 @@ namespace {
 // release reported then is the cache's own or the driver's memory, never a registered range.
 thread_local bool t_in_cache = false;
 
+// The first of `entries` (by first page) whose pages end after `from`: the one before the first
+// that starts after it, if its pages reach that far (pages never overlap: only that one can).
+template <typename Entries>
+auto first_reaching(Entries& entries, std::uintptr_t from) -> decltype(entries.begin()) {
+  auto it = entries.upper_bound(from);
+  if (it != entries.begin() && std::prev(it)->second->page_hi > from) --it;
+  return it;
+}
+
 class InCache {
  public:
   InCache() : was_(t_in_cache) { t_in_cache = true; }
@@ -69,7 +78,7 @@ RegisterCache::~RegisterCache() {
   std::vector<std::unique_ptr<Entry>> gone;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    for (auto& e : entries_)
+    for (auto& [first, e] : entries_)
       if (e->ready) gone.push_back(std::move(e));
     entries_.clear();
     if (watch_) watch_(0, 0, settings_.from);
@@ -77,9 +86,27 @@ RegisterCache::~RegisterCache() {
   if (!forked_child_) unregister(gone);
 }
 
+bool RegisterCache::pages_overlap_entry(std::uintptr_t lo, std::uintptr_t hi) const {
+  // The last entry starting below `hi` is the only one that can: the pages of those before it
+  // end where its begin, or earlier.
+  auto it = entries_.lower_bound(hi);
+  return it != entries_.begin() && std::prev(it)->second->page_hi > lo;
+}
+
+void RegisterCache::add_entry(std::unique_ptr<Entry> e) {
+  reach_ = std::max({reach_, e->page_lo - std::min(e->page_lo, e->copy_lo),
+                     std::max(e->page_hi, e->copy_hi) - e->page_hi});
+  const std::uintptr_t first = e->page_lo;
+  entries_.emplace(first, std::move(e));
+}
+
 RegisterCache::Entry* RegisterCache::covering(std::uintptr_t lo, std::uintptr_t hi) const {
-  for (const auto& e : entries_)
-    if (e->ready && e->copy_lo <= lo && hi <= e->copy_hi) return e.get();
+  const std::uintptr_t end = window_end(lo + 1);
+  for (auto it = first_reaching(entries_, window_start(lo)); it != entries_.end() && it->first < end;
+       ++it) {
+    const Entry& e = *it->second;
+    if (e.ready && e.copy_lo <= lo && hi <= e.copy_hi) return it->second.get();
+  }
   return nullptr;
 }
 
@@ -91,8 +118,7 @@ bool RegisterCache::touches(const void* p, std::size_t bytes) const {
     return false;
   InCache inside;
   std::lock_guard<std::mutex> lk(mu_);
-  for (const auto& e : entries_)
-    if (overlap(e->page_lo, e->page_hi, lo, hi)) return true;
+  if (pages_overlap_entry(lo, hi)) return true;
   for (const auto& [page_lo, page_hi] : retiring_)
     if (overlap(page_lo, page_hi, lo, hi)) return true;
   return false;
@@ -274,7 +300,7 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   e->page_hi = page_hi;
   e->copy_lo = lo;
   e->copy_hi = hi;
-  entries_.push_back(std::move(owned));
+  add_entry(std::move(owned));
   registered_bytes_ += bytes;
   update_watch();
   lock.unlock();
@@ -284,13 +310,12 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   const bool dropped = e->dropped;
   if (r != CUDA_SUCCESS || dropped) {
     std::vector<std::unique_ptr<Entry>> gone;
-    for (auto it = entries_.begin(); it != entries_.end(); ++it)
-      if (it->get() == e) {
-        if (r == CUDA_SUCCESS) retire(*e);  // registered, then released meanwhile
-        gone.push_back(std::move(*it));
-        entries_.erase(it);
-        break;
-      }
+    const auto it = entries_.find(e->page_lo);
+    if (it != entries_.end() && it->second.get() == e) {
+      if (r == CUDA_SUCCESS) retire(*e);  // registered, then released meanwhile
+      gone.push_back(std::move(it->second));
+      entries_.erase(it);
+    }
     registered_bytes_ -= e->bytes();
     update_watch();
     if (r != CUDA_SUCCESS) {
@@ -318,9 +343,7 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
 }
 
 bool RegisterCache::overlaps_entry(std::uintptr_t lo, std::uintptr_t hi) const {
-  for (const auto& e : entries_)
-    if (overlap(e->page_lo, e->page_hi, lo, hi)) return true;
-  return false;
+  return pages_overlap_entry(lo, hi);
 }
 
 bool RegisterCache::inside_pages(std::uintptr_t lo, std::uintptr_t hi, std::uintptr_t* page_lo,
@@ -347,8 +370,10 @@ CUresult RegisterCache::register_pages(Entry* e, std::uintptr_t lo, std::uintptr
   if (r == CUDA_SUCCESS) {
     std::lock_guard<std::mutex> lk(mu_);
     registered_bytes_ -= e->bytes() - (page_hi - page_lo);
+    auto node = entries_.extract(e->page_lo);  // filed under its first page: moved with it
     e->page_lo = page_lo;
     e->page_hi = page_hi;
+    if (!node.empty()) add_entry(std::move(node.mapped()));
   }
   return r;
 }
@@ -356,20 +381,20 @@ CUresult RegisterCache::register_pages(Entry* e, std::uintptr_t lo, std::uintptr
 bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted) {
   // Nothing is evicted unless enough can be: registrations in use (or being made) stay.
   std::size_t freeable = 0;
-  for (const auto& e : entries_)
+  for (const auto& [first, e] : entries_)
     if (e->ready && e->users.load(std::memory_order_acquire) == 0) freeable += e->bytes();
   if (registered_bytes_ + bytes > settings_.max_bytes + freeable) return false;
   while (registered_bytes_ + bytes > settings_.max_bytes) {
     auto victim = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
-      if ((*it)->ready && (*it)->users.load(std::memory_order_acquire) == 0 &&
-          (victim == entries_.end() || (*it)->last < (*victim)->last))
+      if (it->second->ready && it->second->users.load(std::memory_order_acquire) == 0 &&
+          (victim == entries_.end() || it->second->last < victim->second->last))
         victim = it;
     if (victim == entries_.end()) return false;
-    registered_bytes_ -= (*victim)->bytes();
+    registered_bytes_ -= victim->second->bytes();
     ++counts_.evictions;
-    retire(**victim);
-    evicted->push_back(std::move(*victim));
+    retire(*victim->second);
+    evicted->push_back(std::move(victim->second));
     entries_.erase(victim);
   }
   return true;
@@ -398,8 +423,11 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
         changed = true;
       }
     }
-    for (auto it = entries_.begin(); it != entries_.end();) {
-      Entry& e = **it;
+    // Only the entries whose pages or copied range can reach [lo, hi).
+    const std::uintptr_t end = window_end(hi);
+    for (auto it = first_reaching(entries_, window_start(lo));
+         it != entries_.end() && it->first < end;) {
+      Entry& e = *it->second;
       if (!hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) {
         ++it;
       } else if (!e.ready) {
@@ -411,7 +439,7 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
         registered_bytes_ -= e.bytes();
         ++*counter;
         retire(e);
-        gone.push_back(std::move(*it));
+        gone.push_back(std::move(it->second));
         it = entries_.erase(it);
         changed = true;
       }
@@ -484,8 +512,8 @@ void RegisterCache::wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi
       std::lock_guard<std::mutex> lk(mu_);
       bool busy = false;
       for (const auto& [page_lo, page_hi] : retiring_) busy |= overlap(page_lo, page_hi, lo, hi);
-      for (const auto& e : entries_)
-        busy |= !e->ready && e->dropped && overlap(e->page_lo, e->page_hi, lo, hi);
+      for (auto it = first_reaching(entries_, lo); it != entries_.end() && it->first < hi; ++it)
+        busy |= !it->second->ready && it->second->dropped;  // pages overlapping [lo, hi)
       if (!busy) return;
     }
     if (std::chrono::steady_clock::now() > deadline) {
@@ -507,9 +535,11 @@ void RegisterCache::update_watch() {
     hi = longest_candidate_ > UINTPTR_MAX - last ? UINTPTR_MAX : last + longest_candidate_;
   }
   std::uintptr_t entries_lo = UINTPTR_MAX, entries_hi = 0;
-  for (const auto& e : entries_) {
-    entries_lo = std::min(entries_lo, e->page_lo);
-    entries_hi = std::max(entries_hi, e->page_hi);
+  if (!entries_.empty()) {  // in order, their pages apart: the first's start, the last's end
+    entries_lo = entries_.begin()->second->page_lo;
+    entries_hi = entries_.rbegin()->second->page_hi;
+  } else {
+    reach_ = 0;
   }
   for (const auto& [page_lo, page_hi] : retiring_) {  // still registered: touches() sees them
     entries_lo = std::min(entries_lo, page_lo);
@@ -529,8 +559,9 @@ void RegisterCache::forget_in_child() {
   InCache inside;  // the lock is held (fork_lock), and the frees below are the cache's own
   forked_child_ = true;
   if (watch_) watch_(0, 0, settings_.from);
-  for (auto& e : entries_) e.release();  // leaked: the parent's, and no driver to unregister
+  for (auto& [first, e] : entries_) e.release();  // leaked: the parent's, no driver to unregister
   entries_.clear();
+  reach_ = 0;
   for (Candidate& c : candidates_) c = Candidate{};
   candidate_index_.clear();
   candidates_by_lo_.clear();

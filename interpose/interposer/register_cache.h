@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -144,6 +145,16 @@ class RegisterCache {
   };
 
   Entry* covering(std::uintptr_t lo, std::uintptr_t hi) const;
+  using Entries = std::map<std::uintptr_t, std::unique_ptr<Entry>>;
+  // The entries whose pages or copied range may reach [lo, hi): from the first whose pages
+  // reach window_start(lo) on, while their first page is below window_end(hi). With mu_ held.
+  std::uintptr_t window_start(std::uintptr_t lo) const { return lo > reach_ ? lo - reach_ : 0; }
+  std::uintptr_t window_end(std::uintptr_t hi) const {
+    return hi > UINTPTR_MAX - reach_ ? UINTPTR_MAX : hi + reach_;
+  }
+  // Whether an entry's pages overlap [lo, hi). With mu_ held.
+  bool pages_overlap_entry(std::uintptr_t lo, std::uintptr_t hi) const;
+  void add_entry(std::unique_ptr<Entry> e);  // with mu_ held
   Candidate& candidate_for(std::uintptr_t lo, std::uintptr_t hi);
   Candidate* find_candidate(std::uintptr_t lo, std::uintptr_t hi);
   void clear_candidate(Candidate& c);  // its slot free again
@@ -184,7 +195,15 @@ class RegisterCache {
   Trackable trackable_;
   Watch watch_;
   mutable std::mutex mu_;
-  std::vector<std::unique_ptr<Entry>> entries_;
+  // The registrations by their first page. Their pages never overlap (CUDA registers a page once,
+  // and register_range keeps a neighbour's pages out), so a lookup looks at the few entries
+  // whose reach (below) can touch the address, not at all of them (a hot copy's lookups with
+  // 4096 registered walked them all: 3.8 us, NOTES.md 56).
+  std::map<std::uintptr_t, std::unique_ptr<Entry>> entries_;
+  // How far any entry's copied range reaches past its pages, either side (a range that shares
+  // an end page with a neighbour registers only its own whole pages): the window a lookup of an
+  // address widens by. Grows only; back to 0 when the table is empty.
+  std::uintptr_t reach_ = 0;
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> retiring_;  // pages being unregistered
   std::vector<Candidate> candidates_ = std::vector<Candidate>(kCandidates);
   std::unordered_map<std::pair<std::uintptr_t, std::uintptr_t>, int, RangeHash> candidate_index_;

@@ -86,13 +86,6 @@ RegisterCache::~RegisterCache() {
   if (!forked_child_) unregister(gone);
 }
 
-bool RegisterCache::pages_overlap_entry(std::uintptr_t lo, std::uintptr_t hi) const {
-  // The last entry starting below `hi` is the only one that can: the pages of those before it
-  // end where its begin, or earlier.
-  auto it = entries_.lower_bound(hi);
-  return it != entries_.begin() && std::prev(it)->second->page_hi > lo;
-}
-
 void RegisterCache::add_entry(std::unique_ptr<Entry> e) {
   reach_ = std::max({reach_, e->page_lo - std::min(e->page_lo, e->copy_lo),
                      std::max(e->page_hi, e->copy_hi) - e->page_hi});
@@ -118,7 +111,7 @@ bool RegisterCache::touches(const void* p, std::size_t bytes) const {
     return false;
   InCache inside;
   std::lock_guard<std::mutex> lk(mu_);
-  if (pages_overlap_entry(lo, hi)) return true;
+  if (overlaps_entry(lo, hi)) return true;
   for (const auto& [page_lo, page_hi] : retiring_)
     if (overlap(page_lo, page_hi, lo, hi)) return true;
   return false;
@@ -343,7 +336,10 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
 }
 
 bool RegisterCache::overlaps_entry(std::uintptr_t lo, std::uintptr_t hi) const {
-  return pages_overlap_entry(lo, hi);
+  // The last entry starting below `hi` is the only one that can: the pages of those before it
+  // end where its begin, or earlier.
+  auto it = entries_.lower_bound(hi);
+  return it != entries_.begin() && std::prev(it)->second->page_hi > lo;
 }
 
 bool RegisterCache::inside_pages(std::uintptr_t lo, std::uintptr_t hi, std::uintptr_t* page_lo,

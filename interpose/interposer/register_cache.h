@@ -152,8 +152,6 @@ class RegisterCache {
   std::uintptr_t window_end(std::uintptr_t hi) const {
     return hi > UINTPTR_MAX - reach_ ? UINTPTR_MAX : hi + reach_;
   }
-  // Whether an entry's pages overlap [lo, hi). With mu_ held.
-  bool pages_overlap_entry(std::uintptr_t lo, std::uintptr_t hi) const;
   void add_entry(std::unique_ptr<Entry> e);  // with mu_ held
   Candidate& candidate_for(std::uintptr_t lo, std::uintptr_t hi);
   Candidate* find_candidate(std::uintptr_t lo, std::uintptr_t hi);

@@ -48,20 +48,21 @@ for seed in $(seq 1 "$seeds"); do
   total_queries=$((total_queries + q)) total_wrong_answers=$((total_wrong_answers + a))
 done
 # The statistics of every seed's run together: registrations made, copies from them, and
-# registrations dropped because their pages were released.
+# registrations dropped because their pages were released, and small copies made beside them.
 python3 - "$tmp" <<'PY' || fails=$((fails + 1))
 import glob, json, sys
-regs = copies = dropped = evicted = refused = failed = handed = 0
+regs = copies = dropped = evicted = refused = failed = handed = beside = 0
 for f in glob.glob(sys.argv[1] + "/stats-*.json"):
     h = json.load(open(f))["hot_buffers"]
     regs += h["registrations"]; copies += h["copies"]; dropped += h["invalidations"]
     evicted += h["evictions"]; refused += h["refusals"]; failed += h["failures"]
-    handed += h["handed_back"]
+    handed += h["handed_back"]; beside += h["beside_copies"]
 print(f"registrations {regs} copies_from_them {copies} dropped_on_release {dropped} "
       f"handed_back_to_cuda {handed} evicted {evicted} refused {refused} "
-      f"(registering failed {failed})")
-if regs == 0 or copies == 0 or dropped == 0:
-    print("FAIL: the suite did not exercise registration, hot copies and invalidation")
+      f"(registering failed {failed}) small_copies_beside_them {beside}")
+if regs == 0 or copies == 0 or dropped == 0 or beside == 0:
+    print("FAIL: the suite did not exercise registration, hot copies, invalidation and small "
+          "copies beside registrations")
     sys.exit(1)
 PY
 echo "total ops $total_ops copies $total_copies (of which 2D copies left to CUDA $total_2d)"

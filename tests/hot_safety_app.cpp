@@ -66,7 +66,7 @@ struct Slot {
 
 std::mt19937_64 rng;
 std::uint64_t g_copies = 0, g_wrong = 0, g_ops = 0, g_copies_2d = 0, g_queries = 0,
-              g_wrong_answers = 0;
+              g_wrong_answers = 0, g_beside_steps = 0;
 alignas(4096) unsigned char g_never_copied[2 * 4096];  // pageable, never registered by anyone
 bool g_self_register = false;
 
@@ -142,27 +142,43 @@ struct Gpu {
 };
 
 // Host to device: the device must get the bytes at the call, though the buffer changes at once.
-void copy_up(Gpu& g, Slot& s) {
-  const std::size_t n = s.bytes;
-  fill(s.p, n, rng());
-  std::memcpy(g.want.data(), s.p, n);
-  CHECK(cuMemcpyHtoDAsync(g.dev, s.p, n, g.stream));
-  std::memset(s.p, 0xEE, n);  // allowed: a pageable copy's source is consumed when it returns
+// `early`: false for a copy the fake driver may make itself (under 64 KiB), whose copies of
+// pageable memory do not wait as CUDA's do: then the bytes are only checked after the wait.
+void copy_up_at(Gpu& g, unsigned char* p, std::size_t n, bool early = true) {
+  fill(p, n, rng());
+  std::memcpy(g.want.data(), p, n);
+  CHECK(cuMemcpyHtoDAsync(g.dev, p, n, g.stream));
+  if (early) std::memset(p, 0xEE, n);  // allowed: a pageable copy's source is consumed at return
   CHECK(cuStreamSynchronize(g.stream));
   CHECK(cuMemcpyDtoH(g.pinned, g.dev, n));
   g_wrong += count_wrong(g.pinned, g.want.data(), n);
   ++g_copies;
 }
+void copy_up(Gpu& g, Slot& s) { copy_up_at(g, s.p, s.bytes); }
 
 // Device to host: every byte in the buffer when the call returns.
-void copy_down(Gpu& g, Slot& s) {
-  const std::size_t n = s.bytes;
+void copy_down_at(Gpu& g, unsigned char* p, std::size_t n, bool early = true) {
   fill(g.pinned, n, rng());
   CHECK(cuMemcpyHtoD(g.dev, g.pinned, n));
-  CHECK(cuMemcpyDtoHAsync(s.p, g.dev, n, g.stream));
-  g_wrong += count_wrong(s.p, g.pinned, n);
+  CHECK(cuMemcpyDtoHAsync(p, g.dev, n, g.stream));
+  if (early) g_wrong += count_wrong(p, g.pinned, n);
   CHECK(cuStreamSynchronize(g.stream));
+  if (!early) g_wrong += count_wrong(p, g.pinned, n);
   ++g_copies;
+}
+void copy_down(Gpu& g, Slot& s) { copy_down_at(g, s.p, s.bytes); }
+
+// All but the last few bytes of a buffer copied until registered, then those bytes alone, a copy
+// too small to be registered that shares a page with the registration (a layer norm's weight
+// after a matrix in the heap), then the rest again: each copy's bytes checked.
+void copy_beside(Gpu& g, Slot& s) {
+  const std::size_t tail = 1 + rng() % 8192;
+  if (s.bytes < tail + (64u << 10)) return;
+  unsigned char* end = s.p + s.bytes - tail;
+  for (int i = 0; i < 3; ++i) (rng() % 2 ? copy_up_at : copy_down_at)(g, s.p, s.bytes - tail, true);
+  for (int i = 0; i < 2; ++i) (rng() % 2 ? copy_up_at : copy_down_at)(g, end, tail, false);
+  (rng() % 2 ? copy_up_at : copy_down_at)(g, s.p, s.bytes - tail, true);
+  ++g_beside_steps;
 }
 
 // The same two checks through a 2D copy, which cmt leaves to CUDA: rows of `width` bytes
@@ -282,10 +298,12 @@ void check_answers(const Slot& s) {
 // One random step on one slot.
 void step(Gpu& g, Slot& s) {
   const unsigned op = rng() % 100;
-  if (op < 45) {  // the same buffer copied several times in a row: hot
+  if (op < 41) {  // the same buffer copied several times in a row: hot
     for (int i = 0, n = 1 + static_cast<int>(rng() % 4); i < n; ++i)
       (rng() % 2 ? copy_up : copy_down)(g, s);
     if (!g_self_register) check_answers(s);
+  } else if (op < 45 && !g_self_register) {
+    copy_beside(g, s);
   } else if (op < 60) {  // given back and taken again, often at the same address
     void* old = s.p;
     release(s);
@@ -362,11 +380,13 @@ int main(int argc, char** argv) {
     allocate(slots[i]);
   }
   for (long i = 0; i < ops; ++i, ++g_ops) step(g, slots[rng() % kSlots]);
-  std::printf("ops %llu copies %llu wrong_bytes %llu copies_2d %llu queries %llu wrong_answers %llu\n",
+  std::printf("ops %llu copies %llu wrong_bytes %llu copies_2d %llu queries %llu wrong_answers %llu "
+              "beside_steps %llu\n",
               static_cast<unsigned long long>(g_ops), static_cast<unsigned long long>(g_copies),
               static_cast<unsigned long long>(g_wrong),
               static_cast<unsigned long long>(g_copies_2d),
               static_cast<unsigned long long>(g_queries),
-              static_cast<unsigned long long>(g_wrong_answers));
+              static_cast<unsigned long long>(g_wrong_answers),
+              static_cast<unsigned long long>(g_beside_steps));
   return g_wrong || g_wrong_answers ? 1 : 0;
 }

@@ -459,6 +459,56 @@ TEST(HotCopy, BytesOnPagesLeftOutOfTheRegistrationMoveThroughScratch) {
   EXPECT_EQ(driver.unpinned_async.load(), 0);
 }
 
+TEST(HotCopy, ASmallCopyBesideARegistrationMovesWholeThroughScratch) {
+  fake::FakeDriver driver;
+  EdgeScratch scratch(driver.api());
+  std::vector<unsigned char> host(8 * kPage);
+  const auto base = (reinterpret_cast<std::uintptr_t>(host.data()) + kPage - 1) / kPage * kPage;
+  const std::uintptr_t page_lo = base + kPage, page_hi = base + 3 * kPage;  // a neighbour's pages
+  ASSERT_EQ(driver.api().mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo, 0),
+            CUDA_SUCCESS);
+  const CUdeviceptr device = driver.alloc_device(8 * kPage);
+  auto* dev = reinterpret_cast<unsigned char*>(device);
+  struct Case {
+    std::uintptr_t lo, hi;
+  } cases[] = {{page_hi - 100, page_hi + 3000},       // the neighbour's last page and the next
+               {page_lo - 4000, page_lo + 16},        // the page before and the neighbour's first
+               {page_hi - 1, page_hi},                // one byte
+               {page_hi - 2000, page_hi - 2000 + EdgeScratch::slot_bytes()}};  // a whole slot
+  int round = 0;
+  for (const Case& c : cases)
+    for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
+      ++round;
+      const std::size_t n = c.hi - c.lo;
+      auto* h = reinterpret_cast<unsigned char*>(c.lo);
+      CopyRequest r;
+      r.direction = d;
+      r.host = h;
+      r.device = device;
+      r.bytes = n;
+      r.stream = CU_STREAM_LEGACY;
+      for (std::size_t i = 0; i < n; ++i) {
+        (d == Direction::HostToDevice ? h : dev)[i] = static_cast<unsigned char>(i * 7 + round);
+        (d == Direction::HostToDevice ? dev : h)[i] = 0;
+      }
+      ASSERT_EQ(copy_beside_registered(driver.api(), r, scratch), CUDA_SUCCESS);
+      const unsigned char* got = d == Direction::HostToDevice ? dev : h;
+      for (std::size_t i = 0; i < n; ++i)
+        ASSERT_EQ(got[i], static_cast<unsigned char>(i * 7 + round))
+            << "byte " << i << " of " << n << " at case " << (c.lo - base);
+    }
+  // Every DMA from or to pinned scratch: none meets the neighbour's page or a pageable one.
+  EXPECT_EQ(driver.unpinned_async.load(), 0);
+  // One byte more than a slot is not made at all.
+  CopyRequest big;
+  big.direction = Direction::HostToDevice;
+  big.host = reinterpret_cast<void*>(base);
+  big.device = device;
+  big.bytes = EdgeScratch::slot_bytes() + 1;
+  big.stream = CU_STREAM_LEGACY;
+  EXPECT_EQ(copy_beside_registered(driver.api(), big, scratch), CUDA_ERROR_INVALID_VALUE);
+}
+
 // Whether this process's malloc is glibc's (not a sanitizer's, whose memory has no glibc chunks).
 bool glibc_malloc() {
   void* libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);

@@ -12,13 +12,15 @@
 //               whether the pages' size matters (transparent huge pages permitting)
 //   pageable    each malloc'd: CUDA's staging, or cmt's hot path under `cmt run` with
 //               CMT_REGISTER=hot (after its first passes registered them)
-// Prints per mode the median pass (ms), its spread, GB/s, CPU seconds a pass and the ratio to
-// pinned; every buffer's bytes checked once per mode at the end.
+// Prints per mode the median pass (ms), its spread, GB/s, CPU seconds a pass (the process's, and
+// of it cmt's copy threads', "cmt-copy") and the ratio to pinned; every buffer's bytes checked
+// once per mode at the end.
 //
 // usage: cmt-lab-weight-set [--passes 8] [--modes pinned,registered,huge,pageable] [--layers 22]
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -26,6 +28,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <dirent.h>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -54,6 +58,30 @@ double cpu_seconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
+// CPU seconds used so far by this process's threads named `name` (/proc/self/task/*/stat).
+double threads_cpu_seconds(const char* name) {
+  double ticks = 0;
+  if (DIR* dir = opendir("/proc/self/task")) {
+    while (const dirent* e = readdir(dir)) {
+      if (e->d_name[0] == '.') continue;
+      std::ifstream in(std::string("/proc/self/task/") + e->d_name + "/stat");
+      std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::size_t open = stat.find('('), close = stat.rfind(')');
+      if (open == std::string::npos || close == std::string::npos ||
+          stat.compare(open + 1, close - open - 1, name) != 0)
+        continue;
+      // After ")": stat(5)'s fields from the 3rd (state); utime and stime are the 14th and 15th.
+      unsigned long long utime = 0, stime = 0;
+      if (std::sscanf(stat.c_str() + close + 2,
+                      "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime,
+                      &stime) == 2)
+        ticks += static_cast<double>(utime + stime);
+    }
+    closedir(dir);
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 char* allocate(const std::string& mode, std::size_t bytes) {
   void* p = nullptr;
   if (mode == "pinned") {
@@ -77,7 +105,7 @@ char* allocate(const std::string& mode, std::size_t bytes) {
 }
 
 struct Result {
-  std::vector<double> pass_s, cpu_s;
+  std::vector<double> pass_s, cpu_s, copy_threads_s;
 };
 
 double median(std::vector<double> v) {
@@ -144,6 +172,7 @@ int main(int argc, char** argv) {
   for (int pass = 0; pass < passes + kWarm; ++pass)
     for (std::size_t k = 0; k < modes.size(); ++k) {
       const std::size_t m = (k + pass) % modes.size();
+      const double threads0 = threads_cpu_seconds("cmt-copy");
       const double c0 = cpu_seconds();
       const auto t0 = std::chrono::steady_clock::now();
       std::size_t offset = 0;
@@ -156,14 +185,15 @@ int main(int argc, char** argv) {
       if (pass >= kWarm) {
         results[m].pass_s.push_back(t);
         results[m].cpu_s.push_back(cpu_seconds() - c0);
+        results[m].copy_threads_s.push_back(threads_cpu_seconds("cmt-copy") - threads0);
       }
     }
   char* back = nullptr;
   CMT_CHECK_CUDA(cudaMallocHost(reinterpret_cast<void**>(&back), largest));
   std::printf("%zu buffers, %.2f GB a pass, %d passes a mode after %d warm\n", sizes.size(),
               static_cast<double>(total) / 1e9, passes, kWarm);
-  std::printf("%-11s %9s %17s %7s %9s %8s %s\n", "mode", "pass ms", "[min-max]", "GB/s",
-              "CPU s", "/pinned", "bytes");
+  std::printf("%-11s %9s %17s %7s %9s %10s %8s %s\n", "mode", "pass ms", "[min-max]", "GB/s",
+              "CPU s", "cmt-copy s", "/pinned", "bytes");
   double pinned_ms = 0;
   for (std::size_t m = 0; m < modes.size(); ++m)
     if (modes[m] == "pinned") pinned_ms = median(results[m].pass_s) * 1e3;
@@ -173,10 +203,10 @@ int main(int argc, char** argv) {
     const double ms = median(r.pass_s) * 1e3;
     const bool good = check(sets[m], sizes, device, back, stream);
     ok = ok && good;
-    std::printf("%-11s %9.1f [%6.1f-%6.1f] %7.1f %9.3f %8s %s\n", modes[m].c_str(), ms,
+    std::printf("%-11s %9.1f [%6.1f-%6.1f] %7.1f %9.3f %10.3f %8s %s\n", modes[m].c_str(), ms,
                 *std::min_element(r.pass_s.begin(), r.pass_s.end()) * 1e3,
                 *std::max_element(r.pass_s.begin(), r.pass_s.end()) * 1e3,
-                static_cast<double>(total) / (ms * 1e6), median(r.cpu_s),
+                static_cast<double>(total) / (ms * 1e6), median(r.cpu_s), median(r.copy_threads_s),
                 pinned_ms > 0 ? std::to_string(pinned_ms / ms).substr(0, 4).c_str() : "-",
                 good ? "ok" : "WRONG");
   }

@@ -23,6 +23,10 @@ CUresult enqueue(const DriverApi& driver, const CopyRequest& r, CUdeviceptr devi
 
 }  // namespace
 
+std::size_t EdgeScratch::slot_bytes() {
+  return 2 * page_size();
+}
+
 char* EdgeScratch::memory() {
   if (char* m = memory_.load(std::memory_order_acquire)) return m;
   if (failed_.load(std::memory_order_relaxed)) return nullptr;
@@ -94,6 +98,21 @@ CUresult copy_registered(const DriverApi& driver, const CopyRequest& r, std::uin
       if (p.bounce && p.from != p.to)
         std::memcpy(reinterpret_cast<void*>(p.from), p.bounce, p.to - p.from);
   return s;
+}
+
+CUresult copy_beside_registered(const DriverApi& driver, const CopyRequest& r,
+                                EdgeScratch& scratch) {
+  if (r.bytes > EdgeScratch::slot_bytes()) return CUDA_ERROR_INVALID_VALUE;
+  EdgeScratch::Slot slot(scratch);
+  if (!slot) return CUDA_ERROR_OUT_OF_MEMORY;
+  const bool h2d = r.direction == Direction::HostToDevice;
+  // On the caller's thread, as CUDA's pageable path copies a small source: a fault here is the
+  // program's, where it would have been.
+  if (h2d) std::memcpy(slot.head(), r.host, r.bytes);
+  CUresult s = enqueue(driver, r, r.device, slot.head(), r.bytes);
+  const CUresult waited = s == CUDA_SUCCESS ? driver.stream_synchronize(r.stream) : s;
+  if (waited == CUDA_SUCCESS && !h2d) std::memcpy(r.host, slot.head(), r.bytes);
+  return waited;
 }
 
 }  // namespace cmt

@@ -18,13 +18,16 @@
 
 namespace cmt {
 
-// Pinned slots of two pages (a copy's head and tail), made on first use, for every context at
-// once (pinned memory is, with unified addressing). Thread-safe.
+// Pinned slots of two pages each (a copy's head and tail, or a whole small copy), made on first
+// use, for every context at once (pinned memory is, with unified addressing). Thread-safe.
 class EdgeScratch {
  public:
   explicit EdgeScratch(const DriverApi& driver) : driver_(driver) {}
   EdgeScratch(const EdgeScratch&) = delete;
   EdgeScratch& operator=(const EdgeScratch&) = delete;
+
+  // A slot's size: head() and tail() are one stretch of two pages.
+  static std::size_t slot_bytes();
 
   // One slot, held for one copy; empty if there is no pinned memory for it.
   class Slot {
@@ -59,5 +62,13 @@ class EdgeScratch {
 // end) go through `scratch`.
 CUresult copy_registered(const DriverApi& driver, const CopyRequest& r, std::uintptr_t page_lo,
                          std::uintptr_t page_hi, EdgeScratch& scratch);
+
+// A copy `r` too small to be a candidate whose host side shares a page with a registration of
+// cmt's (a layer norm's weight beside a registered matrix in the heap), made whole through a slot
+// of `scratch` and waited for: CUDA's pageable path would meet the neighbour's pinned page, and
+// handing the page back would drop the neighbour's registration at every pass. Copies larger than
+// a slot (slot_bytes()) return CUDA_ERROR_INVALID_VALUE without a driver call.
+CUresult copy_beside_registered(const DriverApi& driver, const CopyRequest& r,
+                                EdgeScratch& scratch);
 
 }  // namespace cmt

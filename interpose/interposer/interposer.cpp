@@ -355,19 +355,32 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
   // CUDA's, unregistered); one that will neither find nor make a registration is only counted.
   const void* host = kind == kHostToDevice ? src : kind == kDeviceToHost ? dst : nullptr;
   if (host) {
-    if (RegisterCache::Use use = register_cache_->find(host, bytes)) {
+    // The copy as the hot path makes it: not while the stream is captured (it waits).
+    auto direct = [&](CopyRequest* r) {
       CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
-      if (driver_->stream_is_capturing(stream, &capture) == CUDA_SUCCESS &&
-          capture == CU_STREAM_CAPTURE_STATUS_NONE) {
-        CopyRequest r;
-        r.direction = kind == kHostToDevice ? Direction::HostToDevice : Direction::DeviceToHost;
-        r.host = const_cast<void*>(host);
-        r.device = as_device(kind == kHostToDevice ? dst : src);
-        r.bytes = bytes;
-        r.stream = stream;
-        if (const std::size_t done = run_hot_copy(r, use.pages(), entry, taken)) return done;
-      }
+      if (driver_->stream_is_capturing(stream, &capture) != CUDA_SUCCESS ||
+          capture != CU_STREAM_CAPTURE_STATUS_NONE)
+        return false;
+      r->direction = kind == kHostToDevice ? Direction::HostToDevice : Direction::DeviceToHost;
+      r->host = const_cast<void*>(host);
+      r->device = as_device(kind == kHostToDevice ? dst : src);
+      r->bytes = bytes;
+      r->stream = stream;
+      return true;
+    };
+    CopyRequest r;
+    if (RegisterCache::Use use = register_cache_->find(host, bytes)) {
+      const auto pages = use.pages();
+      if (direct(&r))
+        if (const std::size_t done = run_hot_copy(r, &pages, entry, taken)) return done;
       use = RegisterCache::Use();  // not held while its registration is dropped
+      return not_hot();
+    }
+    // Too small to be a candidate, yet on a page cmt registered (why maybe_hot let it in): made
+    // through pinned scratch where it fits, so that its neighbour keeps its registration.
+    if (bytes < config_.register_from) {
+      if (bytes <= EdgeScratch::slot_bytes() && direct(&r))
+        if (const std::size_t done = run_hot_copy(r, nullptr, entry, taken)) return done;
       return not_hot();
     }
     if (!register_cache_->due(host, bytes)) {
@@ -380,21 +393,23 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
   RegisterCache::Use use;
   if (d.taken()) use = register_cache_->offer(d.request.host, bytes);
   if (!use) return not_hot();
-  const std::size_t done = run_hot_copy(d.request, use.pages(), entry, taken);
+  const auto pages = use.pages();
+  const std::size_t done = run_hot_copy(d.request, &pages, entry, taken);
   if (done) return done;
   use = RegisterCache::Use();
   return not_hot();
 }
 
 std::size_t Interposer::run_hot_copy(const CopyRequest& r,
-                                     std::pair<std::uintptr_t, std::uintptr_t> pages, Entry entry,
-                                     std::optional<Direction>* taken) {
+                                     const std::pair<std::uintptr_t, std::uintptr_t>* pages,
+                                     Entry entry, std::optional<Direction>* taken) {
   const auto t0 = std::chrono::steady_clock::now();
   stats_->copy_started(r.direction, steady_ns(t0));
   CUresult status;
   {
     RelaxedCaptureMode relaxed(*driver_);
-    status = copy_registered(*driver_, r, pages.first, pages.second, *edge_scratch_);
+    status = pages ? copy_registered(*driver_, r, pages->first, pages->second, *edge_scratch_)
+                   : copy_beside_registered(*driver_, r, *edge_scratch_);
   }
   const auto t1 = std::chrono::steady_clock::now();
   stats_->copy_ended(r.direction, steady_ns(t1));
@@ -409,7 +424,7 @@ std::size_t Interposer::run_hot_copy(const CopyRequest& r,
   stats_->taken(r.direction, entry, r.bytes,
                 static_cast<std::uint64_t>(
                     std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
-  stats_->hot(r.bytes);
+  pages ? stats_->hot(r.bytes) : stats_->beside_hot(r.bytes);
   note_outcome("hot", r.direction == Direction::HostToDevice ? "h2d" : "d2h");  // for the record
   if (taken) *taken = r.direction;
   return r.bytes;

@@ -101,10 +101,12 @@ class Interposer {
   // registration the range only touches, so that CUDA sees pageable memory again).
   std::size_t take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
                             CUstream stream, Entry entry, std::optional<Direction>* taken);
-  // The copy itself, from (or to) a registration held for it, whose pages are `pages`
-  // (hot_copy.h): the bytes handled (0: it failed, CUDA's now).
-  std::size_t run_hot_copy(const CopyRequest& r, std::pair<std::uintptr_t, std::uintptr_t> pages,
-                           Entry entry, std::optional<Direction>* taken);
+  // The copy itself, from (or to) a registration held for it, whose pages are `*pages`, or with
+  // `pages` null a small copy beside one, through pinned scratch (hot_copy.h): the bytes handled
+  // (0: it failed, CUDA's now).
+  std::size_t run_hot_copy(const CopyRequest& r,
+                           const std::pair<std::uintptr_t, std::uintptr_t>* pages, Entry entry,
+                           std::optional<Direction>* taken);
 
   Config config_;
   const DriverApi* driver_ = nullptr;

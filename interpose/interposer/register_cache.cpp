@@ -430,8 +430,9 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
         e.dropped = true;  // its registering thread drops it
         ++it;
       } else {
-        CMT_LOG(debug, "hot buffer [{:#x}, +{}) unregistered: its pages are released",
-                e.copy_lo, e.copy_hi - e.copy_lo);
+        CMT_LOG(debug, "hot buffer [{:#x}, +{}) unregistered: [{:#x}, +{}) {}", e.copy_lo,
+                e.copy_hi - e.copy_lo, lo, hi - lo,
+                counter == &counts_.handed_back ? "is handed back to CUDA" : "is released");
         registered_bytes_ -= e.bytes();
         ++*counter;
         retire(e);

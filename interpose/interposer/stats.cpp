@@ -132,7 +132,8 @@ std::string Stats::register_json() const {
                 "{\"on\": %s, \"copies\": %llu, \"bytes\": %llu, \"registrations\": %llu, "
                 "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
                 "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu, "
-                "\"release_reports\": %llu, \"release_seconds\": %.6f}",
+                "\"release_reports\": %llu, \"release_seconds\": %.6f, \"beside_copies\": %llu, "
+                "\"beside_bytes\": %llu}",
                 register_cache_ ? "true" : "false",
                 static_cast<unsigned long long>(hot_calls_.load()),
                 static_cast<unsigned long long>(hot_bytes_.load()),
@@ -143,7 +144,9 @@ std::string Stats::register_json() const {
                 static_cast<unsigned long long>(c.failures),
                 static_cast<unsigned long long>(c.handed_back),
                 static_cast<unsigned long long>(c.registered_bytes),
-                static_cast<unsigned long long>(c.reports), static_cast<double>(c.report_ns) / 1e9);
+                static_cast<unsigned long long>(c.reports), static_cast<double>(c.report_ns) / 1e9,
+                static_cast<unsigned long long>(beside_calls_.load()),
+                static_cast<unsigned long long>(beside_bytes_.load()));
   return buf;
 }
 
@@ -225,13 +228,15 @@ std::string Stats::summary() const {
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "; hot buffers: %llu copies from %llu registrations (%llu dropped on release, "
-                  "%llu handed back to CUDA, %llu evicted, %llu refused)",
+                  "%llu handed back to CUDA, %llu evicted, %llu refused), %llu small copies "
+                  "beside them",
                   static_cast<unsigned long long>(hot_calls_.load()),
                   static_cast<unsigned long long>(c.registrations),
                   static_cast<unsigned long long>(c.invalidations),
                   static_cast<unsigned long long>(c.handed_back),
                   static_cast<unsigned long long>(c.evictions),
-                  static_cast<unsigned long long>(c.refusals));
+                  static_cast<unsigned long long>(c.refusals),
+                  static_cast<unsigned long long>(beside_calls_.load()));
     out += buf;
   }
   std::string forwards;

@@ -41,6 +41,11 @@ class Stats {
     hot_calls_.fetch_add(1, std::memory_order_relaxed);
     hot_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   }
+  // And small copies beside a registration, made through pinned scratch (hot_copy.h).
+  void beside_hot(std::uint64_t bytes) {
+    beside_calls_.fetch_add(1, std::memory_order_relaxed);
+    beside_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  }
   void set_register_cache(const class RegisterCache* cache) { register_cache_ = cache; }
   std::string to_json() const;
   // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
@@ -76,6 +81,7 @@ class Stats {
   std::atomic<std::uint64_t> partial_{0};
   std::atomic<std::uint64_t> fresh_calls_{0}, fresh_bytes_{0};
   std::atomic<std::uint64_t> hot_calls_{0}, hot_bytes_{0};
+  std::atomic<std::uint64_t> beside_calls_{0}, beside_bytes_{0};
   const class RegisterCache* register_cache_ = nullptr;
   std::string register_json() const;
 };

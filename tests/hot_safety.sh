@@ -10,8 +10,10 @@
 #     break that rule, which shows that the watch can fail.
 #   gpu: the real driver; and that program, with no cmt, must see wrong bytes (stale pages).
 # usage: hot_safety.sh CMT APP OPS SEEDS fake|gpu
+#   HOT_SAFETY_FIRST_SEED=N: seeds N to N + SEEDS - 1 (default 1), to add runs to earlier ones
 set -u
 cmt=$1 app=$2 ops=$3 seeds=$4 driver=$5
+first=${HOT_SAFETY_FIRST_SEED:-1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 total_ops=0 total_copies=0 total_2d=0 total_queries=0 total_wrong_answers=0 unwatched=0
@@ -23,9 +25,9 @@ export CMT_THRESHOLD=64K CMT_D2H_THRESHOLD=64K CMT_WARM_THRESHOLD=64K CMT_D2H_WA
 watch_ok() {  # FILE: some releases checked, none of registered pages
   awk '/^fake cuda: .* page releases checked/ {n = $3; v = $7} END {exit !(n > 0 && v == 0)}' "$1"
 }
-for seed in $(seq 1 "$seeds"); do
-  # The first seed with room for a few registrations only: registering evicts others.
-  max=0; [ "$seed" -eq 1 ] && max=8M
+for seed in $(seq "$first" $((first + seeds - 1))); do
+  # Seeds 1, 4, 7... with room for a few registrations only: registering evicts others.
+  max=0; [ $((seed % 3)) -eq 1 ] && max=8M
   CMT_REGISTER=hot CMT_REGISTER_MAX=$max CMT_STATS=$tmp/stats-$seed.json CMT_LOG=warn timeout 600 \
     "$cmt" run -- "$app" "$ops" "$seed" > "$tmp/out-$seed" 2> "$tmp/err-$seed"
   rc=$?

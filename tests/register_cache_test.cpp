@@ -415,26 +415,19 @@ TEST(RegisterCache, AFailedRegistrationIsNotRetried) {
 
 // copy_registered (hot_copy.h): the bytes outside the registered pages go through pinned
 // scratch, every byte lands, both ways, at every split of the copy around those pages.
-TEST(HotCopy, BytesOnPagesLeftOutOfTheRegistrationMoveThroughScratch) {
-  fake::FakeDriver driver;
-  EdgeScratch scratch(driver.api());
-  std::vector<unsigned char> host(8 * kPage);
-  const auto base = (reinterpret_cast<std::uintptr_t>(host.data()) + kPage - 1) / kPage * kPage;
-  const std::uintptr_t page_lo = base + kPage, page_hi = base + 4 * kPage;  // the registered pages
-  ASSERT_EQ(driver.api().mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo, 0),
-            CUDA_SUCCESS);
-  const CUdeviceptr device = driver.alloc_device(8 * kPage);
+// A host range [lo, hi) and the device's first bytes.
+struct HostRange {
+  std::uintptr_t lo, hi;
+};
+
+// Each range copied to the device and back from it by `copy` (a CopyRequest: its CUresult), with
+// every byte compared; `base` names a case in a failure's message.
+template <typename Copy>
+void expect_copies_right(CUdeviceptr device, std::uintptr_t base,
+                         const std::vector<HostRange>& cases, Copy copy) {
   auto* dev = reinterpret_cast<unsigned char*>(device);
-  struct Case {
-    std::uintptr_t lo, hi;
-  } cases[] = {{base + 100, base + 5 * kPage - 7},      // both ends outside
-               {page_lo, page_hi},                       // all on registered pages
-               {base + 3000, page_lo + 10},              // mostly before
-               {base + 10, base + 900},                  // all before
-               {page_hi - 5, page_hi + 4000},            // mostly after
-               {page_hi + 1, page_hi + 2}};              // all after
   int round = 0;
-  for (const Case& c : cases)
+  for (const HostRange& c : cases)
     for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
       ++round;
       const std::size_t n = c.hi - c.lo;
@@ -449,12 +442,32 @@ TEST(HotCopy, BytesOnPagesLeftOutOfTheRegistrationMoveThroughScratch) {
         (d == Direction::HostToDevice ? h : dev)[i] = static_cast<unsigned char>(i * 13 + round);
         (d == Direction::HostToDevice ? dev : h)[i] = 0;
       }
-      ASSERT_EQ(copy_registered(driver.api(), r, page_lo, page_hi, scratch), CUDA_SUCCESS);
+      ASSERT_EQ(copy(r), CUDA_SUCCESS) << "case " << (c.lo - base);
       const unsigned char* got = d == Direction::HostToDevice ? dev : h;
       for (std::size_t i = 0; i < n; ++i)
         ASSERT_EQ(got[i], static_cast<unsigned char>(i * 13 + round))
             << "byte " << i << " of " << n << " at case " << (c.lo - base);
     }
+}
+
+TEST(HotCopy, BytesOnPagesLeftOutOfTheRegistrationMoveThroughScratch) {
+  fake::FakeDriver driver;
+  EdgeScratch scratch(driver.api());
+  std::vector<unsigned char> host(8 * kPage);
+  const auto base = (reinterpret_cast<std::uintptr_t>(host.data()) + kPage - 1) / kPage * kPage;
+  const std::uintptr_t page_lo = base + kPage, page_hi = base + 4 * kPage;  // the registered pages
+  ASSERT_EQ(driver.api().mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo, 0),
+            CUDA_SUCCESS);
+  expect_copies_right(driver.alloc_device(8 * kPage), base,
+                      {{base + 100, base + 5 * kPage - 7},  // both ends outside
+                       {page_lo, page_hi},                   // all on registered pages
+                       {base + 3000, page_lo + 10},          // mostly before
+                       {base + 10, base + 900},              // all before
+                       {page_hi - 5, page_hi + 4000},        // mostly after
+                       {page_hi + 1, page_hi + 2}},          // all after
+                      [&](const CopyRequest& r) {
+                        return copy_registered(driver.api(), r, page_lo, page_hi, scratch);
+                      });
   // Never a DMA from or to pages outside the registration (CUDA would take it as pageable).
   EXPECT_EQ(driver.unpinned_async.load(), 0);
 }
@@ -468,35 +481,16 @@ TEST(HotCopy, ASmallCopyBesideARegistrationMovesWholeThroughScratch) {
   ASSERT_EQ(driver.api().mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo, 0),
             CUDA_SUCCESS);
   const CUdeviceptr device = driver.alloc_device(8 * kPage);
-  auto* dev = reinterpret_cast<unsigned char*>(device);
-  struct Case {
-    std::uintptr_t lo, hi;
-  } cases[] = {{page_hi - 100, page_hi + 3000},       // the neighbour's last page and the next
-               {page_lo - 4000, page_lo + 16},        // the page before and the neighbour's first
-               {page_hi - 1, page_hi},                // one byte
-               {page_hi - 2000, page_hi - 2000 + EdgeScratch::slot_bytes()}};  // a whole slot
-  int round = 0;
-  for (const Case& c : cases)
-    for (Direction d : {Direction::HostToDevice, Direction::DeviceToHost}) {
-      ++round;
-      const std::size_t n = c.hi - c.lo;
-      auto* h = reinterpret_cast<unsigned char*>(c.lo);
-      CopyRequest r;
-      r.direction = d;
-      r.host = h;
-      r.device = device;
-      r.bytes = n;
-      r.stream = CU_STREAM_LEGACY;
-      for (std::size_t i = 0; i < n; ++i) {
-        (d == Direction::HostToDevice ? h : dev)[i] = static_cast<unsigned char>(i * 7 + round);
-        (d == Direction::HostToDevice ? dev : h)[i] = 0;
-      }
-      ASSERT_EQ(copy_beside_registered(driver.api(), r, scratch), CUDA_SUCCESS);
-      const unsigned char* got = d == Direction::HostToDevice ? dev : h;
-      for (std::size_t i = 0; i < n; ++i)
-        ASSERT_EQ(got[i], static_cast<unsigned char>(i * 7 + round))
-            << "byte " << i << " of " << n << " at case " << (c.lo - base);
-    }
+  auto beside = [&](const CopyRequest& r) {
+    return copy_beside_registered(driver.api(), r, scratch);
+  };
+  expect_copies_right(
+      device, base,
+      {{page_hi - 100, page_hi + 3000},                             // its last page and the next
+       {page_lo - 4000, page_lo + 16},                              // the page before and its first
+       {page_hi - 1, page_hi},                                      // one byte
+       {page_hi - 2000, page_hi - 2000 + EdgeScratch::slot_bytes()}},  // a whole slot
+      beside);
   // Every DMA from or to pinned scratch: none meets the neighbour's page or a pageable one.
   EXPECT_EQ(driver.unpinned_async.load(), 0);
   // One byte more than a slot is not made at all.
@@ -506,7 +500,7 @@ TEST(HotCopy, ASmallCopyBesideARegistrationMovesWholeThroughScratch) {
   big.device = device;
   big.bytes = EdgeScratch::slot_bytes() + 1;
   big.stream = CU_STREAM_LEGACY;
-  EXPECT_EQ(copy_beside_registered(driver.api(), big, scratch), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(beside(big), CUDA_ERROR_INVALID_VALUE);
 }
 
 // Whether this process's malloc is glibc's (not a sanitizer's, whose memory has no glibc chunks).

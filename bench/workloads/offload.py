@@ -51,6 +51,17 @@ def threads_cpu():
     return used
 
 
+def main_thread_sched():
+    """The calling thread's time on a CPU and waiting for one (ns, /proc/thread-self/schedstat):
+    a pass that is as long as its Python thread's CPU time is slow either because the thread
+    waited for a CPU or because its CPU ran slower."""
+    try:
+        run, wait, _ = open("/proc/thread-self/schedstat").read().split()
+        return int(run), int(wait)
+    except (OSError, ValueError):
+        return 0, 0
+
+
 def child(pinned, passes):
     import torch
     from accelerate import cpu_offload
@@ -65,10 +76,12 @@ def child(pinned, passes):
     ids = torch.arange(16, device="cuda:0").unsqueeze(0)
     times = []
     before = {}
+    sched0 = (0, 0)
     with torch.no_grad():
         for i in range(2 + passes):
             if i == 2:
                 before = threads_cpu()
+                sched0 = main_thread_sched()
             torch.cuda.synchronize()
             c0, t0 = time.process_time(), time.perf_counter()
             logits = model(ids).logits
@@ -77,12 +90,15 @@ def child(pinned, passes):
             if i >= 2:
                 times.append((t, c))
     after = threads_cpu()
+    sched1 = main_thread_sched()
     per_pass = {k: round((v - before.get(k, 0)) / passes, 4) for k, v in after.items()
                 if v - before.get(k, 0) > 0}
     digest = hashlib.sha256(logits.float().cpu().numpy().tobytes()).hexdigest()
     moved = sum(v.numel() * v.element_size() for v in state.values())
     print(json.dumps({"pass_s": [t for t, _ in times], "cpu_s": [c for _, c in times],
                       "threads_cpu_s": per_pass,
+                      "main_run_ms": round((sched1[0] - sched0[0]) / passes / 1e6, 2),
+                      "main_wait_ms": round((sched1[1] - sched0[1]) / passes / 1e6, 2),
                       "sha256": digest, "bytes_per_pass": moved}))
 
 
@@ -138,12 +154,16 @@ def main():
             med = statistics.median(out["pass_s"])
             results[m].append({"pass_s": med, "cpu_s": statistics.median(out["cpu_s"]),
                                "bytes": out["bytes_per_pass"],
-                               "threads_cpu_s": out.get("threads_cpu_s", {})})
+                               "threads_cpu_s": out.get("threads_cpu_s", {}),
+                               "main_run_ms": out.get("main_run_ms"),
+                               "main_wait_ms": out.get("main_wait_ms")})
             digests.add(out["sha256"])
             print(f"round {r + 1} {m:11s} pass {med * 1e3:8.1f} ms "
                   f"({out['bytes_per_pass'] / med / 1e9:5.1f} GB/s of weights) "
                   f"cpu {statistics.median(out['cpu_s']):.3f} s; by thread name, s a pass: "
-                  f"{out.get('threads_cpu_s', {})}", flush=True)
+                  f"{out.get('threads_cpu_s', {})}; main thread a pass: on a CPU "
+                  f"{out.get('main_run_ms')} ms, waiting for one {out.get('main_wait_ms')} ms",
+                  flush=True)
     meta = machine_meta.meta(cmt, sys.argv)
     print(f"\n{meta['date']} {meta['host']} {meta['gpu']} {meta['cmt_version']}\n"
           f"forward pass of a 1.1B Llama under accelerate.cpu_offload, median of {rounds} rounds "

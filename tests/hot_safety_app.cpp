@@ -26,6 +26,7 @@
 #include <cuda.h>
 #include <malloc.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -126,9 +127,14 @@ void allocate(Slot& s, void* hint = nullptr) {
   std::memset(s.p, 0, s.bytes);
 }
 
+// Half the page releases go through libc's syscall(), as code that bypasses the wrappers makes
+// them: libcmt-release.so must see those too.
+bool raw() { return rng() % 2 == 0; }
+
 void release(Slot& s) {
-  if (s.kind == Kind::Mmap)
-    munmap(s.p, s.bytes);  // with --self-register, deliberately never unregistered
+  if (s.kind == Kind::Mmap)  // with --self-register, deliberately never unregistered
+    raw() ? static_cast<void>(syscall(SYS_munmap, s.p, s.bytes))
+          : static_cast<void>(munmap(s.p, s.bytes));
   else
     std::free(s.p);
   s.p = nullptr;
@@ -319,10 +325,15 @@ void step(Gpu& g, Slot& s) {
     const long page = sysconf(_SC_PAGESIZE);
     auto lo = (reinterpret_cast<std::uintptr_t>(s.p) + page - 1) / page * page;
     auto hi = (reinterpret_cast<std::uintptr_t>(s.p) + s.bytes) / page * page;
-    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+    void* at = reinterpret_cast<void*>(lo);
+    if (hi > lo)
+      raw() ? static_cast<void>(syscall(SYS_madvise, at, hi - lo, MADV_DONTNEED))
+            : static_cast<void>(madvise(at, hi - lo, MADV_DONTNEED));
   } else if (op < 82 && s.kind == Kind::Mmap && !g_self_register) {  // moved to new pages
     const std::size_t bytes = pick_size();
-    void* p = mremap(s.p, s.bytes, bytes, MREMAP_MAYMOVE);
+    void* p = raw() ? reinterpret_cast<void*>(syscall(SYS_mremap, s.p, s.bytes, bytes,
+                                                      MREMAP_MAYMOVE, nullptr))
+                    : mremap(s.p, s.bytes, bytes, MREMAP_MAYMOVE);
     if (p != MAP_FAILED) s.p = static_cast<unsigned char*>(p), s.bytes = bytes;
   } else if (op < 86) {
     malloc_trim(0);

@@ -187,4 +187,5 @@
   X(sbrk)                              \
   X(malloc_trim)                       \
   X(shmdt)                             \
+  X(syscall)                           \
   X(cmt_release_library_attach)

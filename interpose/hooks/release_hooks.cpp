@@ -1,6 +1,7 @@
 // libcmt-release.so: hooks of every call through which a program gives pages back or replaces
 // them (free, realloc, reallocarray, munmap, mremap, madvise, mmap and mmap64 over existing pages,
-// brk, sbrk, malloc_trim, shmdt), preloaded beside libcmt.so only where register = hot. A
+// brk, sbrk, malloc_trim, shmdt, and the same system calls made through libc's syscall()),
+// preloaded beside libcmt.so only where register = hot. A
 // registration of a hot buffer (interposer/register_cache.h) pins the pages its range had when it
 // was made: a copy after those pages were replaced would read the old ones, silently. So each
 // hook tells the cache what is about to change, and the cache drops every registration on it,
@@ -17,10 +18,12 @@
 // registered, every hook goes to libc after one compare (free's cost: bench/lab/NOTES.md 52).
 #include <dlfcn.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +47,7 @@ using BrkFn = int (*)(void*);
 using SbrkFn = void* (*)(intptr_t);
 using TrimFn = int (*)(std::size_t);
 using ShmdtFn = int (*)(const void*);
+using SyscallFn = long (*)(long, ...);
 
 // Until the constructor finds the next definitions, glibc's own (free and realloc are called
 // before any constructor runs); the rest are found by their first call if it comes earlier.
@@ -58,6 +62,7 @@ std::atomic<BrkFn> g_brk{nullptr};
 std::atomic<SbrkFn> g_sbrk{nullptr};
 std::atomic<TrimFn> g_malloc_trim{nullptr};
 std::atomic<ShmdtFn> g_shmdt{nullptr};
+std::atomic<SyscallFn> g_syscall{nullptr};
 bool g_glibc_malloc = false;
 
 // What the cache watches: [g_lo, g_lo + g_span); chunks under g_smallest hold no registered range.
@@ -82,7 +87,22 @@ __attribute__((constructor(101))) void find_next_functions() noexcept {
   g_glibc_malloc = next_free && next_free == reinterpret_cast<void*>(&__libc_free);
   if (next_free) g_free.store(reinterpret_cast<FreeFn>(next_free));
   if (next_realloc) g_realloc.store(reinterpret_cast<ReallocFn>(next_realloc));
+  // syscall() is found here, not at its first call: that may come from anywhere.
+  next(g_syscall, "syscall");
 }
+
+// The program's errno across a report: the cache's work (the driver taking registrations back) may
+// set it, and a call that then succeeds must leave errno as the program had it.
+class KeepErrno {
+ public:
+  KeepErrno() : saved_(errno) {}
+  ~KeepErrno() { errno = saved_; }
+  KeepErrno(const KeepErrno&) = delete;
+  KeepErrno& operator=(const KeepErrno&) = delete;
+
+ private:
+  int saved_;
+};
 
 bool watched(std::uintptr_t lo, std::uintptr_t hi) {
   const std::uintptr_t w = g_lo.load(std::memory_order_relaxed);
@@ -94,6 +114,7 @@ void report_pages(const void* p, std::size_t bytes) noexcept {
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t hi = bytes > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + bytes;
   if (!watched(lo, hi)) return;
+  KeepErrno keep;
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->pages_released(lo, hi);
 }
 
@@ -104,13 +125,79 @@ __attribute__((noinline)) void report_chunk(void* p) noexcept {
   const std::size_t size = static_cast<std::size_t*>(p)[-1] & ~std::size_t{7};
   if (size < g_smallest.load(std::memory_order_relaxed)) return;
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  KeepErrno keep;
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire))
     abi->chunk_released(lo, lo + size);
 }
 
 void report_all() noexcept {
   if (g_span.load(std::memory_order_relaxed) == 0) return;
+  KeepErrno keep;
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->all_released();
+}
+
+// What each call about to be made replaces, shared by its libc function's hook and syscall()'s.
+// mremap moves or resizes the old range (and with MREMAP_FIXED replaces the target's pages).
+void report_mremap(void* old, std::size_t old_bytes, std::size_t new_bytes, int flags,
+                   void* target) noexcept {
+  if (flags & MREMAP_FIXED) report_pages(target, new_bytes);
+  report_pages(old, old_bytes);
+}
+// Advice that never changes which pages back a range passes; any other may (DONTNEED, FREE and
+// REMOVE drop them, and the rest, such as MERGEABLE or HUGEPAGE, let the kernel swap them).
+void report_madvise(void* p, std::size_t bytes, int advice) noexcept {
+  switch (advice) {
+    case MADV_NORMAL:
+    case MADV_RANDOM:
+    case MADV_SEQUENTIAL:
+    case MADV_WILLNEED:
+    case MADV_DONTDUMP:
+    case MADV_DODUMP:
+    case MADV_DOFORK:
+    case MADV_NOHUGEPAGE:
+      break;
+    default:
+      report_pages(p, bytes);
+  }
+}
+// A fixed mapping replaces whatever pages were at its address.
+void report_mmap(void* p, std::size_t bytes, int flags) noexcept {
+  if (flags & MAP_FIXED) report_pages(p, bytes);
+}
+// Moving the break down gives back the pages above the new one.
+void report_brk(void* end) noexcept {
+  report_pages(end, UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(end));
+}
+
+// A system call made through syscall() with these arguments: the same reports as its libc
+// function's hook. Programs and libraries that bypass the wrappers call it so; a system call
+// made by an instruction of the program's own (Go's runtime, a static binary) is not seen, and
+// such code does not free glibc's chunks, the only memory cmt registers.
+void report_syscall(long number, const long* a) noexcept {
+  auto ptr = [](long v) { return reinterpret_cast<void*>(v); };
+  auto size = [](long v) { return static_cast<std::size_t>(v); };
+  switch (number) {
+    case SYS_munmap:
+      report_pages(ptr(a[0]), size(a[1]));
+      break;
+    case SYS_mremap:
+      report_mremap(ptr(a[0]), size(a[1]), size(a[2]), static_cast<int>(a[3]), ptr(a[4]));
+      break;
+    case SYS_madvise:
+      report_madvise(ptr(a[0]), size(a[1]), static_cast<int>(a[2]));
+      break;
+    case SYS_mmap:
+      report_mmap(ptr(a[0]), size(a[1]), static_cast<int>(a[3]));
+      break;
+    case SYS_brk:
+      if (a[0] != 0) report_brk(ptr(a[0]));  // brk(0) asks where the break is
+      break;
+    case SYS_shmdt:
+      report_all();
+      break;
+    default:
+      break;
+  }
 }
 
 void watch(std::uintptr_t lo, std::uintptr_t hi, std::size_t smallest) noexcept {
@@ -161,7 +248,6 @@ CMT_RELEASE_EXPORT int munmap(void* p, std::size_t bytes) {
   return next(g_munmap, "munmap")(p, bytes);
 }
 
-// mremap moves or resizes the old range: its pages are no longer where they were.
 CMT_RELEASE_EXPORT void* mremap(void* old, std::size_t old_bytes, std::size_t new_bytes, int flags,
                                 ...) {
   void* target = nullptr;
@@ -170,45 +256,28 @@ CMT_RELEASE_EXPORT void* mremap(void* old, std::size_t old_bytes, std::size_t ne
     va_start(args, flags);
     target = va_arg(args, void*);
     va_end(args);
-    report_pages(target, new_bytes);
   }
-  report_pages(old, old_bytes);
+  report_mremap(old, old_bytes, new_bytes, flags, target);
   return next(g_mremap, "mremap")(old, old_bytes, new_bytes, flags, target);
 }
 
-// Advice that never changes which pages back a range passes; any other may (DONTNEED, FREE and
-// REMOVE drop them, and the rest, such as MERGEABLE or HUGEPAGE, let the kernel swap them).
 CMT_RELEASE_EXPORT int madvise(void* p, std::size_t bytes, int advice) {
-  switch (advice) {
-    case MADV_NORMAL:
-    case MADV_RANDOM:
-    case MADV_SEQUENTIAL:
-    case MADV_WILLNEED:
-    case MADV_DONTDUMP:
-    case MADV_DODUMP:
-    case MADV_DOFORK:
-    case MADV_NOHUGEPAGE:
-      break;
-    default:
-      report_pages(p, bytes);
-  }
+  report_madvise(p, bytes, advice);
   return next(g_madvise, "madvise")(p, bytes, advice);
 }
 
-// A fixed mapping replaces whatever pages were at its address.
 CMT_RELEASE_EXPORT void* mmap(void* p, std::size_t bytes, int prot, int flags, int fd, off_t off) {
-  if (flags & MAP_FIXED) report_pages(p, bytes);
+  report_mmap(p, bytes, flags);
   return next(g_mmap, "mmap")(p, bytes, prot, flags, fd, off);
 }
 CMT_RELEASE_EXPORT void* mmap64(void* p, std::size_t bytes, int prot, int flags, int fd,
                                 off_t off) {
-  if (flags & MAP_FIXED) report_pages(p, bytes);
+  report_mmap(p, bytes, flags);
   return next(g_mmap64, "mmap64")(p, bytes, prot, flags, fd, off);
 }
 
-// Moving the break down gives back the pages above the new one.
 CMT_RELEASE_EXPORT int brk(void* end) {
-  report_pages(end, UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(end));
+  report_brk(end);
   return next(g_brk, "brk")(end);
 }
 CMT_RELEASE_EXPORT void* sbrk(intptr_t change) {
@@ -229,4 +298,16 @@ CMT_RELEASE_EXPORT int malloc_trim(std::size_t pad) {
 CMT_RELEASE_EXPORT int shmdt(const void* p) {
   report_all();
   return next(g_shmdt, "shmdt")(p);
+}
+
+// syscall() takes the number and up to six arguments, all passed as longs: reading six is what
+// libc's own syscall() does, whatever the caller passed (the unused ones are ignored).
+CMT_RELEASE_EXPORT long syscall(long number, ...) {
+  long a[6];
+  va_list args;
+  va_start(args, number);
+  for (long& x : a) x = va_arg(args, long);
+  va_end(args);
+  report_syscall(number, a);
+  return next(g_syscall, "syscall")(number, a[0], a[1], a[2], a[3], a[4], a[5]);
 }

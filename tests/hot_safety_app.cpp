@@ -178,7 +178,7 @@ void copy_down(Gpu& g, Slot& s) { copy_down_at(g, s.p, s.bytes); }
 // too small to be registered that shares a page with the registration (a layer norm's weight
 // after a matrix in the heap), then the rest again: each copy's bytes checked.
 void copy_beside(Gpu& g, Slot& s) {
-  const std::size_t tail = 1 + rng() % 8192;
+  const std::size_t tail = 1 + rng() % ((64u << 10) - 1);  // under register_from
   if (s.bytes < tail + (64u << 10)) return;
   unsigned char* end = s.p + s.bytes - tail;
   for (int i = 0; i < 3; ++i) (rng() % 2 ? copy_up_at : copy_down_at)(g, s.p, s.bytes - tail, true);

@@ -452,7 +452,7 @@ void expect_copies_right(CUdeviceptr device, std::uintptr_t base,
 
 TEST(HotCopy, BytesOnPagesLeftOutOfTheRegistrationMoveThroughScratch) {
   fake::FakeDriver driver;
-  EdgeScratch scratch(driver.api());
+  PinnedScratch scratch(driver.api(), 2 * kPage, 4);
   std::vector<unsigned char> host(8 * kPage);
   const auto base = (reinterpret_cast<std::uintptr_t>(host.data()) + kPage - 1) / kPage * kPage;
   const std::uintptr_t page_lo = base + kPage, page_hi = base + 4 * kPage;  // the registered pages
@@ -474,13 +474,14 @@ TEST(HotCopy, BytesOnPagesLeftOutOfTheRegistrationMoveThroughScratch) {
 
 TEST(HotCopy, ASmallCopyBesideARegistrationMovesWholeThroughScratch) {
   fake::FakeDriver driver;
-  EdgeScratch scratch(driver.api());
-  std::vector<unsigned char> host(8 * kPage);
+  PinnedScratch scratch(driver.api(), 5 * kPage - 100, 2);  // slots of five pages
+  ASSERT_EQ(scratch.slot_bytes(), 5 * kPage);
+  std::vector<unsigned char> host(12 * kPage);
   const auto base = (reinterpret_cast<std::uintptr_t>(host.data()) + kPage - 1) / kPage * kPage;
   const std::uintptr_t page_lo = base + kPage, page_hi = base + 3 * kPage;  // a neighbour's pages
   ASSERT_EQ(driver.api().mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo, 0),
             CUDA_SUCCESS);
-  const CUdeviceptr device = driver.alloc_device(8 * kPage);
+  const CUdeviceptr device = driver.alloc_device(12 * kPage);
   auto beside = [&](const CopyRequest& r) {
     return copy_beside_registered(driver.api(), r, scratch);
   };
@@ -489,7 +490,7 @@ TEST(HotCopy, ASmallCopyBesideARegistrationMovesWholeThroughScratch) {
       {{page_hi - 100, page_hi + 3000},                             // its last page and the next
        {page_lo - 4000, page_lo + 16},                              // the page before and its first
        {page_hi - 1, page_hi},                                      // one byte
-       {page_hi - 2000, page_hi - 2000 + EdgeScratch::slot_bytes()}},  // a whole slot
+       {page_hi - 2000, page_hi - 2000 + scratch.slot_bytes()}},  // a whole slot
       beside);
   // Every DMA from or to pinned scratch: none meets the neighbour's page or a pageable one.
   EXPECT_EQ(driver.unpinned_async.load(), 0);
@@ -498,7 +499,7 @@ TEST(HotCopy, ASmallCopyBesideARegistrationMovesWholeThroughScratch) {
   big.direction = Direction::HostToDevice;
   big.host = reinterpret_cast<void*>(base);
   big.device = device;
-  big.bytes = EdgeScratch::slot_bytes() + 1;
+  big.bytes = scratch.slot_bytes() + 1;
   big.stream = CU_STREAM_LEGACY;
   EXPECT_EQ(beside(big), CUDA_ERROR_INVALID_VALUE);
 }

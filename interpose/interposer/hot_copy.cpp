@@ -23,17 +23,20 @@ CUresult enqueue(const DriverApi& driver, const CopyRequest& r, CUdeviceptr devi
 
 }  // namespace
 
-std::size_t EdgeScratch::slot_bytes() {
-  return 2 * page_size();
-}
+PinnedScratch::PinnedScratch(const DriverApi& driver, std::size_t slot_bytes, int slots)
+    : driver_(driver),
+      slot_bytes_((std::max<std::size_t>(slot_bytes, 1) + page_size() - 1) / page_size() *
+                  page_size()),
+      slots_(std::clamp(slots, 1, kMostSlots)) {}
 
-char* EdgeScratch::memory() {
+char* PinnedScratch::memory() {
   if (char* m = memory_.load(std::memory_order_acquire)) return m;
   if (failed_.load(std::memory_order_relaxed)) return nullptr;
   std::lock_guard<std::mutex> lk(making_);
   if (char* m = memory_.load(std::memory_order_acquire)) return m;
   void* p = nullptr;
-  if (driver_.mem_alloc_host(&p, kSlots * 2 * page_size()) != CUDA_SUCCESS || !p) {
+  if (driver_.mem_alloc_host(&p, static_cast<std::size_t>(slots_) * slot_bytes_) != CUDA_SUCCESS ||
+      !p) {
     failed_.store(true, std::memory_order_relaxed);
     return nullptr;
   }
@@ -41,13 +44,14 @@ char* EdgeScratch::memory() {
   return static_cast<char*>(p);
 }
 
-EdgeScratch::Slot::Slot(EdgeScratch& scratch) : scratch_(scratch), page_(page_size()) {
+PinnedScratch::Slot::Slot(PinnedScratch& scratch) : scratch_(scratch), page_(page_size()) {
   char* base = scratch.memory();
   if (!base) return;
-  // Each slot is held for one copy only: when all are taken, one comes free soon.
+  const std::uint64_t all =
+      scratch.slots_ == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << scratch.slots_) - 1;
   for (;;) {
     std::uint64_t taken = scratch.taken_.load(std::memory_order_relaxed);
-    if (~taken == 0) {
+    if ((taken & all) == all) {
       std::this_thread::yield();
       continue;
     }
@@ -55,19 +59,19 @@ EdgeScratch::Slot::Slot(EdgeScratch& scratch) : scratch_(scratch), page_(page_si
     if (scratch.taken_.compare_exchange_weak(taken, taken | (std::uint64_t{1} << i),
                                              std::memory_order_acquire)) {
       index_ = i;
-      at_ = base + static_cast<std::size_t>(i) * 2 * page_;
+      at_ = base + static_cast<std::size_t>(i) * scratch.slot_bytes_;
       return;
     }
   }
 }
 
-EdgeScratch::Slot::~Slot() {
+PinnedScratch::Slot::~Slot() {
   if (index_ >= 0)
     scratch_.taken_.fetch_and(~(std::uint64_t{1} << index_), std::memory_order_release);
 }
 
 CUresult copy_registered(const DriverApi& driver, const CopyRequest& r, std::uintptr_t page_lo,
-                         std::uintptr_t page_hi, EdgeScratch& scratch) {
+                         std::uintptr_t page_hi, PinnedScratch& scratch) {
   const auto lo = reinterpret_cast<std::uintptr_t>(r.host);
   const std::uintptr_t hi = lo + r.bytes;
   if (page_lo <= lo && hi <= page_hi) {  // all of it on registered pages: the usual case
@@ -76,8 +80,8 @@ CUresult copy_registered(const DriverApi& driver, const CopyRequest& r, std::uin
   }
   // [lo, a) before the registered pages, [a, b) on them, [b, hi) after them.
   const std::uintptr_t a = std::clamp(page_lo, lo, hi), b = std::clamp(page_hi, a, hi);
-  EdgeScratch::Slot slot(scratch);
-  if (!slot || a - lo > page_size() || hi - b > page_size()) return CUDA_ERROR_OUT_OF_MEMORY;
+  PinnedScratch::Slot slot(scratch);
+  if (!slot || scratch.slot_bytes() < 2 * page_size() || a - lo > page_size() || hi - b > page_size()) return CUDA_ERROR_OUT_OF_MEMORY;
   struct Piece {
     std::uintptr_t from, to;
     char* bounce;  // nullptr: straight from the registered pages
@@ -101,17 +105,17 @@ CUresult copy_registered(const DriverApi& driver, const CopyRequest& r, std::uin
 }
 
 CUresult copy_beside_registered(const DriverApi& driver, const CopyRequest& r,
-                                EdgeScratch& scratch) {
-  if (r.bytes > EdgeScratch::slot_bytes()) return CUDA_ERROR_INVALID_VALUE;
-  EdgeScratch::Slot slot(scratch);
+                                PinnedScratch& scratch) {
+  if (r.bytes > scratch.slot_bytes()) return CUDA_ERROR_INVALID_VALUE;
+  PinnedScratch::Slot slot(scratch);
   if (!slot) return CUDA_ERROR_OUT_OF_MEMORY;
   const bool h2d = r.direction == Direction::HostToDevice;
   // On the caller's thread, as CUDA's pageable path copies a small source: a fault here is the
   // program's, where it would have been.
-  if (h2d) std::memcpy(slot.head(), r.host, r.bytes);
-  CUresult s = enqueue(driver, r, r.device, slot.head(), r.bytes);
+  if (h2d) std::memcpy(slot.at(), r.host, r.bytes);
+  CUresult s = enqueue(driver, r, r.device, slot.at(), r.bytes);
   const CUresult waited = s == CUDA_SUCCESS ? driver.stream_synchronize(r.stream) : s;
-  if (waited == CUDA_SUCCESS && !h2d) std::memcpy(r.host, slot.head(), r.bytes);
+  if (waited == CUDA_SUCCESS && !h2d) std::memcpy(r.host, slot.at(), r.bytes);
   return waited;
 }
 

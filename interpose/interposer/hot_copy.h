@@ -18,39 +18,44 @@
 
 namespace cmt {
 
-// Pinned slots of two pages each (a copy's head and tail, or a whole small copy), made on first
-// use, for every context at once (pinned memory is, with unified addressing). Thread-safe.
-class EdgeScratch {
+// Slots of pinned scratch, made on first use, for every context at once (pinned memory is, with
+// unified addressing). Each slot is held for one copy; a copy that finds every slot held waits for
+// one (each is held for one copy only). Thread-safe.
+class PinnedScratch {
  public:
-  explicit EdgeScratch(const DriverApi& driver) : driver_(driver) {}
-  EdgeScratch(const EdgeScratch&) = delete;
-  EdgeScratch& operator=(const EdgeScratch&) = delete;
+  static constexpr int kMostSlots = 64;
+  // `slots` (1 to kMostSlots) slots of `slot_bytes` each, rounded up to whole pages.
+  PinnedScratch(const DriverApi& driver, std::size_t slot_bytes, int slots);
+  PinnedScratch(const PinnedScratch&) = delete;
+  PinnedScratch& operator=(const PinnedScratch&) = delete;
 
-  // A slot's size: head() and tail() are one stretch of two pages.
-  static std::size_t slot_bytes();
+  std::size_t slot_bytes() const { return slot_bytes_; }
 
   // One slot, held for one copy; empty if there is no pinned memory for it.
   class Slot {
    public:
-    explicit Slot(EdgeScratch& scratch);
+    explicit Slot(PinnedScratch& scratch);
     ~Slot();
     Slot(const Slot&) = delete;
     Slot& operator=(const Slot&) = delete;
     explicit operator bool() const { return at_ != nullptr; }
+    char* at() const { return at_; }
+    // For a slot of two pages or more, a copy's head and tail: its first page and the next.
     char* head() const { return at_; }
     char* tail() const { return at_ + page_; }
 
    private:
-    EdgeScratch& scratch_;
+    PinnedScratch& scratch_;
     char* at_ = nullptr;
     int index_ = -1;
     std::size_t page_ = 0;
   };
 
  private:
-  static constexpr int kSlots = 64;
   char* memory();  // nullptr if it could not be had
   const DriverApi& driver_;
+  const std::size_t slot_bytes_;
+  const int slots_;
   std::mutex making_;
   std::atomic<char*> memory_{nullptr};
   std::atomic<bool> failed_{false};
@@ -59,16 +64,16 @@ class EdgeScratch {
 
 // The copy `r` (its host side inside a registration whose pages are [page_lo, page_hi)), then a
 // wait for the caller's stream. Bytes of the copy outside those pages (less than a page at each
-// end) go through `scratch`.
+// end) go through `scratch`, whose slots must be two pages or more.
 CUresult copy_registered(const DriverApi& driver, const CopyRequest& r, std::uintptr_t page_lo,
-                         std::uintptr_t page_hi, EdgeScratch& scratch);
+                         std::uintptr_t page_hi, PinnedScratch& scratch);
 
 // A copy `r` too small to be a candidate whose host side shares a page with a registration of
 // cmt's (a layer norm's weight beside a registered matrix in the heap), made whole through a slot
 // of `scratch` and waited for: CUDA's pageable path would meet the neighbour's pinned page, and
 // handing the page back would drop the neighbour's registration at every pass. Copies larger than
-// a slot (slot_bytes()) return CUDA_ERROR_INVALID_VALUE without a driver call.
+// a slot (scratch.slot_bytes()) return CUDA_ERROR_INVALID_VALUE without a driver call.
 CUresult copy_beside_registered(const DriverApi& driver, const CopyRequest& r,
-                                EdgeScratch& scratch);
+                                PinnedScratch& scratch);
 
 }  // namespace cmt

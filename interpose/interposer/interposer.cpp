@@ -326,7 +326,15 @@ void Interposer::build_register_cache() {
 }
 
 void Interposer::use_register_cache(RegisterCache* cache) {
-  if (!edge_scratch_) edge_scratch_ = new EdgeScratch(*driver_);  // leaked, like the cache
+  // Leaked, like the cache; their pinned memory is made at the first copy that needs it. The ends
+  // of copies from registrations take two pages a slot; small copies beside registrations up to
+  // register_from (at most 1 MiB; larger ones are handed back): 16 x 64 KiB by default.
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  if (!edge_scratch_) edge_scratch_ = new PinnedScratch(*driver_, 2 * page, 64);
+  if (!beside_scratch_)
+    beside_scratch_ = new PinnedScratch(
+        *driver_, std::min<std::size_t>(std::max<std::size_t>(config_.register_from, 1), 1u << 20),
+        16);
   register_cache_ = cache;
   stats_->set_register_cache(cache);
 }
@@ -379,7 +387,7 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
     // Too small to be a candidate, yet on a page cmt registered (why maybe_hot let it in): made
     // through pinned scratch where it fits, so that its neighbour keeps its registration.
     if (bytes < config_.register_from) {
-      if (bytes <= EdgeScratch::slot_bytes() && direct(&r))
+      if (bytes <= beside_scratch_->slot_bytes() && direct(&r))
         if (const std::size_t done = run_hot_copy(r, nullptr, entry, taken)) return done;
       return not_hot();
     }
@@ -409,7 +417,7 @@ std::size_t Interposer::run_hot_copy(const CopyRequest& r,
   {
     RelaxedCaptureMode relaxed(*driver_);
     status = pages ? copy_registered(*driver_, r, pages->first, pages->second, *edge_scratch_)
-                   : copy_beside_registered(*driver_, r, *edge_scratch_);
+                   : copy_beside_registered(*driver_, r, *beside_scratch_);
   }
   const auto t1 = std::chrono::steady_clock::now();
   stats_->copy_ended(r.direction, steady_ns(t1));

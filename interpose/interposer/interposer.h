@@ -118,7 +118,8 @@ class Interposer {
   Stats* stats_ = nullptr;
   WarmGate warm_gate_;  // copies between the warm thresholds and the thresholds
   class RegisterCache* register_cache_ = nullptr;
-  class EdgeScratch* edge_scratch_ = nullptr;  // made with the cache
+  class PinnedScratch* edge_scratch_ = nullptr;    // made with the cache (hot_copy.h)
+  class PinnedScratch* beside_scratch_ = nullptr;
 };
 
 }  // namespace cmt

@@ -186,9 +186,11 @@ void report_syscall(long number, const long* a) noexcept {
     case SYS_madvise:
       report_madvise(ptr(a[0]), size(a[1]), static_cast<int>(a[2]));
       break;
+#ifdef SYS_mmap  // (32-bit systems have mmap2 instead, whose offset is in pages)
     case SYS_mmap:
       report_mmap(ptr(a[0]), size(a[1]), static_cast<int>(a[3]));
       break;
+#endif
     case SYS_brk:
       if (a[0] != 0) report_brk(ptr(a[0]));  // brk(0) asks where the break is
       break;

@@ -134,6 +134,8 @@ int main() {
   expect_report('p', static_cast<char*>(end) + (512 << 10), 512 << 10, "sbrk down",
                 [&] { sbrk(-(512 << 10)); });
   expect_report('p', end, 512 << 10, "brk down", [&] { brk(end); });
+  expect_none("brk up", [&] { brk(static_cast<char*>(end) + (256 << 10)); });
+  expect_report('p', end, 256 << 10, "brk down again", [&] { brk(end); });
   // The same system calls through libc's syscall(), as programs that bypass the wrappers make
   // them; a successful call leaves errno as it was.
   m = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -159,6 +161,8 @@ int main() {
   end = sbrk(0);
   sbrk(1 << 20);
   expect_report('p', end, 512 << 10, "syscall brk down", [&] { syscall(SYS_brk, end); });
+  expect_none("syscall brk up", [&] { syscall(SYS_brk, static_cast<char*>(end) + (256 << 10)); });
+  expect_report('p', end, 256 << 10, "syscall brk down again", [&] { syscall(SYS_brk, end); });
   expect_none("syscall getpid", [&] { syscall(SYS_getpid); });
   expect_none("syscall brk(0)", [&] { syscall(SYS_brk, nullptr); });
   std::printf("release hooks: %d reports, %d failures\n", g_reports, g_failures);

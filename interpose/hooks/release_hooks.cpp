@@ -164,9 +164,13 @@ void report_madvise(void* p, std::size_t bytes, int advice) noexcept {
 void report_mmap(void* p, std::size_t bytes, int flags) noexcept {
   if (flags & MAP_FIXED) report_pages(p, bytes);
 }
-// Moving the break down gives back the pages above the new one.
+// Moving the break down gives back the pages between the new break and the old one (the
+// kernel's, asked directly: libc's own idea of it may be stale); moving it up gives back none.
 void report_brk(void* end) noexcept {
-  report_pages(end, UINTPTR_MAX - reinterpret_cast<std::uintptr_t>(end));
+  const auto now = static_cast<std::uintptr_t>(
+      next(g_syscall, "syscall")(SYS_brk, 0L, 0L, 0L, 0L, 0L, 0L));
+  const auto to = reinterpret_cast<std::uintptr_t>(end);
+  if (to < now) report_pages(end, now - to);
 }
 
 // A system call made through syscall() with these arguments: the same reports as its libc

@@ -165,8 +165,10 @@ void report_mmap(void* p, std::size_t bytes, int flags) noexcept {
   if (flags & MAP_FIXED) report_pages(p, bytes);
 }
 // Moving the break down gives back the pages between the new break and the old one (the
-// kernel's, asked directly: libc's own idea of it may be stale); moving it up gives back none.
+// kernel's, asked directly: libc's own idea of it may be stale); moving it up gives back none,
+// and a break of 0 is refused by the kernel (it only asks where the break is).
 void report_brk(void* end) noexcept {
+  if (!end || g_span.load(std::memory_order_relaxed) == 0) return;
   const auto now = static_cast<std::uintptr_t>(
       next(g_syscall, "syscall")(SYS_brk, 0L, 0L, 0L, 0L, 0L, 0L));
   const auto to = reinterpret_cast<std::uintptr_t>(end);
@@ -196,7 +198,7 @@ void report_syscall(long number, const long* a) noexcept {
       break;
 #endif
     case SYS_brk:
-      if (a[0] != 0) report_brk(ptr(a[0]));  // brk(0) asks where the break is
+      report_brk(ptr(a[0]));
       break;
     case SYS_shmdt:
       report_all();

@@ -81,7 +81,9 @@ CUresult copy_registered(const DriverApi& driver, const CopyRequest& r, std::uin
   // [lo, a) before the registered pages, [a, b) on them, [b, hi) after them.
   const std::uintptr_t a = std::clamp(page_lo, lo, hi), b = std::clamp(page_hi, a, hi);
   PinnedScratch::Slot slot(scratch);
-  if (!slot || scratch.slot_bytes() < 2 * page_size() || a - lo > page_size() || hi - b > page_size()) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (!slot || scratch.slot_bytes() < 2 * page_size() || a - lo > page_size() ||
+      hi - b > page_size())
+    return CUDA_ERROR_OUT_OF_MEMORY;
   struct Piece {
     std::uintptr_t from, to;
     char* bounce;  // nullptr: straight from the registered pages

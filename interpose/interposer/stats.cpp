@@ -225,7 +225,7 @@ std::string Stats::summary() const {
   }
   if (register_cache_) {
     const RegisterCounts c = register_cache_->counts();
-    char buf[320];
+    char buf[400];  // the text and seven counts of up to 20 digits
     std::snprintf(buf, sizeof buf,
                   "; hot buffers: %llu copies from %llu registrations (%llu dropped on release, "
                   "%llu handed back to CUDA, %llu evicted, %llu refused), %llu small copies "

@@ -13,6 +13,7 @@
 #include <limits>
 #include <memory>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -352,6 +353,106 @@ TEST(HostLeg, TakesReadvWithASegmentInCudaHostMemory) {
   munmap(hole, 1u << 20);
   leg.disarm();
   EXPECT_FALSE(leg.take_readv(file.fd, segs, 4, 0).taken) << "disarmed";
+}
+
+// Several threads reading one descriptor with read() or readv() at once, as the kernel serializes
+// them: each call gets bytes of its own, the next after the offset the last one left, so together
+// they read the file exactly once. Those the leg takes (one at a time: the others find the threads
+// held) must keep that, beside the ones libc makes meanwhile.
+TEST(HostLeg, ReadsOfOneDescriptorFromSeveralThreadsEachGetBytesOfTheirOwn) {
+  // Each 8-byte word of the file is its own index, so a read's first word says where it read.
+  const std::size_t words = (48u << 20) / 8 + 11;
+  std::vector<std::uint64_t> index(words);
+  for (std::size_t i = 0; i < words; ++i) index[i] = i;
+  char name[] = "/tmp/cmt-read-shared-XXXXXX";
+  const int w = mkstemp(name);
+  ASSERT_GE(w, 0);
+  const std::size_t size = words * 8;
+  const bool written = write(w, index.data(), size) == static_cast<ssize_t>(size);
+  close(w);
+  ASSERT_TRUE(written);
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  HostMemoryMap map;
+  HostLeg leg(&map);
+  leg.arm(copier, host_config(HostCopy::All));
+  for (int round = 0; round < 3; ++round) {
+    const int shared = open(name, O_RDONLY);  // a new description: its offset at 0
+    ASSERT_GE(shared, 0);
+    struct Got {
+      std::uint64_t first;
+      std::size_t bytes;
+    };
+    std::vector<std::vector<Got>> got(4);
+    std::atomic<int> wrong{0}, taken{0};
+    std::vector<std::thread> readers;
+    for (int t = 0; t < 4; ++t)
+      readers.emplace_back([&, t] {
+        const std::size_t n = (1u << 20) + 8 * 37 * static_cast<std::size_t>(t + 1);
+        std::vector<std::uint64_t> buf(n / 8 + 1);
+        for (;;) {
+          HostLeg::ReadTaken r;
+          iovec seg{buf.data(), n};
+          r = t % 2 ? leg.take_readv(shared, &seg, 1, -1) : leg.take_read(shared, buf.data(), n, -1);
+          long bytes = r.result;
+          if (r.taken)
+            ++taken;
+          else
+            bytes = t % 2 ? readv(shared, &seg, 1) : read(shared, buf.data(), n);
+          if (bytes <= 0) break;
+          const std::size_t k = static_cast<std::size_t>(bytes) / 8;
+          for (std::size_t i = 1; i < k; ++i)
+            if (buf[i] != buf[0] + i) {
+              ++wrong;
+              break;
+            }
+          got[static_cast<std::size_t>(t)].push_back({buf[0], static_cast<std::size_t>(bytes)});
+        }
+      });
+    for (auto& r : readers) r.join();
+    close(shared);
+    EXPECT_EQ(wrong.load(), 0);
+    EXPECT_GT(taken.load(), 0) << "the leg took none of the reads";
+    std::vector<Got> all;
+    for (const auto& g : got) all.insert(all.end(), g.begin(), g.end());
+    std::sort(all.begin(), all.end(), [](const Got& a, const Got& b) { return a.first < b.first; });
+    std::size_t at = 0, overlaps = 0, gaps = 0;
+    for (const Got& g : all) {
+      const std::size_t from = g.first * 8;
+      if (from < at) ++overlaps;
+      if (from > at) ++gaps;
+      at = std::max(at, from + g.bytes);
+    }
+    EXPECT_EQ(overlaps, 0u) << "bytes read twice, round " << round;
+    EXPECT_EQ(gaps, 0u) << "bytes never read, round " << round;
+    EXPECT_EQ(at, size);
+  }
+  unlink(name);
+}
+
+// A file that says it holds nothing (procfs, and other files the kernel makes as they are read,
+// whose reads at an offset are made afresh) is libc's, whatever the read's size: stretches read
+// apart could join two versions of it.
+TEST(HostLeg, LeavesFilesThatHaveNoSizeToLibc) {
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  HostMemoryMap map;
+  HostLeg leg(&map);
+  leg.arm(copier, host_config(HostCopy::All));
+  std::vector<unsigned char> buf(2u << 20);
+  const int maps = open("/proc/self/maps", O_RDONLY);
+  ASSERT_GE(maps, 0);
+  EXPECT_FALSE(leg.take_read(maps, buf.data(), 1u << 20, -1).taken);
+  EXPECT_FALSE(leg.take_read(maps, buf.data(), 1u << 20, 0).taken);
+  iovec seg{buf.data(), 1u << 20};
+  EXPECT_FALSE(leg.take_readv(maps, &seg, 1, -1).taken);
+  close(maps);
+  // An empty regular file too (nothing to gain), at any offset.
+  char name[] = "/tmp/cmt-empty-XXXXXX";
+  const int empty = mkstemp(name);
+  ASSERT_GE(empty, 0);
+  unlink(name);
+  EXPECT_FALSE(leg.take_read(empty, buf.data(), 1u << 20, -1).taken);
+  close(empty);
+  EXPECT_EQ(copier.counts().read_calls, 0u);
 }
 
 // The host leg's decisions, on a leg of the test's own (its own map of CUDA host memory).

@@ -32,6 +32,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -279,6 +280,7 @@ void on_timer(int) {
 }
 
 long g_reads = 0, g_large_reads = 0, g_large_plain_reads = 0, g_freads_large = 0;
+std::atomic<long> g_shared_reads{0};  // large reads racing on one descriptor: cmt may take any
 
 // Writes `bytes` to a new file and returns its name (removed by freads_wrong).
 std::string name_for_freads(const unsigned char* bytes, std::size_t size) {
@@ -427,6 +429,57 @@ long readvs_wrong(int fd, const unsigned char* file, std::size_t size, unsigned 
   return wrong;
 }
 
+// Three threads read() one descriptor at once into their own parts of the pinned buffer, as the
+// kernel orders such reads: each gets bytes of its own, so together they read the file exactly
+// once (each word of it its own index, so a read's first word says where it read). Returns the
+// reads that went wrong.
+long shared_reads_wrong(unsigned char* pinned, std::size_t room) {
+  const std::size_t words = (20u << 20) / 8 + 5, size = words * 8;
+  std::unique_ptr<std::uint64_t[]> index(new std::uint64_t[words]);
+  for (std::size_t i = 0; i < words; ++i) index[i] = i;
+  char name[] = "/tmp/cmt-host-shared-XXXXXX";
+  const int w = mkstemp(name);
+  if (w < 0) return 1;
+  const bool written = write(w, index.get(), size) == static_cast<ssize_t>(size);
+  close(w);
+  const int fd = written ? open(name, O_RDONLY) : -1;
+  unlink(name);
+  if (fd < 0) return 1;
+  const std::size_t part = room / 3 / 8 * 8;
+  std::mutex mu;
+  std::vector<std::pair<std::uint64_t, std::size_t>> got;  // (first word, bytes) of each read
+  std::atomic<long> wrong{0};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 3; ++t)
+    readers.emplace_back([&, t] {
+      auto* buf = reinterpret_cast<std::uint64_t*>(pinned + part * static_cast<std::size_t>(t));
+      const std::size_t n = std::min(part, (1u << 20) + 8 * 41 * static_cast<std::size_t>(t + 1));
+      for (;;) {
+        const ssize_t bytes = read(fd, buf, n);
+        ++g_shared_reads;  // the last, at the end of the file, too
+        if (bytes <= 0) break;
+        for (std::size_t i = 1; i < static_cast<std::size_t>(bytes) / 8; ++i)
+          if (buf[i] != buf[0] + i) {
+            ++wrong;
+            break;
+          }
+        std::lock_guard<std::mutex> lk(mu);
+        got.emplace_back(buf[0], static_cast<std::size_t>(bytes));
+      }
+    });
+  for (auto& r : readers) r.join();
+  close(fd);
+  std::sort(got.begin(), got.end());
+  std::size_t at = 0;
+  for (const auto& [first, bytes] : got) {
+    if (first * 8 != at) ++wrong;  // read twice, or never
+    at = std::max(at, static_cast<std::size_t>(first * 8 + bytes));
+  }
+  if (at != size) ++wrong;
+  if (wrong) std::fprintf(stderr, "reads of one descriptor from three threads: %ld wrong\n", wrong.load());
+  return wrong;
+}
+
 // File reads: the host leg takes those of a regular file into CUDA host memory from 512 KiB
 // (`large_reads` counts them); every one must return what libc's would, and read's must move the
 // descriptor's offset as libc's does. Returns the reads that differed.
@@ -513,7 +566,11 @@ long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) 
   close(p[1]);
   if (read(p[0], pinned, large * 2) != 4096 || std::memcmp(pinned, bytes_data, 4096) != 0) ++wrong;
   close(p[0]);
-  return wrong;
+  // A procfs file says it holds nothing: libc reads it, whatever the size (not counted as large).
+  const int maps = open("/proc/self/maps", O_RDONLY);
+  if (maps < 0 || read(maps, pinned, large * 2) <= 0) ++wrong;
+  if (maps >= 0) close(maps);
+  return wrong + shared_reads_wrong(pinned, room);
 }
 
 }  // namespace
@@ -613,9 +670,9 @@ int main(int argc, char** argv) {
   std::printf(
       "calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld fills %ld "
       "large_fills %ld fresh_fills %ld reads %ld large_reads %ld large_plain_reads %ld "
-      "large_freads %ld read_wrong %ld\n",
+      "large_freads %ld shared_reads %ld read_wrong %ld\n",
       g_calls.load(), g_large.load(), g_large_pinned.load(), g_wrong.load(), g_signal_copies.load(),
       g_signal_wrong.load(), g_fills.load(), g_large_fills.load(), g_fresh_fills.load(), g_reads,
-      g_large_reads, g_large_plain_reads, g_freads_large, read_wrong);
+      g_large_reads, g_large_plain_reads, g_freads_large, g_shared_reads.load(), read_wrong);
   return g_wrong.load() == 0 && g_signal_wrong.load() == 0 && read_wrong == 0 ? 0 : 1;
 }

@@ -60,5 +60,8 @@ inline constexpr std::size_t kFileReadFrom = std::size_t{512} << 10;
 // readv and preadv calls of at most this many segments are offered to the host leg, which copies
 // the list onto its stack (interposer/host_leg.h's take_readv); longer lists are libc's.
 inline constexpr int kMostReadSegments = 64;
+// The most one read, pread or readv moves: the kernel's MAX_RW_COUNT (INT_MAX less a page), so a
+// taken read comes back as short as the kernel's would.
+inline constexpr std::size_t kMostReadBytes = 0x7ffff000;
 
 }  // namespace cmt::rules

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdint>
@@ -152,12 +153,36 @@ thread_local int t_not_file_fd __attribute__((tls_model("initial-exec"))) = -1;
 thread_local unsigned t_not_file_left __attribute__((tls_model("initial-exec"))) = 0;
 
 // Whether `fd` is a regular file open for reading, without O_DIRECT (whose alignment rules a
-// stretch of a read need not keep): what cmt may read in stretches.
+// stretch of a read need not keep), that says it holds bytes: what cmt may read in stretches.
+// procfs's files, and others the kernel makes as they are read, say 0: a read of them at an
+// offset is made afresh, so stretches read apart could join two versions of the file.
 bool readable_regular_file(int fd) {
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0) return false;
   const int flags = fcntl(fd, F_GETFL);
   return flags >= 0 && (flags & O_ACCMODE) != O_WRONLY && (flags & O_DIRECT) == 0;
+}
+
+// read() and readv() of `bytes` from the descriptor's offset: the offset moved past them at once,
+// in one lseek, which the kernel orders with every other read and lseek of the file as it orders
+// reads among themselves; so a read another thread makes meanwhile gets the bytes after these, as
+// it would after one read. Returns where the bytes start, or -1 (nothing moved).
+off_t claim_bytes(int fd, std::size_t bytes) {
+  const off_t end = lseek(fd, static_cast<off_t>(bytes), SEEK_CUR);
+  return end < 0 ? -1 : end - static_cast<off_t>(bytes);
+}
+
+// A claimed read that came short (the end of the file, an error): the offset where one read
+// would have left it, past the bytes read.
+void give_back_unread(int fd, off_t at, std::size_t bytes, std::size_t read) {
+  if (read < bytes) lseek(fd, at + static_cast<off_t>(read), SEEK_SET);
+}
+
+// One pread on the calling thread, for what the copy threads could not take once the bytes are
+// claimed (a system call, not the hooked pread).
+HostCopier::ReadResult pread_here(int fd, void* dst, std::size_t bytes, off_t at) {
+  const long got = syscall(SYS_pread64, fd, dst, bytes, at);
+  return {true, got < 0 ? 0 : static_cast<std::size_t>(got), got < 0 ? errno : 0};
 }
 
 }  // namespace
@@ -173,15 +198,19 @@ HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long
   if (!t_thread.application_call()) return {};
   HostCopier* copier = copier_.load(std::memory_order_acquire);
   if (!copier || !reads_into(dst, bytes) || !readable_regular_file(fd)) return {};
-  // read(): the descriptor's offset, moved once the bytes are in.
-  const off_t at = offset >= 0 ? static_cast<off_t>(offset) : lseek(fd, 0, SEEK_CUR);
+  bytes = std::min(bytes, rules::kMostReadBytes);
+  const bool moves = offset < 0;  // read(): from the descriptor's offset, which it moves
+  const off_t at = moves ? claim_bytes(fd, bytes) : static_cast<off_t>(offset);
   if (at < 0) return {};
   Held held(hold);
   const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
-  const HostCopier::ReadResult r = copier->read_file(fd, dst, bytes, at);
-  if (!r.taken) return {};
-  if (start) record_host_call(offset >= 0 ? "pread" : "read", bytes, r.bytes, start);
-  if (offset < 0 && r.bytes > 0) lseek(fd, at + static_cast<off_t>(r.bytes), SEEK_SET);
+  HostCopier::ReadResult r = copier->read_file(fd, dst, bytes, at);
+  if (!r.taken) {
+    if (!moves) return {};               // pread: libc's, untouched
+    r = pread_here(fd, dst, bytes, at);  // the bytes are claimed: read them here
+  }
+  if (start) record_host_call(moves ? "read" : "pread", bytes, r.bytes, start);
+  if (moves) give_back_unread(fd, at, bytes, r.bytes);
   if (r.bytes == 0 && r.error) return {true, -1, r.error};
   return {true, static_cast<long>(r.bytes), 0};
 }
@@ -211,11 +240,12 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
   std::size_t total = 0;
   bool on_threads = false;
   for (int i = 0; i < count; ++i) {
-    if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > SSIZE_MAX) return {};
+    if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > rules::kMostReadBytes)
+      return {};
     on_threads |= list[i].iov_len >= threshold && reads_into(list[i].iov_base, list[i].iov_len);
   }
   if (!on_threads) return {};
-  const off_t first = offset >= 0 ? static_cast<off_t>(offset) : lseek(fd, 0, SEEK_CUR);
+  const off_t first = offset >= 0 ? static_cast<off_t>(offset) : claim_bytes(fd, total);
   if (first < 0) return {};
   Held held(hold);
   const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
@@ -227,10 +257,7 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
     HostCopier::ReadResult r;
     if (want >= threshold && reads_into(list[i].iov_base, want))
       r = copier->read_file(fd, list[i].iov_base, want, at);
-    if (!r.taken) {  // a small segment, or the threads held by another call: one pread
-      const long got = syscall(SYS_pread64, fd, list[i].iov_base, want, at);
-      r = {true, got < 0 ? 0 : static_cast<std::size_t>(got), got < 0 ? errno : 0};
-    }
+    if (!r.taken) r = pread_here(fd, list[i].iov_base, want, at);  // small, or threads held
     done += r.bytes;
     if (r.bytes < want) {
       error = r.error;
@@ -238,7 +265,7 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
     }
   }
   if (start) record_host_call(offset >= 0 ? "preadv" : "readv", total, done, start);
-  if (offset < 0 && done > 0) lseek(fd, first + static_cast<off_t>(done), SEEK_SET);
+  if (offset < 0) give_back_unread(fd, first, total, done);
   if (done == 0 && error) return {true, -1, error};
   return {true, static_cast<long>(done), 0};
 }

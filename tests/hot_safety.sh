@@ -11,9 +11,12 @@
 #   gpu: the real driver; and that program, with no cmt, must see wrong bytes (stale pages).
 # usage: hot_safety.sh CMT APP OPS SEEDS fake|gpu
 #   HOT_SAFETY_FIRST_SEED=N: seeds N to N + SEEDS - 1 (default 1), to add runs to earlier ones
+#   HOT_SAFETY_JOBS=N: N seeds' processes at once (default 1), each its own program beside the
+#     others on the same GPU, as processes sharing a machine are
 set -u
 cmt=$1 app=$2 ops=$3 seeds=$4 driver=$5
 first=${HOT_SAFETY_FIRST_SEED:-1}
+jobs_at_once=${HOT_SAFETY_JOBS:-1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 total_ops=0 total_copies=0 total_2d=0 total_queries=0 total_wrong_answers=0 unwatched=0
@@ -25,12 +28,24 @@ export CMT_THRESHOLD=64K CMT_D2H_THRESHOLD=64K CMT_WARM_THRESHOLD=64K CMT_D2H_WA
 watch_ok() {  # FILE: some releases checked, none of registered pages
   awk '/^fake cuda: .* page releases checked/ {n = $3; v = $7} END {exit !(n > 0 && v == 0)}' "$1"
 }
-for seed in $(seq "$first" $((first + seeds - 1))); do
+run_seed() {  # SEED: the program's output, errors and exit status, into $tmp
+  local seed=$1 max=0
   # Seeds 1, 4, 7... with room for a few registrations only: registering evicts others.
-  max=0; [ $((seed % 3)) -eq 1 ] && max=8M
+  [ $((seed % 3)) -eq 1 ] && max=8M
   CMT_REGISTER=hot CMT_REGISTER_MAX=$max CMT_STATS=$tmp/stats-$seed.json CMT_LOG=warn timeout 600 \
     "$cmt" run -- "$app" "$ops" "$seed" > "$tmp/out-$seed" 2> "$tmp/err-$seed"
-  rc=$?
+  echo $? > "$tmp/rc-$seed"
+}
+all_seeds=$(seq "$first" $((first + seeds - 1)))
+running=0
+for seed in $all_seeds; do
+  run_seed "$seed" &
+  running=$((running + 1))
+  [ $running -ge "$jobs_at_once" ] && { wait -n; running=$((running - 1)); }
+done
+wait
+for seed in $all_seeds; do
+  rc=$(cat "$tmp/rc-$seed")
   { [ $rc -eq 77 ] || [ $rc -eq 127 ]; } && { echo "no GPU or no CUDA driver: skipped"; exit 77; }
   cat "$tmp/out-$seed"
   if [ $rc -ne 0 ]; then

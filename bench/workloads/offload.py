@@ -13,6 +13,13 @@ More modes: --mode NAME:BASE[:KEY=VALUE,...], a base mode above with more enviro
   --mode pinned-hot:pinned:CMT_DISABLE=0,CMT_REGISTER=hot (pinned weights with cmt on: what cmt
   costs a pass besides its copies).
 
+With --same-process, each process (under cmt with CMT_REGISTER=hot) holds three copies of the
+model, offloaded with the same weights: one from pageable memory that cmt registers (hot), one
+with its weights pinned (pinned), and one whose passes the main thread makes with
+cmt_forward_this_thread(1), so that CUDA makes its copies from pageable memory (default); the
+passes rotate through the three, so each ratio is of passes run side by side in one process, on
+one CPU and one placement of pages (processes apart moved pinned by 57 ms a pass in session 25).
+
 Each process builds the model, runs 2 passes to warm up, then times --passes more (a 16-token
 prompt, one forward each, synchronized). Reported: the median pass time of each mode over the
 rounds, the spread, each mode against default and against pinned, and the CPU seconds the process
@@ -21,6 +28,7 @@ byte. With --record DIR the hot mode runs once more under `cmt run --record`.
 
 usage: offload.py CMT [--rounds N] [--passes N] [--modes M,...] [--mode NAME:BASE[:ENV]]...
                      [--json FILE] [--record DIR]
+       offload.py CMT --same-process [--rounds N] [--passes N] [--json FILE]
 """
 import hashlib
 import json
@@ -62,15 +70,69 @@ def main_thread_sched():
         return 0, 0
 
 
-def child(pinned, passes):
-    import torch
-    from accelerate import cpu_offload
+def build_model(torch):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     torch.manual_seed(0)
     config = LlamaConfig(hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
                          num_attention_heads=32, num_key_value_heads=4, vocab_size=32000)
-    model = LlamaForCausalLM(config).to(torch.bfloat16).eval()
+    return LlamaForCausalLM(config).to(torch.bfloat16).eval()
+
+
+def timed_pass(torch, model, ids):
+    """One forward pass, synchronized: (wall s, process CPU s, logits)."""
+    torch.cuda.synchronize()
+    c0, t0 = time.process_time(), time.perf_counter()
+    logits = model(ids).logits
+    torch.cuda.synchronize()
+    return time.perf_counter() - t0, time.process_time() - c0, logits
+
+
+def digest(logits):
+    return hashlib.sha256(logits.float().cpu().numpy().tobytes()).hexdigest()
+
+
+def child_same(passes):
+    """Hot, pinned and default passes side by side in this one process (module docstring)."""
+    import copy
+    import ctypes
+    import torch
+    from accelerate import cpu_offload
+
+    forward_this_thread = ctypes.CDLL(None).cmt_forward_this_thread  # libcmt.so, preloaded
+    forward_this_thread.argtypes = [ctypes.c_int]
+    base = build_model(torch)
+    # The copies made before any is offloaded (offloading moves a model's own weights away).
+    built = {name: base if name == "hot" else copy.deepcopy(base) for name in SAME_PROCESS_MODES}
+    models, moved = {}, 0
+    for name, m in built.items():
+        state = {k: (v.pin_memory() if name == "pinned" else v) for k, v in m.state_dict().items()}
+        cpu_offload(m, execution_device=torch.device("cuda:0"), state_dict=state)
+        models[name] = (m, state)
+        moved = sum(v.numel() * v.element_size() for v in state.values())
+    ids = torch.arange(16, device="cuda:0").unsqueeze(0)
+    times = {name: [] for name in models}
+    digests = {}
+    with torch.no_grad():
+        for i in range(2 + passes):
+            k = i % len(SAME_PROCESS_MODES)  # each mode first in turn
+            for name in SAME_PROCESS_MODES[k:] + SAME_PROCESS_MODES[:k]:
+                forward_this_thread(1 if name == "default" else 0)
+                t, c, logits = timed_pass(torch, models[name][0], ids)
+                forward_this_thread(0)
+                if i >= 2:
+                    times[name].append((t, c))
+                digests[name] = digest(logits)
+    print(json.dumps({"pass_s": {n: [t for t, _ in v] for n, v in times.items()},
+                      "cpu_s": {n: [c for _, c in v] for n, v in times.items()},
+                      "sha256": digests, "bytes_per_pass": moved}))
+
+
+def child(pinned, passes):
+    import torch
+    from accelerate import cpu_offload
+
+    model = build_model(torch)
     state = {k: (v.pin_memory() if pinned else v) for k, v in model.state_dict().items()}
     cpu_offload(model, execution_device=torch.device("cuda:0"), state_dict=state)
     ids = torch.arange(16, device="cuda:0").unsqueeze(0)
@@ -82,26 +144,22 @@ def child(pinned, passes):
             if i == 2:
                 before = threads_cpu()
                 sched0 = main_thread_sched()
-            torch.cuda.synchronize()
-            c0, t0 = time.process_time(), time.perf_counter()
-            logits = model(ids).logits
-            torch.cuda.synchronize()
-            t, c = time.perf_counter() - t0, time.process_time() - c0
+            t, c, logits = timed_pass(torch, model, ids)
             if i >= 2:
                 times.append((t, c))
     after = threads_cpu()
     sched1 = main_thread_sched()
     per_pass = {k: round((v - before.get(k, 0)) / passes, 4) for k, v in after.items()
                 if v - before.get(k, 0) > 0}
-    digest = hashlib.sha256(logits.float().cpu().numpy().tobytes()).hexdigest()
     moved = sum(v.numel() * v.element_size() for v in state.values())
     print(json.dumps({"pass_s": [t for t, _ in times], "cpu_s": [c for _, c in times],
                       "threads_cpu_s": per_pass,
                       "main_run_ms": round((sched1[0] - sched0[0]) / passes / 1e6, 2),
                       "main_wait_ms": round((sched1[1] - sched0[1]) / passes / 1e6, 2),
-                      "sha256": digest, "bytes_per_pass": moved}))
+                      "sha256": digest(logits), "bytes_per_pass": moved}))
 
 
+SAME_PROCESS_MODES = ["hot", "pinned", "default"]
 BASES = ("default", "staged", "hot", "pinned")
 
 
@@ -122,12 +180,64 @@ def run(cmt, mode, passes, record=None, extra=None):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def spread(xs):
+    return f"{min(xs):.3f}-{max(xs):.3f}"
+
+
+def same_process(cmt, rounds, passes, json_path):
+    """--same-process: `rounds` processes under cmt hot, each rotating hot / pinned / default."""
+    env = dict(os.environ, CMT_REGISTER="hot")
+    env.pop("CMT_DISABLE", None)
+    runs = []
+    for r in range(rounds):
+        cmd = [cmt, "run", "--", sys.executable, __file__, "--child-same", str(passes)]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit(f"same-process run failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        out = json.loads(p.stdout.strip().splitlines()[-1])
+        runs.append(out)
+        t = out["pass_s"]
+        print(f"process {r + 1}: " + ", ".join(
+            f"{m} {statistics.median(t[m]) * 1e3:.1f} ms" for m in SAME_PROCESS_MODES) +
+            f"; hot against pinned, pass by pass: "
+            f"{' '.join(f'{p / h:.2f}' for h, p in zip(t['hot'], t['pinned']))}", flush=True)
+    meta = machine_meta.meta(cmt, sys.argv)
+    every = {m: [x for run in runs for x in run["pass_s"][m]] for m in SAME_PROCESS_MODES}
+    cpu = {m: [x for run in runs for x in run["cpu_s"][m]] for m in SAME_PROCESS_MODES}
+    # Paired ratios: each pinned pass against the hot pass of the same rotation, in one process.
+    of_pinned = [p / h for run in runs for h, p in zip(run["pass_s"]["hot"], run["pass_s"]["pinned"])]
+    of_default = [d / h for run in runs for h, d in zip(run["pass_s"]["hot"], run["pass_s"]["default"])]
+    same = len({d for run in runs for d in run["sha256"].values()}) == 1
+    print(f"\n{meta['date']} {meta['host']} {meta['gpu']} {meta['cmt_version']}\n"
+          f"forward pass of a 1.1B Llama under accelerate.cpu_offload, hot / pinned / default "
+          f"rotating in each of {rounds} processes x {passes} passes ({len(every['hot'])} of each):")
+    for m in SAME_PROCESS_MODES:
+        print(f"  {m:8s} {statistics.median(every[m]) * 1e3:8.1f} ms a pass (spread "
+              f"{spread([x * 1e3 for x in every[m]])}), "
+              f"{runs[0]['bytes_per_pass'] / statistics.median(every[m]) / 1e9:5.1f} GB/s of "
+              f"weights, cpu {statistics.median(cpu[m]):.3f} s a pass")
+    print(f"  hot against pinned, pass by pass: median {statistics.median(of_pinned):.3f} of pinned "
+          f"speed (spread {spread(of_pinned)}); against default: median "
+          f"{statistics.median(of_default):.2f}x (spread {spread(of_default)})")
+    print(f"logits identical in every mode and process: {'yes' if same else 'NO'}")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(dict(meta, runs=runs, hot_of_pinned=of_pinned, hot_over_default=of_default,
+                           median_s={m: statistics.median(every[m]) for m in SAME_PROCESS_MODES},
+                           identical=same), f, indent=1)
+    return 0 if same else 1
+
+
 def main():
     if sys.argv[1] == "--child":
         return child(sys.argv[2] == "pinned", int(sys.argv[3]))
+    if sys.argv[1] == "--child-same":
+        return child_same(int(sys.argv[2]))
     cmt = sys.argv[1]
     arg = lambda name, default: sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
     rounds, passes = int(arg("--rounds", 2)), int(arg("--passes", 5))
+    if "--same-process" in sys.argv:
+        return same_process(cmt, rounds, passes, arg("--json", None))
     # --modes hot,pinned,...: those modes only, in that order (a short device call prints each as
     # it ends).
     modes = arg("--modes", "default,staged,hot,pinned").split(",")

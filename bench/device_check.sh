@@ -27,10 +27,10 @@
 #              about 5 minutes
 #   spin       offloaded inference hot / pinned / hot with CMT_SPIN_US=0 and 200, 2 rounds, and
 #              the weight-set lab under cmt hot with the default spin and 0; about 6 minutes
-#   hotround   what issue 33 still needs measured (lab/NOTES.md 57): offloaded inference hot / pinned,
-#              4 rounds, with the main thread's CPU and run-queue wait a pass; cmt-lab-registered at 16
-#              bytes into a page (malloc's alignment); the C safety suite's seeds 7-9 x 10000;
-#              about 7 minutes
+#   hotround   issue 33's measurements (lab/NOTES.md 59): offloaded inference with hot, pinned and
+#              default passes side by side in each of 3 processes (offload.py --same-process);
+#              cmt-lab-registered at 16 bytes into a page; cmt-lab-register-wait; the C safety suite
+#              10 x 10000, five processes at a time; about 4 minutes
 #   dma        cmt-bench-dma (the lab's): the engine's DMA pattern without the engine, every
 #              mode, then the staged pipeline with memcpy stores (lab/NOTES.md 15-24), 2 minutes
 #   retune     `cmt tune --search full` into OUT/profile.toml, then that profile against the
@@ -184,16 +184,18 @@ for stage in "$@"; do
         grep -o '"hot_buffers": {[^}]*}' "$out/weight-set-spin$spin.stats.json"
       done ;;
     hotround)
-      CMT_CONFIGS_DIR= CMT_STATS=$out/hotround-%p.stats.json timeout 220 python3 \
-        "$here/workloads/offload.py" "$build/cmt" --rounds 4 --passes 5 --modes hot,pinned \
-        --json "$out/offload-rounds.json" > "$out/offload-rounds.txt" 2>&1
-      tail -5 "$out/offload-rounds.txt"
+      CMT_CONFIGS_DIR= CMT_STATS=$out/hotround-%p.stats.json timeout 200 python3 \
+        "$here/workloads/offload.py" "$build/cmt" --same-process --rounds 3 --passes 6 \
+        --json "$out/offload-same.json" > "$out/offload-same.txt" 2>&1
+      tail -7 "$out/offload-same.txt"
       CMT_REGISTER=hot timeout 60 "$build/cmt" run -- "$build/cmt-lab-registered" --reps 3000 \
         --offset 16 > "$out/registered-lab-offset16.txt" 2>&1
       cat "$out/registered-lab-offset16.txt"
-      HOT_SAFETY_FIRST_SEED=7 timeout 180 "$here/../tests/hot_safety.sh" "$build/cmt" \
-        "$build/tests/cmt_hot_safety_gpu" 10000 3 gpu > "$out/hot-safety-7-9.txt" 2>&1
-      tail -7 "$out/hot-safety-7-9.txt" ;;
+      timeout 60 "$build/cmt-lab-register-wait" > "$out/register-wait.txt" 2>&1
+      cat "$out/register-wait.txt"
+      HOT_SAFETY_JOBS=5 timeout 300 "$here/../tests/hot_safety.sh" "$build/cmt" \
+        "$build/tests/cmt_hot_safety_gpu" 10000 10 gpu > "$out/hot-safety.txt" 2>&1
+      tail -7 "$out/hot-safety.txt" ;;
     dma)
       # The lab's yardsticks (bench/lab/NOTES.md 15-24): the DMA side alone, under CPU load, and
       # the bare staged pipeline with either store.

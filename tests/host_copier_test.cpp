@@ -429,6 +429,43 @@ TEST(HostLeg, ReadsOfOneDescriptorFromSeveralThreadsEachGetBytesOfTheirOwn) {
   unlink(name);
 }
 
+// A read() whose buffer cannot be written past some point: the bytes before it, and the offset
+// moved past them alone, as the kernel's read leaves it; where nothing can be written, -1 and
+// EFAULT with the offset where it was (the claimed bytes given back).
+TEST(HostLeg, AReadThatFaultsMovesTheOffsetPastWhatItReadAlone) {
+  const std::size_t size = 4u << 20, half = 1u << 20, page = 4096;
+  PatternFile file(size);
+  ASSERT_GE(file.fd, 0);
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  HostMemoryMap map;
+  HostLeg leg(&map);
+  leg.arm(copier, host_config(HostCopy::All));
+  auto* buf = static_cast<unsigned char*>(
+      mmap(nullptr, 2 * half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(buf, MAP_FAILED);
+  munmap(buf + half, half);
+  ASSERT_EQ(lseek(file.fd, 1000, SEEK_SET), 1000);
+  HostLeg::ReadTaken r = leg.take_read(file.fd, buf + page, 2 * half - page, -1);
+  ASSERT_TRUE(r.taken);
+  ASSERT_GT(r.result, 0);
+  EXPECT_LE(r.result, static_cast<long>(half - page));
+  EXPECT_EQ(std::memcmp(buf + page, file.bytes.data() + 1000, static_cast<std::size_t>(r.result)), 0);
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), 1000 + r.result);
+  const off_t before = lseek(file.fd, 0, SEEK_CUR);
+  iovec seg{buf + half, half};  // nothing mapped there
+  r = leg.take_readv(file.fd, &seg, 1, -1);
+  EXPECT_TRUE(r.taken);
+  EXPECT_EQ(r.result, -1);
+  EXPECT_EQ(r.error, EFAULT);
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), before);
+  r = leg.take_read(file.fd, buf + half, half, -1);
+  EXPECT_TRUE(r.taken);
+  EXPECT_EQ(r.result, -1);
+  EXPECT_EQ(r.error, EFAULT);
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), before);
+  munmap(buf, half);
+}
+
 // A file that says it holds nothing (procfs, and other files the kernel makes as they are read,
 // whose reads at an offset are made afresh) is libc's, whatever the read's size: stretches read
 // apart could join two versions of it.

@@ -279,6 +279,9 @@ CUresult mem_host_register(void* p, size_t bytes, unsigned) {
   return CUDA_SUCCESS;
 }
 CUresult mem_host_unregister(void* p) {
+  // As CUDA's, which waits for every kernel queued on the GPU (bench/lab/NOTES.md 59).
+  if (const int ms = g_fake->unregister_wait_ms.load())
+    std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   std::lock_guard<std::mutex> lk(g_fake->mu);
   const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(p) / kPage * kPage;
   if (!g_fake->host_ranges.erase(lo)) return CUDA_ERROR_NOT_FOUND;

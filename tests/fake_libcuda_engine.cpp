@@ -9,7 +9,8 @@
 //   record_fail_at, query_fail_record, host_register (a CUresult), event_create (a CUresult),
 //   no_context (0/1), devices (GPUs, each with one context; none reaches another's memory),
 //   check_releases (1: every system call that releases pages is checked against the registered
-//   ranges: fake_release_check.cpp).
+//   ranges: fake_release_check.cpp), unregister_wait_ms (how long cuMemHostUnregister takes, as
+//   CUDA's waits for the GPU's queued work).
 #include <cuda.h>
 
 #include <cerrno>
@@ -44,6 +45,7 @@ void set_fault(FakeDriver& d, const std::string& key, long v) {
   else if (key == "event_create") f.event_create = static_cast<CUresult>(v);
   else if (key == "no_context") f.no_context = v != 0;
   else if (key == "devices") d.devices = static_cast<int>(v);
+  else if (key == "unregister_wait_ms") d.unregister_wait_ms.store(static_cast<int>(v));
   else if (key == "check_releases") {
     // A kernel or container without seccomp's user notification: said, and the run goes on
     // without the watch (hot_safety.sh then checks the bytes alone, and says so).

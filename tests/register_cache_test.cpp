@@ -150,6 +150,103 @@ TEST(RegisterCache, AReleasedChunkDropsItsRegistrationsAndCandidates) {
   EXPECT_EQ(h.watch_hi, h.watch_lo);  // nothing left to watch
 }
 
+// free_later's function in the test below: which chunk it freed, and whether the driver still
+// held a registration inside it then.
+std::atomic<std::uintptr_t> g_freed{0};
+std::atomic<bool> g_registered_when_freed{false};
+constexpr std::size_t kFreedSize = 256 << 10;
+void note_free(void* chunk) {
+  const auto lo = reinterpret_cast<std::uintptr_t>(chunk);
+  g_registered_when_freed.store(fake::registered_overlap(lo, lo + kFreedSize));
+  g_freed.store(lo);
+}
+
+// A free() of a chunk holding a registration returns at once, though unregistering takes long
+// (in CUDA it waits for every kernel queued on the GPU): the registration leaves the table then,
+// and a thread of the cache's takes it back from the driver and only then frees the chunk. A
+// chunk holding none, and every chunk before free_later, is the caller's to free at once.
+TEST(RegisterCache, AFreeOfAChunkHoldingARegistrationIsFinishedLater) {
+  auto owned = std::make_unique<Harness>();
+  Harness& h = *owned;
+  const std::uintptr_t a = 0x30000000, b = 0x40000000, c = 0x50000000;
+  h.cache.offer(at(a), kFreedSize);
+  h.cache.offer(at(a), kFreedSize);
+  ASSERT_EQ(h.registered(), 1u);
+  EXPECT_FALSE(h.cache.chunk_freed(reinterpret_cast<void*>(a), a, a + kFreedSize))
+      << "no free_later yet: the caller frees";
+  EXPECT_EQ(h.registered(), 0u);
+  h.cache.free_later(note_free, false);
+  h.driver.unregister_wait_ms.store(300);
+  for (std::uintptr_t x : {b, c}) {
+    h.cache.offer(at(x), kFreedSize);
+    h.cache.offer(at(x), kFreedSize);
+  }
+  ASSERT_EQ(h.registered(), 2u);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(h.cache.chunk_freed(reinterpret_cast<void*>(b), b, b + kFreedSize));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150))
+      << "the free waited for the driver";
+  EXPECT_FALSE(h.cache.covers(at(b), kFreedSize));
+  EXPECT_EQ(g_freed.load(), 0u) << "freed before its registration was back";
+  EXPECT_EQ(h.cache.frees_pending(), 1u);
+  // A release of those pages meanwhile (the program unmapping what it freed) waits until the
+  // registration is back, as every release does.
+  h.cache.pages_released(b, b + kFreedSize);
+  EXPECT_FALSE(fake::registered_overlap(b, b + kFreedSize));
+  for (int i = 0; i < 500 && h.cache.frees_pending(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_EQ(h.cache.frees_pending(), 0u);
+  EXPECT_EQ(g_freed.load(), b);
+  EXPECT_FALSE(g_registered_when_freed.load());
+  EXPECT_EQ(h.registered(), 1u);  // c's
+  EXPECT_EQ(h.cache.counts().freed_later, 1u);
+  // A chunk that holds no registration: the caller's, at once.
+  h.cache.offer(at(0x60000000), kFreedSize);  // a candidate only
+  EXPECT_FALSE(h.cache.chunk_freed(reinterpret_cast<void*>(0x60000000), 0x60000000,
+                                   0x60000000 + kFreedSize));
+  // Destroying the cache (as a process's exit closes the product's) makes the frees still
+  // queued first.
+  g_freed.store(0);
+  EXPECT_TRUE(h.cache.chunk_freed(reinterpret_cast<void*>(c), c, c + kFreedSize));
+  owned.reset();
+  EXPECT_EQ(g_freed.load(), c);
+  EXPECT_FALSE(g_registered_when_freed.load());
+}
+
+// LaterFrees runs what it takes in order, on its own thread; close() returns once all of it has
+// run and takes nothing after; in a forked child it takes nothing.
+TEST(LaterFrees, RunsTasksInOrderAndClosesOnceTheyHaveRun) {
+  struct Note final : LaterFrees::Task {
+    std::vector<int>* out;
+    int n;
+    std::thread::id* where;
+    Note(std::vector<int>* o, int i, std::thread::id* w) : out(o), n(i), where(w) {}
+    void run() noexcept override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      out->push_back(n);
+      *where = std::this_thread::get_id();
+    }
+  };
+  std::vector<int> ran;
+  std::thread::id where;
+  LaterFrees later;
+  for (int i = 0; i < 5; ++i) {
+    std::unique_ptr<LaterFrees::Task> t = std::make_unique<Note>(&ran, i, &where);
+    ASSERT_TRUE(later.post(t));
+    EXPECT_FALSE(t) << "a task taken is the thread's";
+  }
+  later.close();
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4}));
+  EXPECT_NE(where, std::this_thread::get_id());
+  EXPECT_EQ(later.pending(), 0u);
+  std::unique_ptr<LaterFrees::Task> t = std::make_unique<Note>(&ran, 9, &where);
+  EXPECT_FALSE(later.post(t)) << "closed";
+  EXPECT_TRUE(t) << "a task not taken stays the caller's";
+  LaterFrees child;
+  child.forget_in_child();
+  EXPECT_FALSE(child.post(t));
+}
+
 TEST(RegisterCache, ReleasedPagesDropEveryRegistrationOnThem) {
   Harness h;
   const std::uintptr_t a = 0x50000000 + 64;

@@ -21,6 +21,8 @@
 
 #include "common/release_abi.h"
 
+extern "C" void __libc_free(void*);
+
 namespace {
 
 struct Report {
@@ -50,7 +52,14 @@ void all() noexcept {
   g_last = {'a', 0, 0, true};
   ++g_reports;
 }
-const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, pages, chunk, all};
+// free(): reported as a chunk; the chunk at g_take_over is taken over (the hook must not free it:
+// the test frees it itself, and a second free would be glibc's double-free abort).
+void* g_take_over = nullptr;
+bool freed(void* p, std::uintptr_t lo, std::uintptr_t hi) noexcept {
+  chunk(lo, hi);
+  return p == g_take_over;
+}
+const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, pages, chunk, freed, all};
 
 int g_failures = 0;
 void expect(bool ok, const std::string& what) {
@@ -103,6 +112,17 @@ int main() {
   expect_report('c', p, big - 4096, "free of an mmap'd chunk", [&] { std::free(p); });
   p = std::malloc(100 << 10);
   expect_report('c', p, 100 << 10, "free of a heap chunk", [&] { std::free(p); });
+  // A free the engine takes over is not glibc's: the chunk is still allocated after it.
+  for (std::size_t bytes : {big, std::size_t{100} << 10}) {
+    g_take_over = std::malloc(bytes);
+    std::memset(g_take_over, 7, bytes);
+    expect_report('c', g_take_over, bytes, "free taken over", [&] { std::free(g_take_over); });
+    expect(static_cast<unsigned char*>(g_take_over)[bytes - 1] == 7 &&
+               malloc_usable_size(g_take_over) >= bytes,
+           "a free taken over left the chunk allocated");
+    __libc_free(g_take_over);  // the engine's part
+    g_take_over = nullptr;
+  }
   void* small = std::malloc(1000);
   expect_none("free of a chunk under `smallest`", [&] { std::free(small); });
   p = std::malloc(big);

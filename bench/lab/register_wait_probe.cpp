@@ -5,7 +5,11 @@
 // 16 MiB and 256 MiB of page-aligned malloc'd memory: cuMemHostRegister and cuMemHostUnregister
 // with the GPU idle, then each while a kernel spins for --spin-ms on a non-blocking stream of
 // their own context, and a copy from the registered buffer on another non-blocking stream
-// meanwhile (does it finish before the kernel?). Median ms of --reps each.
+// meanwhile (does it finish before the kernel?). Median ms of --reps each. Then, for 256 KiB and
+// 16 MiB malloc'd buffers each copied to the GPU three times (under `cmt run` with
+// CMT_REGISTER=hot, cmt registers them at the second copy), how long free() of the buffer takes
+// while a kernel spins: cmt's release thread unregisters it and frees it later, so the free
+// should not wait for the kernel.
 //
 // usage: cmt-lab-register-wait [--spin-ms 50] [--reps 5]
 #include <cuda.h>
@@ -127,6 +131,28 @@ int main(int argc, char** argv) {
     }
     CMT_CHECK_CU(cuMemFree(dev));
     std::free(host);
+  }
+  std::printf("free() of a malloc'd buffer copied 3 times, the kernel spinning: median ms of %d\n",
+              reps);
+  for (std::size_t bytes : {std::size_t{256} << 10, std::size_t{16} << 20}) {
+    CUdeviceptr dev;
+    CMT_CHECK_CU(cuMemAlloc(&dev, bytes));
+    std::vector<double> t;
+    for (int r = 0; r < reps; ++r) {
+      void* host = std::malloc(bytes);
+      if (!host) return 1;
+      std::memset(host, 2, bytes);
+      for (int i = 0; i < 3; ++i) CMT_CHECK_CU(cuMemcpyHtoD(dev, host, bytes));
+      unsigned long long ns = static_cast<unsigned long long>(spin_ms * 1e6);
+      void* args[] = {&ns};
+      CMT_CHECK_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, busy, args, nullptr));
+      const auto t0 = std::chrono::steady_clock::now();
+      std::free(host);
+      t.push_back(ms_since(t0));
+      CMT_CHECK_CU(cuStreamSynchronize(busy));
+    }
+    std::printf("%-8s free %.3f ms\n", (std::to_string(bytes >> 10) + "K").c_str(), median(t));
+    CMT_CHECK_CU(cuMemFree(dev));
   }
   return 0;
 }

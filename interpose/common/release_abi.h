@@ -11,7 +11,7 @@
 
 namespace cmt {
 
-inline constexpr unsigned kReleaseAbiVersion = 1;
+inline constexpr unsigned kReleaseAbiVersion = 2;
 inline constexpr const char* kReleaseLibraryAttachSymbol = "cmt_release_library_attach";
 
 // The engine's side.
@@ -20,10 +20,14 @@ struct ReleaseAbi {
   // Pages in [lo, hi) are about to be given back or replaced (munmap, mremap, madvise, mmap over
   // them, brk): every registration on them must go, before the call. Never throws.
   void (*pages_released)(std::uintptr_t lo, std::uintptr_t hi) noexcept;
-  // A glibc chunk whose user bytes lie in [lo, hi) is about to be freed or reallocated: every
+  // A glibc chunk whose user bytes lie in [lo, hi) is about to be reallocated: every
   // registration of a copied range inside it must go (its pages may be trimmed or unmapped
   // once no live chunk holds them). Never throws.
   void (*chunk_released)(std::uintptr_t lo, std::uintptr_t hi) noexcept;
+  // The same for a free() of `chunk`, which the engine may take over: true when it frees the
+  // chunk itself, once its registrations are back with the driver (the hook then must not free
+  // it); false when the hook frees it now. Never throws.
+  bool (*chunk_freed)(void* chunk, std::uintptr_t lo, std::uintptr_t hi) noexcept;
   // Something whose extent the hook cannot tell was released (malloc_trim, shmdt): every
   // registration goes. Never throws.
   void (*all_released)() noexcept;

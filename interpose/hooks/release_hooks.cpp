@@ -118,16 +118,33 @@ void report_pages(const void* p, std::size_t bytes) noexcept {
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->pages_released(lo, hi);
 }
 
-// A glibc chunk about to be freed or reallocated: its extent from the size word before it (the
-// low three bits are flags). Only reached for pointers inside the watched span.
-__attribute__((noinline)) void report_chunk(void* p) noexcept {
-  if (!g_glibc_malloc) return;
+// A glibc chunk's size, from the size word before it (the low three bits are flags); 0 where the
+// chunk is not one the cache can hold registrations in (too small, or not glibc's malloc).
+std::size_t chunk_size(void* p) noexcept {
+  if (!g_glibc_malloc) return 0;
   const std::size_t size = static_cast<std::size_t*>(p)[-1] & ~std::size_t{7};
-  if (size < g_smallest.load(std::memory_order_relaxed)) return;
+  return size < g_smallest.load(std::memory_order_relaxed) ? 0 : size;
+}
+
+// A glibc chunk about to be reallocated. Only reached for pointers inside the watched span.
+__attribute__((noinline)) void report_chunk(void* p) noexcept {
+  const std::size_t size = chunk_size(p);
+  if (!size) return;
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
   KeepErrno keep;
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire))
     abi->chunk_released(lo, lo + size);
+}
+
+// A glibc chunk about to be freed: true when the engine took the free over and makes it itself
+// (common/release_abi.h). Only reached for pointers inside the watched span.
+__attribute__((noinline)) bool report_chunk_free(void* p) noexcept {
+  const std::size_t size = chunk_size(p);
+  if (!size) return false;
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  KeepErrno keep;
+  const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire);
+  return abi && abi->chunk_freed(p, lo, lo + size);
 }
 
 void report_all() noexcept {
@@ -237,7 +254,7 @@ CMT_RELEASE_EXPORT const cmt::ReleaseLibrary* cmt_release_library_attach(
 
 CMT_RELEASE_EXPORT void free(void* p) {
   if (__builtin_expect(!in_span(p), 1)) return g_free.load(std::memory_order_relaxed)(p);
-  report_chunk(p);
+  if (report_chunk_free(p)) return;  // the engine frees it once its registrations are back
   g_free.load(std::memory_order_relaxed)(p);
 }
 

@@ -34,6 +34,8 @@
 #include "interposer/recorder.h"
 #include "interposer/stats.h"
 
+extern "C" void __libc_free(void*);  // glibc's own free, below libcmt-release.so
+
 namespace cmt {
 namespace {
 
@@ -91,8 +93,13 @@ void report_chunk_released(std::uintptr_t lo, std::uintptr_t hi) noexcept {
 void report_all_released() noexcept {
   with_register_cache([](RegisterCache& cache) { cache.all_released(); });
 }
+bool report_chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t hi) noexcept {
+  bool later = false;
+  with_register_cache([&](RegisterCache& cache) { later = cache.chunk_freed(chunk, lo, hi); });
+  return later;
+}
 const ReleaseAbi kReleaseAbi{kReleaseAbiVersion, report_pages_released, report_chunk_released,
-                             report_all_released};
+                             report_chunk_freed, report_all_released};
 
 // register_max's default: a quarter of the machine's memory.
 std::size_t default_register_max() {
@@ -321,6 +328,9 @@ void Interposer::build_register_cache() {
       [watch = library->watch](std::uintptr_t lo, std::uintptr_t hi, std::size_t smallest) {
         watch(lo, hi, smallest);
       });
+  // Frees of chunks holding registrations finished on a thread of the cache's: glibc's own free,
+  // the one below libcmt-release.so (library->glibc_malloc).
+  cache->free_later(&__libc_free, true);
   use_register_cache(cache);
   g_register_cache.store(cache, std::memory_order_release);
 }

@@ -48,6 +48,13 @@ bool overlap(std::uintptr_t a_lo, std::uintptr_t a_hi, std::uintptr_t b_lo, std:
   return a_lo < b_hi && b_lo < a_hi;
 }
 
+// A chunk's release drops the registrations of ranges copied inside it (drop's `hits`).
+auto copied_inside(std::uintptr_t lo, std::uintptr_t hi) {
+  return [lo, hi](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t, std::uintptr_t) {
+    return overlap(copy_lo, copy_hi, lo, hi);
+  };
+}
+
 }  // namespace
 
 RegisterCache::Use& RegisterCache::Use::operator=(Use&& other) noexcept {
@@ -74,6 +81,7 @@ RegisterCache::RegisterCache(const DriverApi& driver, RegisterSettings settings,
       watch_(std::move(watch)) {}
 
 RegisterCache::~RegisterCache() {
+  later_.reset();  // the frees taken over made first: their tasks use the table
   InCache inside;
   std::vector<std::unique_ptr<Entry>> gone;
   {
@@ -405,44 +413,56 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
   std::vector<std::unique_ptr<Entry>> gone;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    bool changed = false;
-    // A candidate being registered right now loses its slot: its registering thread, finding
-    // the slot's id changed, drops what it registered. Only candidates starting within the
-    // longest one's length below `lo` can reach it.
-    const std::uintptr_t from = lo > longest_candidate_ ? lo - longest_candidate_ : 0;
-    for (auto it = candidates_by_lo_.lower_bound({from, -1});
-         it != candidates_by_lo_.end() && it->first < hi;) {
-      Candidate& c = candidates_[it->second];
-      ++it;  // clear_candidate erases c's own place in the set
-      if (overlap(c.lo, c.hi, lo, hi)) {
-        clear_candidate(c);
-        changed = true;
-      }
-    }
-    // Only the entries whose pages or copied range can reach [lo, hi).
-    const std::uintptr_t end = window_end(hi);
-    for (auto it = first_reaching(entries_, window_start(lo));
-         it != entries_.end() && it->first < end;) {
-      Entry& e = *it->second;
-      if (!hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) {
-        ++it;
-      } else if (!e.ready) {
-        e.dropped = true;  // its registering thread drops it
-        ++it;
-      } else {
-        CMT_LOG(debug, "hot buffer [{:#x}, +{}) unregistered: [{:#x}, +{}) {}", e.copy_lo,
-                e.copy_hi - e.copy_lo, lo, hi - lo,
-                counter == &counts_.handed_back ? "is handed back to CUDA" : "is released");
-        registered_bytes_ -= e.bytes();
-        ++*counter;
-        retire(e);
-        gone.push_back(std::move(it->second));
-        it = entries_.erase(it);
-        changed = true;
-      }
-    }
-    if (changed) update_watch();
+    collect(lo, hi, hits, counter, gone);
   }
+  finish(lo, hi, gone, started);
+}
+
+template <typename Hits>
+void RegisterCache::collect(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter,
+                            std::vector<std::unique_ptr<Entry>>& gone) {
+  bool changed = false;
+  // A candidate being registered right now loses its slot: its registering thread, finding
+  // the slot's id changed, drops what it registered. Only candidates starting within the
+  // longest one's length below `lo` can reach it.
+  const std::uintptr_t from = lo > longest_candidate_ ? lo - longest_candidate_ : 0;
+  for (auto it = candidates_by_lo_.lower_bound({from, -1});
+       it != candidates_by_lo_.end() && it->first < hi;) {
+    Candidate& c = candidates_[it->second];
+    ++it;  // clear_candidate erases c's own place in the set
+    if (overlap(c.lo, c.hi, lo, hi)) {
+      clear_candidate(c);
+      changed = true;
+    }
+  }
+  // Only the entries whose pages or copied range can reach [lo, hi).
+  const std::uintptr_t end = window_end(hi);
+  for (auto it = first_reaching(entries_, window_start(lo));
+       it != entries_.end() && it->first < end;) {
+    Entry& e = *it->second;
+    if (!hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) {
+      ++it;
+    } else if (!e.ready) {
+      e.dropped = true;  // its registering thread drops it
+      ++it;
+    } else {
+      CMT_LOG(debug, "hot buffer [{:#x}, +{}) unregistered: [{:#x}, +{}) {}", e.copy_lo,
+              e.copy_hi - e.copy_lo, lo, hi - lo,
+              counter == &counts_.handed_back ? "is handed back to CUDA" : "is released");
+      registered_bytes_ -= e.bytes();
+      ++*counter;
+      retire(e);
+      gone.push_back(std::move(it->second));
+      it = entries_.erase(it);
+      changed = true;
+    }
+  }
+  if (changed) update_watch();
+}
+
+void RegisterCache::finish(std::uintptr_t lo, std::uintptr_t hi,
+                           std::vector<std::unique_ptr<Entry>>& gone,
+                           std::chrono::steady_clock::time_point started) {
   unregister(gone);
   wait_until_unregistered(lo, hi);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -450,6 +470,66 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
   std::lock_guard<std::mutex> lk(mu_);
   ++counts_.reports;
   counts_.report_ns += static_cast<std::uint64_t>(ns);
+}
+
+// A free chunk_freed took over: its registrations back from the driver, then the chunk freed.
+struct RegisterCache::FreeTask final : LaterFrees::Task {
+  RegisterCache* cache = nullptr;
+  void* chunk = nullptr;
+  std::uintptr_t lo = 0, hi = 0;
+  std::chrono::steady_clock::time_point started;
+  std::vector<std::unique_ptr<Entry>> gone;
+  void run() noexcept override {
+    InCache inside;  // the driver's own frees while it unregisters are not reports
+    cache->finish(lo, hi, gone, started);
+    cache->free_now_(chunk);
+  }
+};
+
+void RegisterCache::free_later(void (*free_now)(void*), bool close_at_exit) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!later_) later_ = std::make_unique<LaterFrees>(close_at_exit);
+  free_now_ = free_now;
+}
+
+std::size_t RegisterCache::frees_pending() {
+  return later_ ? later_->pending() : 0;
+}
+
+bool RegisterCache::chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t hi) {
+  if (t_in_cache) return false;  // the cache's own work: as drop, no report
+  if (!free_now_) {
+    chunk_released(lo, hi);
+    return false;
+  }
+  InCache inside;
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<Entry>> gone;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (forked_child_) return false;  // nothing registered: the parent's were forgotten
+    collect(lo, hi, copied_inside(lo, hi), &counts_.invalidations, gone);
+  }
+  if (!gone.empty()) {
+    std::unique_ptr<FreeTask> task(new (std::nothrow) FreeTask);
+    if (task) {
+      task->cache = this;
+      task->chunk = chunk;
+      task->lo = lo;
+      task->hi = hi;
+      task->started = started;
+      task->gone.swap(gone);
+      std::unique_ptr<LaterFrees::Task> posted(task.release());
+      if (later_->post(posted)) {
+        std::lock_guard<std::mutex> lk(mu_);
+        ++counts_.freed_later;
+        return true;
+      }
+      gone.swap(static_cast<FreeTask&>(*posted).gone);  // not taken: finished here
+    }
+  }
+  finish(lo, hi, gone, started);
+  return false;
 }
 
 void RegisterCache::pages_released(std::uintptr_t lo, std::uintptr_t hi) {
@@ -460,9 +540,7 @@ void RegisterCache::pages_released(std::uintptr_t lo, std::uintptr_t hi) {
 }
 
 void RegisterCache::chunk_released(std::uintptr_t lo, std::uintptr_t hi) {
-  drop(lo, hi, [&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t,
-                   std::uintptr_t) { return overlap(copy_lo, copy_hi, lo, hi); },
-       &counts_.invalidations);
+  drop(lo, hi, copied_inside(lo, hi), &counts_.invalidations);
 }
 
 void RegisterCache::hand_back(std::uintptr_t lo, std::uintptr_t hi) {
@@ -555,6 +633,7 @@ void RegisterCache::update_watch() {
 void RegisterCache::forget_in_child() {
   InCache inside;  // the lock is held (fork_lock), and the frees below are the cache's own
   forked_child_ = true;
+  if (later_) later_->forget_in_child();  // its thread and its queue were the parent's
   if (watch_) watch_(0, 0, settings_.from);
   for (auto& [first, e] : entries_) e.release();  // leaked: the parent's, no driver to unregister
   entries_.clear();

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "cuda/driver_api.h"
+#include "interposer/later_frees.h"
 #include "interposer/trackable_memory.h"
 
 namespace cmt {
@@ -53,10 +54,11 @@ struct RegisterCounts {
   std::uint64_t invalidations = 0;  // registrations dropped because their pages were released
   std::uint64_t evictions = 0;      // registrations dropped to make room
   std::uint64_t handed_back = 0;    // dropped so that CUDA sees pageable memory (hand_back)
-  std::uint64_t reports = 0;        // releases and hand-backs looked at (inside the watched span)
-  std::uint64_t report_ns = 0;      // their time in the cache, waits included
-  std::uint64_t refusals = 0;       // candidates that could not be registered (kind, overlap, size)
-  std::uint64_t failures = 0;       // cuMemHostRegister calls that failed
+  std::uint64_t freed_later = 0;  // frees of chunks holding registrations taken over (chunk_freed)
+  std::uint64_t reports = 0;      // releases and hand-backs looked at (inside the watched span)
+  std::uint64_t report_ns = 0;    // their time in the cache, waits included
+  std::uint64_t refusals = 0;     // candidates that could not be registered (kind, overlap, size)
+  std::uint64_t failures = 0;     // cuMemHostRegister calls that failed
   std::uint64_t registered_bytes = 0;  // now
 };
 
@@ -114,6 +116,20 @@ class RegisterCache {
   void pages_released(std::uintptr_t lo, std::uintptr_t hi);
   void chunk_released(std::uintptr_t lo, std::uintptr_t hi);
   void all_released();
+  // A free() of the glibc chunk `chunk`, whose user bytes lie in [lo, hi), about to be made. As
+  // chunk_released, except where registrations of ranges copied inside it must be taken back:
+  // then they leave the table now and the free is taken over (true), finished by a thread of the
+  // cache's (later_frees.h) that unregisters them and then frees the chunk with free_later's
+  // function, so the program's free does not wait for the GPU (cuMemHostUnregister waits for
+  // every kernel queued there, lab/NOTES.md 59). The chunk is no longer the program's, and glibc
+  // cannot hand its bytes to anyone before that free, so no copy can meet its registrations
+  // meanwhile. False: the caller frees the chunk now; nothing of cmt's is registered inside it.
+  bool chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t hi);
+  // How chunk_freed's thread frees a chunk (glibc's own free); until set, chunk_freed takes no
+  // free over. close_at_exit: the process's exit waits for the frees taken over (the product's).
+  void free_later(void (*free_now)(void*), bool close_at_exit);
+  // Frees taken over and not yet made.
+  std::size_t frees_pending();
   // A call cmt leaves to CUDA (a copy it does not make, the program's own registration) is about
   // to use [lo, hi): each registration on those pages is dropped first, so that CUDA finds the
   // memory as it would without cmt. One compare when none is there.
@@ -173,6 +189,14 @@ class RegisterCache {
   // the dropped entries outside the lock once no copy holds them.
   template <typename Hits>
   void drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter);
+  // drop's two halves: the table's part, with mu_ held (the dropped entries into `gone`, each
+  // retired), and the driver's, without it (unregister, wait_until_unregistered, the count).
+  template <typename Hits>
+  void collect(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter,
+               std::vector<std::unique_ptr<Entry>>& gone);
+  void finish(std::uintptr_t lo, std::uintptr_t hi, std::vector<std::unique_ptr<Entry>>& gone,
+              std::chrono::steady_clock::time_point started);
+  struct FreeTask;  // chunk_freed's work for later_'s thread
   // Takes the entries in `gone` (each retired) back from the driver, once no copy holds them.
   void unregister(std::vector<std::unique_ptr<Entry>>& gone);
   // An entry off the table that is still registered with the driver: its pages stay in
@@ -217,6 +241,8 @@ class RegisterCache {
   std::size_t registered_bytes_ = 0;
   bool forked_child_ = false;
   RegisterCounts counts_;
+  void (*free_now_)(void*) = nullptr;  // free_later's; chunk_freed takes nothing over until set
+  std::unique_ptr<LaterFrees> later_;  // made by free_later; closed first at destruction
 };
 
 }  // namespace cmt

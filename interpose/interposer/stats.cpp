@@ -133,7 +133,7 @@ std::string Stats::register_json() const {
                 "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
                 "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu, "
                 "\"release_reports\": %llu, \"release_seconds\": %.6f, \"beside_copies\": %llu, "
-                "\"beside_bytes\": %llu}",
+                "\"beside_bytes\": %llu, \"freed_later\": %llu}",
                 register_cache_ ? "true" : "false",
                 static_cast<unsigned long long>(hot_calls_.load()),
                 static_cast<unsigned long long>(hot_bytes_.load()),
@@ -146,7 +146,8 @@ std::string Stats::register_json() const {
                 static_cast<unsigned long long>(c.registered_bytes),
                 static_cast<unsigned long long>(c.reports), static_cast<double>(c.report_ns) / 1e9,
                 static_cast<unsigned long long>(beside_calls_.load()),
-                static_cast<unsigned long long>(beside_bytes_.load()));
+                static_cast<unsigned long long>(beside_bytes_.load()),
+                static_cast<unsigned long long>(c.freed_later));
   return buf;
 }
 
@@ -225,14 +226,15 @@ std::string Stats::summary() const {
   }
   if (register_cache_) {
     const RegisterCounts c = register_cache_->counts();
-    char buf[400];  // the text and seven counts of up to 20 digits
+    char buf[440];  // the text and eight counts of up to 20 digits
     std::snprintf(buf, sizeof buf,
                   "; hot buffers: %llu copies from %llu registrations (%llu dropped on release, "
-                  "%llu handed back to CUDA, %llu evicted, %llu refused), %llu small copies "
-                  "beside them",
+                  "%llu of them freed later, %llu handed back to CUDA, %llu evicted, %llu "
+                  "refused), %llu small copies beside them",
                   static_cast<unsigned long long>(hot_calls_.load()),
                   static_cast<unsigned long long>(c.registrations),
                   static_cast<unsigned long long>(c.invalidations),
+                  static_cast<unsigned long long>(c.freed_later),
                   static_cast<unsigned long long>(c.handed_back),
                   static_cast<unsigned long long>(c.evictions),
                   static_cast<unsigned long long>(c.refusals),

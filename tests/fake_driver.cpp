@@ -283,6 +283,7 @@ CUresult mem_host_unregister(void* p) {
   if (const int ms = g_fake->unregister_wait_ms.load())
     std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   std::lock_guard<std::mutex> lk(g_fake->mu);
+  g_fake->last_unregister_context = current();
   const std::uintptr_t lo = reinterpret_cast<std::uintptr_t>(p) / kPage * kPage;
   if (!g_fake->host_ranges.erase(lo)) return CUDA_ERROR_NOT_FOUND;
   note_unregistered(lo);

@@ -79,6 +79,7 @@ class FakeDriver {
   std::atomic<long> dma_count{0}, query_count{0}, record_count{0}, register_count{0};
   std::atomic<long> pointer_queries{0};  // cuPointerGetAttributes calls
   std::atomic<int> unregister_wait_ms{0};  // how long cuMemHostUnregister takes (the GPU's work)
+  CUcontext last_unregister_context = nullptr;  // current at the last cuMemHostUnregister (mu)
   std::atomic<long> unsafe_calls{0};
   std::atomic<long> dmas_run{0};
   // Where each of the engine's DMAs writes, in the order they were enqueued (under `mu`).

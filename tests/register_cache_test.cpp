@@ -177,10 +177,15 @@ TEST(RegisterCache, AFreeOfAChunkHoldingARegistrationIsFinishedLater) {
   EXPECT_EQ(h.registered(), 0u);
   h.cache.free_later(note_free, false);
   h.driver.unregister_wait_ms.store(300);
+  // Registered in a context of GPU 1's: the cache's thread, which has none current, must make it
+  // current to unregister them.
+  h.driver.devices = 2;
+  ASSERT_EQ(h.driver.api().ctx_set_current(fake::fake_context(1)), CUDA_SUCCESS);
   for (std::uintptr_t x : {b, c}) {
     h.cache.offer(at(x), kFreedSize);
     h.cache.offer(at(x), kFreedSize);
   }
+  ASSERT_EQ(h.driver.api().ctx_set_current(fake::fake_context(0)), CUDA_SUCCESS);
   ASSERT_EQ(h.registered(), 2u);
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(h.cache.chunk_freed(reinterpret_cast<void*>(b), b, b + kFreedSize));
@@ -200,6 +205,10 @@ TEST(RegisterCache, AFreeOfAChunkHoldingARegistrationIsFinishedLater) {
   EXPECT_FALSE(g_registered_when_freed.load());
   EXPECT_EQ(h.registered(), 1u);  // c's
   EXPECT_EQ(h.cache.counts().freed_later, 1u);
+  {
+    std::lock_guard<std::mutex> lk(h.driver.mu);
+    EXPECT_EQ(h.driver.last_unregister_context, fake::fake_context(1));
+  }
   // A chunk that holds no registration: the caller's, at once.
   h.cache.offer(at(0x60000000), kFreedSize);  // a candidate only
   EXPECT_FALSE(h.cache.chunk_freed(reinterpret_cast<void*>(0x60000000), 0x60000000,

@@ -16,6 +16,7 @@ struct RegisterCache::Entry {
   std::uint64_t last = 0;                   // tick of the last copy from it
   bool ready = false;    // registered (not while cuMemHostRegister runs)
   bool dropped = false;  // released while being registered: the registering thread drops it
+  CUcontext context = nullptr;  // current when it was registered: current again to unregister it
   std::atomic<int> users{0};
   std::size_t bytes() const { return page_hi - page_lo; }
 };
@@ -363,6 +364,7 @@ bool RegisterCache::inside_pages(std::uintptr_t lo, std::uintptr_t hi, std::uint
 // registered instead, and `e` shrunk to them under the lock.
 CUresult RegisterCache::register_pages(Entry* e, std::uintptr_t lo, std::uintptr_t hi) {
   RelaxedCaptureMode relaxed(driver_);
+  if (driver_.ctx_get_current(&e->context) != CUDA_SUCCESS) e->context = nullptr;
   std::uintptr_t page_lo = e->page_lo, page_hi = e->page_hi;
   CUresult r = driver_.mem_host_register(reinterpret_cast<void*>(page_lo), page_hi - page_lo,
                                          CU_MEMHOSTREGISTER_PORTABLE);
@@ -460,16 +462,17 @@ void RegisterCache::collect(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std
   if (changed) update_watch();
 }
 
-void RegisterCache::finish(std::uintptr_t lo, std::uintptr_t hi,
+bool RegisterCache::finish(std::uintptr_t lo, std::uintptr_t hi,
                            std::vector<std::unique_ptr<Entry>>& gone,
                            std::chrono::steady_clock::time_point started) {
-  unregister(gone);
+  const bool all = unregister(gone);
   wait_until_unregistered(lo, hi);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - started).count();
   std::lock_guard<std::mutex> lk(mu_);
   ++counts_.reports;
   counts_.report_ns += static_cast<std::uint64_t>(ns);
+  return all;
 }
 
 // A free chunk_freed took over: its registrations back from the driver, then the chunk freed.
@@ -481,8 +484,13 @@ struct RegisterCache::FreeTask final : LaterFrees::Task {
   std::vector<std::unique_ptr<Entry>> gone;
   void run() noexcept override {
     InCache inside;  // the driver's own frees while it unregisters are not reports
-    cache->finish(lo, hi, gone, started);
-    cache->free_now_(chunk);
+    // A registration the driver would not take back may outlive the chunk's pages: the chunk is
+    // kept (leaked), so that nothing new is ever mapped where the driver still holds old pages.
+    if (cache->finish(lo, hi, gone, started)) {
+      cache->free_now_(chunk);
+    } else {
+      CMT_WARN_ONCE("a hot buffer could not be unregistered; its memory is kept, not freed");
+    }
   }
 };
 
@@ -556,14 +564,23 @@ void RegisterCache::all_released() {
        &counts_.invalidations);
 }
 
-void RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
+bool RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
+  bool all = true;
   for (auto& e : gone) {
     // A copy still using it finishes first (a program that frees a buffer while another thread
     // copies from it has a bug of its own; cmt's DMA must still not fault).
     while (e->users.load(std::memory_order_acquire) > 0) std::this_thread::yield();
     {
+      // The context it was registered in (a thread of cmt's has none current; the program's
+      // may have another), and the caller's put back after.
       RelaxedCaptureMode relaxed(driver_);
-      driver_.mem_host_unregister(reinterpret_cast<void*>(e->page_lo));
+      ScopedContext in(driver_, e->context);
+      const CUresult r = driver_.mem_host_unregister(reinterpret_cast<void*>(e->page_lo));
+      if (r != CUDA_SUCCESS) {
+        all = false;
+        CMT_LOG(debug, "hot buffer [{:#x}, {:#x}): unregistering failed (CUDA error {})",
+                e->page_lo, e->page_hi, static_cast<int>(r));
+      }
     }
     std::lock_guard<std::mutex> lk(mu_);
     const auto it = std::find(retiring_.begin(), retiring_.end(),
@@ -574,6 +591,7 @@ void RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
     }
   }
   gone.clear();
+  return all;
 }
 
 void RegisterCache::retire(const Entry& e) {

@@ -194,11 +194,12 @@ class RegisterCache {
   template <typename Hits>
   void collect(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter,
                std::vector<std::unique_ptr<Entry>>& gone);
-  void finish(std::uintptr_t lo, std::uintptr_t hi, std::vector<std::unique_ptr<Entry>>& gone,
-              std::chrono::steady_clock::time_point started);
+  bool finish(std::uintptr_t lo, std::uintptr_t hi, std::vector<std::unique_ptr<Entry>>& gone,
+              std::chrono::steady_clock::time_point started);  // unregister's answer
   struct FreeTask;  // chunk_freed's work for later_'s thread
-  // Takes the entries in `gone` (each retired) back from the driver, once no copy holds them.
-  void unregister(std::vector<std::unique_ptr<Entry>>& gone);
+  // Takes the entries in `gone` (each retired) back from the driver, once no copy holds them,
+  // each in the context it was registered in; false if the driver refused one.
+  bool unregister(std::vector<std::unique_ptr<Entry>>& gone);
   // An entry off the table that is still registered with the driver: its pages stay in
   // retiring_ (and touch()) until unregister has taken them back. With mu_ held.
   void retire(const Entry& e);

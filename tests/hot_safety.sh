@@ -32,11 +32,14 @@ run_seed() {  # SEED: the program's output, errors and exit status, into $tmp
   local seed=$1 max=0 fake=${CMT_FAKE_CUDA:-}
   # Seeds 1, 4, 7... with room for a few registrations only: registering evicts others.
   [ $((seed % 3)) -eq 1 ] && max=8M
-  # On the fake, even seeds' unregistering takes 2 ms, as CUDA's waits for the GPU's queued work:
-  # frees of registered chunks are still being finished while the program goes on.
-  [ "$driver" = fake ] && [ $((seed % 2)) -eq 0 ] && fake=$fake,unregister_wait_ms=2
-  CMT_FAKE_CUDA=$fake CMT_REGISTER=hot CMT_REGISTER_MAX=$max CMT_STATS=$tmp/stats-$seed.json \
-    CMT_LOG=warn timeout 600 "$cmt" run -- "$app" "$ops" "$seed" > "$tmp/out-$seed" 2> "$tmp/err-$seed"
+  # Even seeds finish frees of registered chunks on cmt's release thread (register_free_later);
+  # on the fake their unregistering takes 2 ms, as CUDA's waits for the GPU's queued work, so
+  # frees are still being finished while the program goes on.
+  local later=$(( seed % 2 == 0 ))
+  [ "$driver" = fake ] && [ "$later" = 1 ] && fake=$fake,unregister_wait_ms=2
+  CMT_FAKE_CUDA=$fake CMT_REGISTER=hot CMT_REGISTER_MAX=$max CMT_REGISTER_FREE_LATER=$later \
+    CMT_STATS=$tmp/stats-$seed.json CMT_LOG=warn timeout 600 "$cmt" run -- "$app" "$ops" "$seed" \
+    > "$tmp/out-$seed" 2> "$tmp/err-$seed"
   echo $? > "$tmp/rc-$seed"
 }
 all_seeds=$(seq "$first" $((first + seeds - 1)))
@@ -69,7 +72,8 @@ for seed in $all_seeds; do
 done
 # The statistics of every seed's run together: registrations made, copies from them, and
 # registrations dropped because their pages were released, and small copies made beside them.
-python3 - "$tmp" <<'PY' || fails=$((fails + 1))
+even_seed=$(( first % 2 == 0 || seeds > 1 ))
+python3 - "$tmp" "$even_seed" <<'PY' || fails=$((fails + 1))
 import glob, json, sys
 regs = copies = dropped = evicted = refused = failed = handed = beside = later = 0
 for f in glob.glob(sys.argv[1] + "/stats-*.json"):
@@ -80,7 +84,7 @@ for f in glob.glob(sys.argv[1] + "/stats-*.json"):
 print(f"registrations {regs} copies_from_them {copies} dropped_on_release {dropped} "
       f"(freed later {later}) handed_back_to_cuda {handed} evicted {evicted} refused {refused} "
       f"(registering failed {failed}) small_copies_beside_them {beside}")
-if regs == 0 or copies == 0 or dropped == 0 or beside == 0 or later == 0:
+if regs == 0 or copies == 0 or dropped == 0 or beside == 0 or (sys.argv[2] == "1" and later == 0):
     print("FAIL: the suite did not exercise registration, hot copies, invalidation, frees "
           "finished later and small copies beside registrations")
     sys.exit(1)

@@ -346,6 +346,13 @@ std::vector<OptionSpec> build_table() {
                           "recently copied range is unregistered to make room. 0: a quarter of "
                           "the machine's memory.",
                           &Config::register_max, 0, std::size_t{1} << 50));
+  t.push_back(flag_option("register_free_later", "CMT_REGISTER_FREE_LATER", Scope::Process,
+                          "With register = hot, 1: a free() of a chunk holding registrations "
+                          "returns at once, and a thread of cmt's unregisters them and then "
+                          "frees the chunk (cuMemHostUnregister waits for every kernel queued on "
+                          "the GPU); 0: the free waits for it. 0 until the safety suite has run "
+                          "it on the GPU (the README says where it stands).",
+                          &Config::register_free_later));
   t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
                           "Copies between two GPUs that have no peer access (none possible, or "
                           "none enabled) go through a pinned ring in the host, the source GPU's "

@@ -48,6 +48,7 @@ struct Config {
   unsigned register_after = 2;                 // the copy of a range that registers it
   std::size_t register_from = 64u << 10;       // smaller copies never register their range
   std::size_t register_max = 0;                // registered bytes at most; 0: a quarter of RAM
+  bool register_free_later = false;            // frees of registered chunks finished by a thread
   bool peer = true;                            // GPU-to-GPU copies without peer access via the host
   std::size_t peer_threshold = 256u << 10;     // smaller GPU-to-GPU copies are forwarded
   std::string log_level = "warn";

@@ -330,7 +330,7 @@ void Interposer::build_register_cache() {
       });
   // Frees of chunks holding registrations finished on a thread of the cache's: glibc's own free,
   // the one below libcmt-release.so (library->glibc_malloc).
-  cache->free_later(&__libc_free, true);
+  if (config_.register_free_later) cache->free_later(&__libc_free, true);
   use_register_cache(cache);
   g_register_cache.store(cache, std::memory_order_release);
 }

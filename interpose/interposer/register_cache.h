@@ -54,11 +54,11 @@ struct RegisterCounts {
   std::uint64_t invalidations = 0;  // registrations dropped because their pages were released
   std::uint64_t evictions = 0;      // registrations dropped to make room
   std::uint64_t handed_back = 0;    // dropped so that CUDA sees pageable memory (hand_back)
-  std::uint64_t freed_later = 0;  // frees of chunks holding registrations taken over (chunk_freed)
-  std::uint64_t reports = 0;      // releases and hand-backs looked at (inside the watched span)
-  std::uint64_t report_ns = 0;    // their time in the cache, waits included
-  std::uint64_t refusals = 0;     // candidates that could not be registered (kind, overlap, size)
-  std::uint64_t failures = 0;     // cuMemHostRegister calls that failed
+  std::uint64_t freed_later = 0;    // frees of registered chunks taken over (chunk_freed)
+  std::uint64_t reports = 0;        // releases and hand-backs looked at (inside the watched span)
+  std::uint64_t report_ns = 0;      // their time in the cache, waits included
+  std::uint64_t refusals = 0;       // candidates that could not be registered (kind, overlap, size)
+  std::uint64_t failures = 0;       // cuMemHostRegister calls that failed
   std::uint64_t registered_bytes = 0;  // now
 };
 

@@ -20,6 +20,7 @@
 #include "common/engine_rules.h"
 #include "common/thread_context.h"
 #include "engine/host/host_copier.h"
+#include "engine/shared/fresh_pages.h"
 #include "interposer/host_leg.h"
 #include "interposer/host_memory.h"
 
@@ -164,6 +165,38 @@ TEST(HostCopier, FileReadsReturnWhatOnePreadWould) {
   EXPECT_EQ(std::memcmp(map + page, file.bytes.data(), r.bytes), 0);
   munmap(map, half);
   EXPECT_EQ(copier.counts().read_calls, std::size(cases) + 3);
+}
+
+// A read into a new buffer (torch.load reads each storage into one) has its pages made first, as a
+// fresh copy destination's: the bytes are the file's, the rest of the buffer past the file's end
+// still zero, and the prepared blocks counted.
+TEST(HostCopier, AReadIntoANewBufferPreparesItsPagesAndReadsRight) {
+  HostCopier copier(host_config(HostCopy::All), 3, {});
+  const std::size_t size = (12u << 20) + 777;
+  PatternFile file(size);
+  ASSERT_GE(file.fd, 0);
+  const std::size_t n = 20u << 20;  // more than the file holds past the offset: the read is short
+  auto* map = static_cast<unsigned char*>(
+      mmap(nullptr, n + 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(map, MAP_FAILED);
+  const off_t offset = 4097;
+  const HostCopier::ReadResult r = copier.read_file(file.fd, map + 16, n, offset);
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.error, 0);
+  ASSERT_EQ(r.bytes, size - static_cast<std::size_t>(offset));
+  EXPECT_EQ(std::memcmp(map + 16, file.bytes.data() + offset, r.bytes), 0);
+  EXPECT_EQ(std::count(map, map + 16, 0), 16);
+  EXPECT_EQ(std::count(map + 16 + r.bytes, map + n + 8192, 0),
+            static_cast<long>(n + 8192 - 16 - r.bytes));
+  if (can_populate()) {
+    EXPECT_GE(copier.counts().read_fresh_bytes, 8u * kFreshBlock);
+  }
+  // Written once, the buffer is no longer fresh: a second read prepares nothing more.
+  const std::uint64_t prepared = copier.counts().read_fresh_bytes;
+  ASSERT_EQ(copier.read_file(file.fd, map + 16, n, 0).bytes, size);
+  EXPECT_EQ(std::memcmp(map + 16, file.bytes.data(), size), 0);
+  EXPECT_EQ(copier.counts().read_fresh_bytes, prepared);
+  munmap(map, n + 8192);
 }
 
 // Two reads at once: one is read on the threads, the other declined (it touched nothing).

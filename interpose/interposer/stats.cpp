@@ -96,7 +96,7 @@ std::string Stats::host_copies_json() {
   HostCopier::Counts c{};
   const HostCopier* copier = host_leg().copier();
   if (copier) c = copier->counts();
-  char buf[800];
+  char buf[1024];
   // faults: taken calls a fault stopped, their rest left to libc on the program's thread. reads:
   // file reads into CUDA host memory (read, pread) read on the threads, the bytes they asked for.
   std::snprintf(buf, sizeof(buf),
@@ -105,7 +105,8 @@ std::string Stats::host_copies_json() {
                 "\"faults\": %llu, \"fault_handler_displaced\": %s, "
                 "\"fills\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
                 "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"faults\": %llu}, "
-                "\"reads\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f}}",
+                "\"reads\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f, "
+                "\"fresh_bytes\": %llu}}",
                 copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
                 static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
                 c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
@@ -120,7 +121,8 @@ std::string Stats::host_copies_json() {
                 static_cast<unsigned long long>(c.fill_faults),
                 static_cast<unsigned long long>(c.read_calls),
                 static_cast<unsigned long long>(c.read_bytes), static_cast<double>(c.read_ns) / 1e9,
-                c.read_ns ? static_cast<double>(c.read_bytes) / static_cast<double>(c.read_ns) : 0.0);
+                c.read_ns ? static_cast<double>(c.read_bytes) / static_cast<double>(c.read_ns) : 0.0,
+                static_cast<unsigned long long>(c.read_fresh_bytes));
   return buf;
 }
 

@@ -195,18 +195,20 @@ class HostCopier::Occupied {
 std::size_t HostCopier::run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept {
   const Occupied occupied(*this, tally, bytes);
   if (!occupied) return 0;
-  // A destination never written yet (a new buffer): huge pages, faulted in on every thread.
-  const FreshBlocks fresh = find_fresh(fresh_pages_, dst, bytes);
-  if (fresh.count) {
-    if (fresh_pages_ == FreshPages::Huge) advise_huge_pages(fresh);
-    PopulateFresh populate(fresh);
-    run_units(populate, fresh.count);
-    tally.fresh_bytes.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
-  }
+  prepare_fresh(dst, bytes, tally);
   run_units(job, job.units());
   const std::size_t done = job.done();
   if (done < bytes) tally.faults.fetch_add(1, std::memory_order_relaxed);
   return done;
+}
+
+void HostCopier::prepare_fresh(void* dst, std::size_t bytes, Tally& tally) noexcept {
+  const FreshBlocks fresh = find_fresh(fresh_pages_, dst, bytes);
+  if (!fresh.count) return;
+  if (fresh_pages_ == FreshPages::Huge) advise_huge_pages(fresh);
+  PopulateFresh populate(fresh);
+  run_units(populate, fresh.count);
+  tally.fresh_bytes.fetch_add(fresh.count * kFreshBlock, std::memory_order_relaxed);
 }
 
 void HostCopier::run_units(UnitTask& task, std::size_t units) noexcept {
@@ -224,6 +226,9 @@ HostCopier::ReadResult HostCopier::read_file(int fd, void* dst, std::size_t byte
   if (bytes == 0) return {true, 0, 0};
   const Occupied occupied(*this, reads_, bytes);
   if (!occupied) return {};
+  // A new buffer read into (torch.load reads each storage into one) spends most of a read in
+  // faults of its pages, one per 4 KiB, as a device-to-host copy's fresh destination does.
+  prepare_fresh(dst, bytes, reads_);
   FileRead job(fd, static_cast<char*>(dst), bytes, offset,
                read_unit_for(bytes, pool_->size() + 1));
   run_units(job, job.units());
@@ -246,7 +251,7 @@ HostCopier::Counts HostCopier::counts() const {
           copies_.fresh_bytes.load(), declined_busy_.load(), fills_.calls.load(),
           fills_.bytes.load(),        fills_.ns.load(),     fills_.fresh_bytes.load(),
           copies_.faults.load(),      fills_.faults.load(),  reads_.calls.load(),
-          reads_.bytes.load(),        reads_.ns.load()};
+          reads_.bytes.load(),        reads_.ns.load(),      reads_.fresh_bytes.load()};
 }
 
 }  // namespace cmt

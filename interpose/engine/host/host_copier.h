@@ -61,6 +61,7 @@ class HostCopier {
     std::uint64_t fill_calls, fill_bytes, fill_ns, fill_fresh_bytes;
     std::uint64_t faults, fill_faults;  // calls stopped by a fault, their rest left to libc
     std::uint64_t read_calls, read_bytes, read_ns;  // file reads (read_file), bytes asked
+    std::uint64_t read_fresh_bytes;                 // of their destinations, prepared as fresh
   };
   Counts counts() const;
 
@@ -76,6 +77,10 @@ class HostCopier {
   // Runs `job` over [dst, dst + bytes) on all threads, a fresh destination prepared first, and
   // counts it in `tally`. Returns the leading bytes done, as copy().
   std::size_t run(Job& job, void* dst, std::size_t bytes, Tally& tally) noexcept;
+  // A destination never written yet (a new buffer): huge pages asked for where config.fresh_pages
+  // says so, and its whole blocks faulted in on every thread, counted in `tally`. The threads must
+  // be held.
+  void prepare_fresh(void* dst, std::size_t bytes, Tally& tally) noexcept;
 
   const FreshPages fresh_pages_;
   std::unique_ptr<WorkerPool> pool_;

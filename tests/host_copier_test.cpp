@@ -65,6 +65,14 @@ Config host_config(HostCopy mode) {
   return c;
 }
 
+// host_copy = pinned with file reads into CUDA host memory alone (the built-in host_reads, all,
+// takes reads into any memory of files in the page cache too).
+Config pinned_reads_config() {
+  Config c = host_config(HostCopy::Pinned);
+  c.host_reads = HostReads::Pinned;
+  return c;
+}
+
 TEST(HostCopier, CopiesByteExactAtOddSizesAndOffsets) {
   HostCopier copier(host_config(HostCopy::All), 3, {});
   std::mt19937_64 rng(5);
@@ -239,7 +247,7 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   std::vector<unsigned char> pinned(2u << 20), plain(2u << 20);
   const std::size_t n = 1u << 20;
   EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), n, 0).taken) << "not armed";
-  leg.arm(copier, host_config(HostCopy::Pinned));
+  leg.arm(copier, pinned_reads_config());
   ASSERT_TRUE(map.add(pinned.data(), pinned.size()));
   EXPECT_FALSE(leg.take_read(file.fd, plain.data(), n, 0).taken) << "not CUDA host memory";
   EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), rules::kFileReadFrom - 1, 0).taken);
@@ -298,6 +306,32 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   EXPECT_EQ(r.result, static_cast<long>(n));
   EXPECT_EQ(std::memcmp(plain.data(), file.bytes.data() + 4096, n), 0);
   EXPECT_FALSE(all.take_read(file.fd, plain.data(), rules::kFileReadFrom - 1, 0).taken);
+  // host_reads = all (the built-in choice): reads into any memory, of a file in the page cache.
+  HostLeg reads_all(&map);
+  Config reads = host_config(HostCopy::Pinned);
+  reads.host_reads = HostReads::All;
+  reads_all.arm(copier, reads);
+  r = reads_all.take_read(file.fd, plain.data(), n, 99);
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(r.result, static_cast<long>(n));
+  EXPECT_EQ(std::memcmp(plain.data(), file.bytes.data() + 99, n), 0);
+  // Its pages dropped from the cache: a read into ordinary memory is libc's (sequential, with the
+  // kernel's read-ahead), one into CUDA host memory still the threads'.
+  ASSERT_EQ(fdatasync(file.fd), 0);
+  ASSERT_EQ(posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  char byte;
+  iovec one{&byte, 1};
+  if (preadv2(file.fd, &one, 1, 0, RWF_NOWAIT) == 1) GTEST_SKIP() << "pages not dropped here";
+  EXPECT_FALSE(reads_all.take_read(file.fd, plain.data(), n, 0).taken) << "not in the cache";
+  ASSERT_EQ(lseek(file.fd, 0, SEEK_SET), 0);
+  EXPECT_FALSE(reads_all.take_read(file.fd, plain.data(), n, -1).taken);
+  EXPECT_EQ(lseek(file.fd, 0, SEEK_CUR), 0) << "a read left to libc moved the offset";
+  EXPECT_FALSE(reads_all.take_readv(file.fd, &seg, 1, 0).taken);
+  r = reads_all.take_read(file.fd, pinned.data(), n, 0);
+  ASSERT_TRUE(r.taken);
+  EXPECT_EQ(std::memcmp(pinned.data(), file.bytes.data(), n), 0);
+  // Read once, its first pages are in the cache again.
+  EXPECT_TRUE(reads_all.take_read(file.fd, plain.data(), n, 0).taken);
 }
 
 // readv and preadv: taken when a segment of the threshold or more lies in CUDA host memory, every
@@ -312,7 +346,7 @@ TEST(HostLeg, TakesReadvWithASegmentInCudaHostMemory) {
   HostMemoryMap map;
   HostLeg leg(&map);
   std::vector<unsigned char> pinned(2u << 20, 0xEE), plain(1u << 20, 0xEE);
-  leg.arm(copier, host_config(HostCopy::Pinned));
+  leg.arm(copier, pinned_reads_config());
   ASSERT_TRUE(map.add(pinned.data(), pinned.size()));
   // plain 1000 bytes, pinned 1 MiB, plain 300 KiB, pinned 700 KiB.
   iovec segs[] = {{plain.data(), 1000},

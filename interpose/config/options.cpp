@@ -298,9 +298,10 @@ std::vector<OptionSpec> build_table() {
       "Which reads of a regular file (read, pread, readv, preadv, fread) of 512 KiB or more run "
       "on cmt's copy threads, in parallel stretches, with the call's own result, offset and "
       "errors: pinned, those into CUDA host memory (a loader's pinned staging buffer); all, "
-      "those into any memory too (a checkpoint reader's new buffers, as torch.load's), from the "
-      "program's first CUDA call on; off, none. host_copy = all reads into any memory too; "
-      "host_copy = off, none.",
+      "those into any memory too (a checkpoint reader's new buffers, as torch.load's) where the "
+      "file's first byte asked is in the page cache (a file still on a disk is read by libc, "
+      "sequentially), from the program's first CUDA call on; off, none. host_copy = all reads "
+      "into any memory too; host_copy = off, none.",
       &Config::host_reads));
   t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, true,
                           "memcpy and memmove calls smaller than this go straight to libc; cmt "
@@ -350,8 +351,7 @@ std::vector<OptionSpec> build_table() {
                           "With register = hot, 1: a free() of a chunk holding registrations "
                           "returns at once, and a thread of cmt's unregisters them and then "
                           "frees the chunk (cuMemHostUnregister waits for every kernel queued on "
-                          "the GPU); 0: the free waits for it. 0 until the safety suite has run "
-                          "it on the GPU (the README says where it stands).",
+                          "the GPU); 0: the free waits for it.",
                           &Config::register_free_later));
   t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
                           "Copies between two GPUs that have no peer access (none possible, or "

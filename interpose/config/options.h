@@ -41,14 +41,14 @@ struct Config {
   FreshPages fresh_pages = FreshPages::Huge;  // how D2H prepares never-touched destinations
   HostCopy host_copy = HostCopy::Pinned;      // which memcpy/memmove calls cmt's threads run
   std::size_t host_copy_threshold = 4u << 20;  // smaller memcpy/memmove calls go to libc
-  HostReads host_reads = HostReads::Pinned;    // which large file reads cmt's threads run
+  HostReads host_reads = HostReads::All;       // which large file reads cmt's threads run
   HostFill host_fill = HostFill::Fresh;        // which memset calls cmt's threads run
   std::size_t host_fill_threshold = 8u << 20;  // smaller memset calls go to libc
   Register register_mode = Register::Off;      // hot buffers registered with CUDA once
   unsigned register_after = 2;                 // the copy of a range that registers it
   std::size_t register_from = 64u << 10;       // smaller copies never register their range
   std::size_t register_max = 0;                // registered bytes at most; 0: a quarter of RAM
-  bool register_free_later = false;            // frees of registered chunks finished by a thread
+  bool register_free_later = true;             // frees of registered chunks finished by a thread
   bool peer = true;                            // GPU-to-GPU copies without peer access via the host
   std::size_t peer_threshold = 256u << 10;     // smaller GPU-to-GPU copies are forwarded
   std::string log_level = "warn";

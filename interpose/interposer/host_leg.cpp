@@ -178,6 +178,24 @@ void give_back_unread(int fd, off_t at, std::size_t bytes, std::size_t read) {
   if (read < bytes) lseek(fd, at + static_cast<off_t>(read), SEEK_SET);
 }
 
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008  // Linux 4.14
+#endif
+
+// Whether the byte at `at` of the file (at < 0: at the descriptor's offset) is in the page cache:
+// one byte read with RWF_NOWAIT, which the kernel answers only from the cache (EAGAIN otherwise;
+// a filesystem without it, as FUSE's, or a kernel before 4.14 says no as well). A read of ordinary
+// memory is taken only then: stretches of a file in the cache are read at many times one thread's
+// rate (bench/lab/NOTES.md 47), while parallel reads of a file still on a disk would trade its
+// sequential read-ahead for seeks. A system call, not the hooked preadv2, and it moves no offset.
+bool cached_from(int fd, long long at) {
+  if (at < 0) at = lseek(fd, 0, SEEK_CUR);
+  if (at < 0) return false;
+  char byte;
+  iovec one{&byte, 1};
+  return syscall(SYS_preadv2, fd, &one, 1, static_cast<long>(at), 0L, RWF_NOWAIT) == 1;
+}
+
 // One pread on the calling thread, for what the copy threads could not take once the bytes are
 // claimed (a system call, not the hooked pread).
 HostCopier::ReadResult pread_here(int fd, void* dst, std::size_t bytes, off_t at) {
@@ -187,8 +205,14 @@ HostCopier::ReadResult pread_here(int fd, void* dst, std::size_t bytes, off_t at
 
 }  // namespace
 
-bool HostLeg::reads_into(const void* dst, std::size_t bytes) const {
-  return reads_anywhere_.load(std::memory_order_relaxed) || pinned().overlaps(dst, bytes);
+bool HostLeg::reads_into(const void* dst, std::size_t bytes, ReadsAnywhere& anywhere, int fd,
+                         long long offset) const {
+  if (pinned().overlaps(dst, bytes)) return true;
+  if (anywhere == ReadsAnywhere::Unasked)
+    anywhere = reads_anywhere_.load(std::memory_order_relaxed) && cached_from(fd, offset)
+                   ? ReadsAnywhere::Yes
+                   : ReadsAnywhere::No;
+  return anywhere == ReadsAnywhere::Yes;
 }
 
 HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long long offset,
@@ -197,7 +221,9 @@ HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long
   if (bytes < threshold || threshold == kNever) return {};  // not armed
   if (!t_thread.application_call()) return {};
   HostCopier* copier = copier_.load(std::memory_order_acquire);
-  if (!copier || !reads_into(dst, bytes) || !readable_regular_file(fd)) return {};
+  if (!copier || !readable_regular_file(fd)) return {};
+  ReadsAnywhere anywhere = ReadsAnywhere::Unasked;
+  if (!reads_into(dst, bytes, anywhere, fd, offset)) return {};
   bytes = std::min(bytes, rules::kMostReadBytes);
   const bool moves = offset < 0;  // read(): from the descriptor's offset, which it moves
   const off_t at = moves ? claim_bytes(fd, bytes) : static_cast<off_t>(offset);
@@ -239,10 +265,15 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
     return {};
   std::size_t total = 0;
   bool on_threads = false;
+  ReadsAnywhere anywhere = ReadsAnywhere::Unasked;  // asked once, at the list's first byte
+  const auto threads_read = [&](const iovec& segment) {
+    return segment.iov_len >= threshold &&
+           reads_into(segment.iov_base, segment.iov_len, anywhere, fd, offset);
+  };
   for (int i = 0; i < count; ++i) {
     if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > rules::kMostReadBytes)
       return {};
-    on_threads |= list[i].iov_len >= threshold && reads_into(list[i].iov_base, list[i].iov_len);
+    on_threads |= threads_read(list[i]);
   }
   if (!on_threads) return {};
   const off_t first = offset >= 0 ? static_cast<off_t>(offset) : claim_bytes(fd, total);
@@ -255,8 +286,7 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
     const std::size_t want = list[i].iov_len;
     const off_t at = first + static_cast<off_t>(done);
     HostCopier::ReadResult r;
-    if (want >= threshold && reads_into(list[i].iov_base, want))
-      r = copier->read_file(fd, list[i].iov_base, want, at);
+    if (threads_read(list[i])) r = copier->read_file(fd, list[i].iov_base, want, at);
     if (!r.taken) r = pread_here(fd, list[i].iov_base, want, at);  // small, or threads held
     done += r.bytes;
     if (r.bytes < want) {

@@ -107,10 +107,14 @@ class HostLeg {
 
  private:
   const HostMemoryMap& pinned() const { return pinned_ ? *pinned_ : cuda_host_memory(); }
-  // Whether a file read into `dst` is read on the threads: into CUDA host memory, or, with
-  // host_copy = all, into any memory (torch.load reads each tensor's bytes into a new pageable
-  // buffer, one read() each: bench/lab/NOTES.md 48).
-  bool reads_into(const void* dst, std::size_t bytes) const;
+  // Whether a read of file `fd` at `offset` (< 0: the descriptor's) into `dst` is read on the
+  // threads: into CUDA host memory, or, with host_reads = all, into any memory where the file's
+  // byte there is in the page cache (torch.load reads each tensor's bytes into a new pageable
+  // buffer, one read() each: bench/lab/NOTES.md 48). `anywhere` holds the answer for memory of
+  // the second kind once asked, for the other segments of one readv.
+  enum class ReadsAnywhere { Unasked, Yes, No };
+  bool reads_into(const void* dst, std::size_t bytes, ReadsAnywhere& anywhere, int fd,
+                  long long offset) const;
   // Whether a fault on a copy thread would reach cmt's handler (asked of the kernel now and then).
   bool faults_caught() noexcept;
 

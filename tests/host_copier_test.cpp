@@ -207,6 +207,35 @@ TEST(HostCopier, AReadIntoANewBufferPreparesItsPagesAndReadsRight) {
   munmap(map, n + 8192);
 }
 
+// A new buffer with a page in its middle that cannot be written: the read returns what one pread
+// returns (the bytes before the page; the kernel's EFAULT only where nothing was read), whatever
+// preparing its pages ran into, and writes nothing past it that the file does not hold there.
+TEST(HostCopier, AReadIntoANewBufferWithAHoleReadsUpToTheHole) {
+  HostCopier copier(host_config(HostCopy::All), 3, {});
+  const std::size_t size = 24u << 20;
+  PatternFile file(size);
+  ASSERT_GE(file.fd, 0);
+  auto* map = static_cast<unsigned char*>(
+      mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(map, MAP_FAILED);
+  const std::size_t hole = (13u << 20) + 4096;
+  ASSERT_EQ(mprotect(map + hole, 4096, PROT_READ), 0);
+  const HostCopier::ReadResult r = copier.read_file(file.fd, map, size, 0);
+  ASSERT_TRUE(r.taken);
+  std::vector<unsigned char> want(size);
+  const ssize_t libc = pread(file.fd, want.data(), size, 0);
+  ASSERT_EQ(libc, static_cast<ssize_t>(size));
+  EXPECT_EQ(r.error, EFAULT);
+  EXPECT_LE(r.bytes, hole);
+  EXPECT_GT(r.bytes, 0u);
+  EXPECT_EQ(std::memcmp(map, file.bytes.data(), r.bytes), 0);
+  // Bytes past the hole are the file's (a stretch after it read) or still zero: never others.
+  for (std::size_t i = hole + 4096; i < size; i += 4099)
+    ASSERT_TRUE(map[i] == 0 || map[i] == file.bytes[i]) << i;
+  EXPECT_EQ(map[hole], 0);
+  munmap(map, size);
+}
+
 // Two reads at once: one is read on the threads, the other declined (it touched nothing).
 TEST(HostCopier, AReadWhileTheThreadsAreHeldIsDeclined) {
   HostCopier copier(host_config(HostCopy::All), 2, {});

@@ -172,6 +172,7 @@ TEST(RegisterCache, AFreeOfAChunkHoldingARegistrationIsFinishedLater) {
   h.cache.offer(at(a), kFreedSize);
   h.cache.offer(at(a), kFreedSize);
   ASSERT_EQ(h.registered(), 1u);
+  EXPECT_FALSE(h.cache.frees_later(a, a + kFreedSize)) << "no free_later yet";
   EXPECT_FALSE(h.cache.chunk_freed(reinterpret_cast<void*>(a), a, a + kFreedSize))
       << "no free_later yet: the caller frees";
   EXPECT_EQ(h.registered(), 0u);
@@ -187,11 +188,16 @@ TEST(RegisterCache, AFreeOfAChunkHoldingARegistrationIsFinishedLater) {
   }
   ASSERT_EQ(h.driver.api().ctx_set_current(fake::fake_context(0)), CUDA_SUCCESS);
   ASSERT_EQ(h.registered(), 2u);
+  // What a realloc asks first (release_abi.h, chunk_registered): the chunk's free would be taken
+  // over; not for a chunk beside it, nor one whose range is only a candidate.
+  EXPECT_TRUE(h.cache.frees_later(b, b + kFreedSize));
+  EXPECT_FALSE(h.cache.frees_later(b + kFreedSize, b + 2 * kFreedSize));
   const auto t0 = std::chrono::steady_clock::now();
   EXPECT_TRUE(h.cache.chunk_freed(reinterpret_cast<void*>(b), b, b + kFreedSize));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150))
       << "the free waited for the driver";
   EXPECT_FALSE(h.cache.covers(at(b), kFreedSize));
+  EXPECT_FALSE(h.cache.frees_later(b, b + kFreedSize)) << "its registration left the table";
   EXPECT_EQ(g_freed.load(), 0u) << "freed before its registration was back";
   EXPECT_EQ(h.cache.frees_pending(), 1u);
   // A release of those pages meanwhile (the program unmapping what it freed) waits until the
@@ -211,6 +217,7 @@ TEST(RegisterCache, AFreeOfAChunkHoldingARegistrationIsFinishedLater) {
   }
   // A chunk that holds no registration: the caller's, at once.
   h.cache.offer(at(0x60000000), kFreedSize);  // a candidate only
+  EXPECT_FALSE(h.cache.frees_later(0x60000000, 0x60000000 + kFreedSize));
   EXPECT_FALSE(h.cache.chunk_freed(reinterpret_cast<void*>(0x60000000), 0x60000000,
                                    0x60000000 + kFreedSize));
   // Destroying the cache (as a process's exit closes the product's) makes the frees still

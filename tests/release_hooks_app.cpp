@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include <cstdint>
@@ -59,7 +60,12 @@ bool freed(void* p, std::uintptr_t lo, std::uintptr_t hi) noexcept {
   chunk(lo, hi);
   return p == g_take_over;
 }
-const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, pages, chunk, freed, all};
+// realloc(): the chunk at g_take_over holds registrations, so its realloc is made as malloc, copy
+// and a free taken over.
+bool registered(std::uintptr_t lo, std::uintptr_t) noexcept {
+  return lo == reinterpret_cast<std::uintptr_t>(g_take_over);
+}
+const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, pages, chunk, freed, registered, all};
 
 int g_failures = 0;
 void expect(bool ok, const std::string& what) {
@@ -121,6 +127,44 @@ int main() {
                malloc_usable_size(g_take_over) >= bytes,
            "a free taken over left the chunk allocated");
     __libc_free(g_take_over);  // the engine's part
+    g_take_over = nullptr;
+  }
+  // A realloc of a chunk the engine would take the free of over: moved to a new chunk holding its
+  // bytes, the old one's free taken over (so still allocated), growing or shrinking; reallocarray
+  // the same, and its overflow still glibc's ENOMEM.
+  for (std::size_t bytes : {big, std::size_t{100} << 10}) {
+    for (std::size_t to : {2 * bytes, bytes / 2}) {
+      for (bool array : {false, true}) {
+        g_take_over = std::malloc(bytes);
+        std::memset(g_take_over, 9, bytes);
+        void* moved = nullptr;
+        const std::string name = std::string(array ? "reallocarray" : "realloc") +
+                                 " of a held chunk to " + std::to_string(to);
+        expect_report('c', g_take_over, bytes, name, [&] {
+          moved = array ? reallocarray(g_take_over, to / 4, 4) : std::realloc(g_take_over, to);
+        });
+        auto* m = static_cast<unsigned char*>(moved);
+        const std::size_t kept = std::min(bytes, to);
+        expect(moved && moved != g_take_over && malloc_usable_size(moved) >= to &&
+                   m[0] == 9 && m[kept / 2] == 9 && m[kept - 1] == 9,
+               name + ": moved, its bytes with it");
+        expect(static_cast<unsigned char*>(g_take_over)[bytes - 1] == 9 &&
+                   malloc_usable_size(g_take_over) >= bytes,
+               name + ": the old chunk's free taken over, so still allocated");
+        __libc_free(g_take_over);  // the engine's part
+        g_take_over = nullptr;
+        std::free(moved);
+      }
+    }
+  }
+  {
+    g_take_over = std::malloc(big);
+    errno = 0;
+    volatile std::size_t huge = SIZE_MAX / 2;  // not folded: the compiler would warn of it
+    void* none = reallocarray(g_take_over, huge, 4);
+    expect(!none && errno == ENOMEM, "reallocarray's overflow: ENOMEM, the chunk kept");
+    std::free(g_take_over);  // reported and taken over: the engine's part
+    __libc_free(g_take_over);
     g_take_over = nullptr;
   }
   void* small = std::malloc(1000);

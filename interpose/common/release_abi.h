@@ -11,7 +11,7 @@
 
 namespace cmt {
 
-inline constexpr unsigned kReleaseAbiVersion = 2;
+inline constexpr unsigned kReleaseAbiVersion = 3;
 inline constexpr const char* kReleaseLibraryAttachSymbol = "cmt_release_library_attach";
 
 // The engine's side.
@@ -28,6 +28,10 @@ struct ReleaseAbi {
   // chunk itself, once its registrations are back with the driver (the hook then must not free
   // it); false when the hook frees it now. Never throws.
   bool (*chunk_freed)(void* chunk, std::uintptr_t lo, std::uintptr_t hi) noexcept;
+  // Whether a free() of the chunk whose user bytes lie in [lo, hi) would be taken over (it holds
+  // registrations, and the engine finishes such frees later): a realloc of it is then made as
+  // malloc, copy and that free, so that it does not wait for the GPU either. Never throws.
+  bool (*chunk_registered)(std::uintptr_t lo, std::uintptr_t hi) noexcept;
   // Something whose extent the hook cannot tell was released (malloc_trim, shmdt): every
   // registration goes. Never throws.
   void (*all_released)() noexcept;

@@ -351,7 +351,8 @@ std::vector<OptionSpec> build_table() {
                           "With register = hot, 1: a free() of a chunk holding registrations "
                           "returns at once, and a thread of cmt's unregisters them and then "
                           "frees the chunk (cuMemHostUnregister waits for every kernel queued on "
-                          "the GPU); 0: the free waits for it.",
+                          "the GPU); a realloc() of such a chunk moves it (malloc, copy, that "
+                          "free); 0: both wait for it.",
                           &Config::register_free_later));
   t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
                           "Copies between two GPUs that have no peer access (none possible, or "

@@ -11,22 +11,28 @@
 // unmaps an mmap'd chunk, realloc() remaps one, and free() and malloc_trim() trim the heap. Those
 // pages are always ones that no live chunk holds any more: so a registration of a range inside a
 // live chunk is safe until that chunk is freed or reallocated, and the free() and realloc() hooks
-// report the chunk by its extent, read from glibc's chunk header. That reading is why the library
+// report the chunk by its extent, read from glibc's chunk header. A free the engine takes over
+// (it finishes it once the chunk's registrations are back, without the program waiting for the
+// GPU) is not made here, and a realloc of such a chunk is made as malloc, copy and that free. That reading is why the library
 // says whether the malloc below it is glibc's: another malloc's memory is never registered.
 //
 // Nothing is registered until the engine attaches: until then, and whenever nothing is
 // registered, every hook goes to libc after one compare (free's cost: bench/lab/NOTES.md 52).
 #include <dlfcn.h>
+#include <malloc.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdarg>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 
 #include "common/release_abi.h"
 
@@ -147,6 +153,30 @@ __attribute__((noinline)) bool report_chunk_free(void* p) noexcept {
   return abi && abi->chunk_freed(p, lo, lo + size);
 }
 
+// A realloc of `p` to `bytes`, moved when the engine would take the old chunk's free over: a new
+// chunk from malloc, the old one's bytes copied (as many as it can hold and the new one asks for),
+// and the old one freed as free() frees it. What realloc returns then (null with errno ENOMEM and
+// `p` untouched if malloc fails), in `*out`; false where realloc is to be made as usual. Only
+// reached for pointers inside the watched span.
+__attribute__((noinline)) bool realloc_moved(void* p, std::size_t bytes, void** out) noexcept {
+  const std::size_t size = chunk_size(p);
+  if (!size || bytes == 0) return false;  // realloc(p, 0) frees p: free()'s own path
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  {
+    KeepErrno keep;
+    const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire);
+    if (!abi || !abi->chunk_registered(lo, lo + size)) return false;
+  }
+  void* moved = std::malloc(bytes);
+  if (moved) {
+    std::memcpy(moved, p, std::min(malloc_usable_size(p), bytes));
+    KeepErrno keep;
+    if (!report_chunk_free(p)) g_free.load(std::memory_order_relaxed)(p);
+  }
+  *out = moved;
+  return true;
+}
+
 void report_all() noexcept {
   if (g_span.load(std::memory_order_relaxed) == 0) return;
   KeepErrno keep;
@@ -259,12 +289,22 @@ CMT_RELEASE_EXPORT void free(void* p) {
 }
 
 CMT_RELEASE_EXPORT void* realloc(void* p, std::size_t bytes) {
-  if (p && in_span(p)) report_chunk(p);
+  if (p && in_span(p)) {
+    void* moved = nullptr;
+    if (realloc_moved(p, bytes, &moved)) return moved;
+    report_chunk(p);
+  }
   return g_realloc.load(std::memory_order_relaxed)(p, bytes);
 }
 
 CMT_RELEASE_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) {
-  if (p && in_span(p)) report_chunk(p);
+  if (p && in_span(p)) {
+    std::size_t bytes;
+    void* moved = nullptr;
+    if (!__builtin_mul_overflow(count, size, &bytes) && realloc_moved(p, bytes, &moved))
+      return moved;
+    report_chunk(p);
+  }
   return next(g_reallocarray, "reallocarray")(p, count, size);
 }
 

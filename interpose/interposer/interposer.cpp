@@ -98,8 +98,13 @@ bool report_chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t hi) noexc
   with_register_cache([&](RegisterCache& cache) { later = cache.chunk_freed(chunk, lo, hi); });
   return later;
 }
-const ReleaseAbi kReleaseAbi{kReleaseAbiVersion, report_pages_released, report_chunk_released,
-                             report_chunk_freed, report_all_released};
+bool report_chunk_registered(std::uintptr_t lo, std::uintptr_t hi) noexcept {
+  bool held = false;
+  with_register_cache([&](RegisterCache& cache) { held = cache.frees_later(lo, hi); });
+  return held;
+}
+const ReleaseAbi kReleaseAbi{kReleaseAbiVersion,  report_pages_released, report_chunk_released,
+                             report_chunk_freed,  report_chunk_registered, report_all_released};
 
 // register_max's default: a quarter of the machine's memory.
 std::size_t default_register_max() {

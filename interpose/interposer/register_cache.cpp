@@ -500,6 +500,21 @@ void RegisterCache::free_later(void (*free_now)(void*), bool close_at_exit) {
   free_now_ = free_now;
 }
 
+bool RegisterCache::frees_later(std::uintptr_t lo, std::uintptr_t hi) const {
+  if (t_in_cache || hi <= lo) return false;
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (!free_now_ || forked_child_) return false;
+  const auto hits = copied_inside(lo, hi);
+  const std::uintptr_t end = window_end(hi);
+  for (auto it = first_reaching(entries_, window_start(lo)); it != entries_.end() && it->first < end;
+       ++it) {
+    const Entry& e = *it->second;
+    if (e.ready && hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) return true;
+  }
+  return false;
+}
+
 std::size_t RegisterCache::frees_pending() {
   return later_ ? later_->pending() : 0;
 }

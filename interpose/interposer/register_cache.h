@@ -125,6 +125,10 @@ class RegisterCache {
   // cannot hand its bytes to anyone before that free, so no copy can meet its registrations
   // meanwhile. False: the caller frees the chunk now; nothing of cmt's is registered inside it.
   bool chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t hi);
+  // Whether chunk_freed of this chunk would take the free over now: free_later set, and a
+  // registration of a range copied inside [lo, hi) there. (A realloc of such a chunk is then
+  // made as malloc, copy and free, the free taken over.)
+  bool frees_later(std::uintptr_t lo, std::uintptr_t hi) const;
   // How chunk_freed's thread frees a chunk (glibc's own free); until set, chunk_freed takes no
   // free over. close_at_exit: the process's exit waits for the frees taken over (the product's).
   void free_later(void (*free_now)(void*), bool close_at_exit);

@@ -18,6 +18,7 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <cerrno>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/time.h>
@@ -557,6 +558,25 @@ long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) 
       WEXITSTATUS(status) != 0) {
     ++wrong;
     std::fprintf(stderr, "the forked child's reads failed\n");
+  }
+  // errno as libc leaves it after a read that succeeds: untouched, whether cmt takes the read
+  // (into pinned memory) or leaves it to libc after asking the page cache (into ordinary memory,
+  // the file's pages dropped: the probe's EAGAIN must not show).
+  {
+    const std::size_t n = 1u << 20;
+    errno = ENOTRECOVERABLE;
+    check("pread keeping errno", pread(fd, pinned, n, 0), n, 0, pinned);
+    const int after_taken = errno;
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    errno = ENOTRECOVERABLE;
+    check("pread of a dropped file keeping errno", pread(fd, plain.get(), n, 4096), n, 4096,
+          plain.get());
+    if (after_taken != ENOTRECOVERABLE || errno != ENOTRECOVERABLE) {
+      ++wrong;
+      std::fprintf(stderr, "a read that succeeded changed errno: %d, then %d\n", after_taken,
+                   errno);
+    }
   }
   close(fd);
   wrong += freads_wrong(name_for_freads(bytes_data, size), pinned, room, rng);

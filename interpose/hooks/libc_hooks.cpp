@@ -303,13 +303,14 @@ inline std::size_t host_read_threshold() {
 __attribute__((noinline)) ssize_t large_read(int fd, void* buf, std::size_t n, off_t offset,
                                              ReadFn libc_read, PreadFn libc_pread) {
   if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
+    // errno as libc leaves it: the leg's own system calls (the page-cache probe's EAGAIN among
+    // them) and the release's may set it, where a read that succeeds leaves it alone.
+    const int saved = errno;
     cmt::CallerHold hold;
     const HostRead r = leg->read(fd, buf, n, offset, &hold);
     hold.release();
-    if (r.taken) {
-      if (r.result < 0) errno = r.error;  // after the release, whose system calls may set it
-      return r.result;
-    }
+    errno = r.taken && r.result < 0 ? r.error : saved;
+    if (r.taken) return r.result;
   }
   return offset < 0 ? libc_read(fd, buf, n) : libc_pread(fd, buf, n, offset);
 }
@@ -318,13 +319,12 @@ template <typename Libc>
 __attribute__((noinline)) ssize_t large_readv(int fd, const iovec* iov, int count, off_t offset,
                                               Libc libc) {
   if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
+    const int saved = errno;  // as large_read keeps it
     cmt::CallerHold hold;
     const HostRead r = leg->readv(fd, iov, count, offset, &hold);
     hold.release();
-    if (r.taken) {
-      if (r.result < 0) errno = r.error;
-      return r.result;
-    }
+    errno = r.taken && r.result < 0 ? r.error : saved;
+    if (r.taken) return r.result;
   }
   return libc();
 }
@@ -393,9 +393,11 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
   HostRead r{false, 0, 0};
   if (fd >= 0 && fp->_mode <= 0 && (fp->_flags & (kNoReads | kInBackup | kCurrentlyPutting)) == 0 &&
       fp->_IO_write_ptr <= fp->_IO_write_base && have < bytes) {
+    const int saved = errno;  // as large_read keeps it
     cmt::CallerHold hold;
     r = leg->read(fd, static_cast<char*>(ptr) + have, bytes - have, -1, &hold);
     hold.release();
+    errno = saved;  // a failed take sets it below
   }
   if (!r.taken) {
     if (lock) funlockfile(fp);

@@ -167,6 +167,28 @@ int main() {
     __libc_free(g_take_over);
     g_take_over = nullptr;
   }
+  // The span watched starting deep inside a chunk (a range copied at an offset into a big
+  // buffer is registered, and watched, from there): the chunk's free and realloc are reported by
+  // its extent, though it starts below the span; a chunk below the span that ends before it is
+  // not.
+  for (std::size_t bytes : {big, std::size_t{400} << 10}) {
+    auto* whole = static_cast<unsigned char*>(std::malloc(bytes));
+    void* below = std::malloc(100 << 10);
+    const auto inside = reinterpret_cast<std::uintptr_t>(whole) + bytes / 2;
+    lib->watch(inside, inside + 4096, 64 << 10);
+    if (reinterpret_cast<std::uintptr_t>(below) + (100 << 10) < inside)
+      expect_none("free of a chunk ending below the span", [&] { std::free(below); });
+    else
+      std::free(below);
+    void* moved = nullptr;
+    expect_report('c', whole, bytes, "realloc of a chunk reaching into the span from below",
+                  [&] { moved = std::realloc(whole, bytes + 4096); });
+    lib->watch(reinterpret_cast<std::uintptr_t>(moved) + bytes / 2,
+               reinterpret_cast<std::uintptr_t>(moved) + bytes / 2 + 4096, 64 << 10);
+    expect_report('c', moved, bytes, "free of a chunk reaching into the span from below",
+                  [&] { std::free(moved); });
+  }
+  lib->watch(1, UINTPTR_MAX, 64 << 10);
   void* small = std::malloc(1000);
   expect_none("free of a chunk under `smallest`", [&] { std::free(small); });
   p = std::malloc(big);

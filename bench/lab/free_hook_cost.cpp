@@ -17,7 +17,10 @@
 namespace {
 void ignore_pages(std::uintptr_t, std::uintptr_t) noexcept {}
 void ignore_all() noexcept {}
-const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, ignore_pages, ignore_pages, ignore_all};
+bool free_now(void*, std::uintptr_t, std::uintptr_t) noexcept { return false; }
+bool not_registered(std::uintptr_t, std::uintptr_t) noexcept { return false; }
+const cmt::ReleaseAbi kAbi{cmt::kReleaseAbiVersion, ignore_pages, ignore_pages, free_now,
+                           not_registered, ignore_all};
 }  // namespace
 
 int main(int argc, char** argv) {

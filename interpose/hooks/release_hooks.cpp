@@ -132,7 +132,7 @@ std::size_t chunk_size(void* p) noexcept {
   return size < g_smallest.load(std::memory_order_relaxed) ? 0 : size;
 }
 
-// A glibc chunk about to be reallocated. Only reached for pointers inside the watched span.
+// A glibc chunk about to be reallocated. Only reached for chunks reaching into the watched span.
 __attribute__((noinline)) void report_chunk(void* p) noexcept {
   const std::size_t size = chunk_size(p);
   if (!size) return;
@@ -143,7 +143,7 @@ __attribute__((noinline)) void report_chunk(void* p) noexcept {
 }
 
 // A glibc chunk about to be freed: true when the engine took the free over and makes it itself
-// (common/release_abi.h). Only reached for pointers inside the watched span.
+// (common/release_abi.h). Only reached for chunks reaching into the watched span.
 __attribute__((noinline)) bool report_chunk_free(void* p) noexcept {
   const std::size_t size = chunk_size(p);
   if (!size) return false;
@@ -261,9 +261,20 @@ void watch(std::uintptr_t lo, std::uintptr_t hi, std::size_t smallest) noexcept 
   g_span.store(hi > lo ? hi - lo : 0, std::memory_order_seq_cst);
 }
 
-bool in_span(const void* p) {
-  return reinterpret_cast<std::uintptr_t>(p) - g_lo.load(std::memory_order_relaxed) <
-         g_span.load(std::memory_order_relaxed);
+// Whether the glibc chunk whose user bytes start at `p` reaches into the watched span. Its start
+// alone is not enough: a range copied deep inside a large chunk (a tensor's storage at an offset,
+// a slice of a big buffer) is registered, and watched, far above the chunk's start, and a free
+// looked at by its start alone would go unreported, leaving a registration on pages glibc may
+// then unmap or trim (seen with the fake driver's watch, bench/lab/NOTES.md 65). Below the span,
+// the chunk's size word says how far it reaches: one more load of the header free reads anyway.
+bool chunk_in_span(const void* p) {
+  const std::uintptr_t lo = g_lo.load(std::memory_order_relaxed);
+  const std::uintptr_t span = g_span.load(std::memory_order_relaxed);
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  if (at - lo < span) return true;
+  if (at >= lo || span == 0 || !p || !g_glibc_malloc) return false;  // above it, or none
+  const std::size_t size = static_cast<const std::size_t*>(p)[-1] & ~std::size_t{7};
+  return size > lo - at;
 }
 
 }  // namespace
@@ -283,13 +294,13 @@ CMT_RELEASE_EXPORT const cmt::ReleaseLibrary* cmt_release_library_attach(
 }
 
 CMT_RELEASE_EXPORT void free(void* p) {
-  if (__builtin_expect(!in_span(p), 1)) return g_free.load(std::memory_order_relaxed)(p);
+  if (__builtin_expect(!chunk_in_span(p), 1)) return g_free.load(std::memory_order_relaxed)(p);
   if (report_chunk_free(p)) return;  // the engine frees it once its registrations are back
   g_free.load(std::memory_order_relaxed)(p);
 }
 
 CMT_RELEASE_EXPORT void* realloc(void* p, std::size_t bytes) {
-  if (p && in_span(p)) {
+  if (p && chunk_in_span(p)) {
     void* moved = nullptr;
     if (realloc_moved(p, bytes, &moved)) return moved;
     report_chunk(p);
@@ -298,7 +309,7 @@ CMT_RELEASE_EXPORT void* realloc(void* p, std::size_t bytes) {
 }
 
 CMT_RELEASE_EXPORT void* reallocarray(void* p, std::size_t count, std::size_t size) {
-  if (p && in_span(p)) {
+  if (p && chunk_in_span(p)) {
     std::size_t bytes;
     void* moved = nullptr;
     if (!__builtin_mul_overflow(count, size, &bytes) && realloc_moved(p, bytes, &moved))

@@ -75,14 +75,16 @@ done
 even_seed=$(( first % 2 == 0 || seeds > 1 ))
 python3 - "$tmp" "$even_seed" <<'PY' || fails=$((fails + 1))
 import glob, json, sys
-regs = copies = dropped = evicted = refused = failed = handed = beside = later = 0
+regs = copies = dropped = evicted = refused = failed = handed = beside = later = kept = 0
 for f in glob.glob(sys.argv[1] + "/stats-*.json"):
     h = json.load(open(f))["hot_buffers"]
     regs += h["registrations"]; copies += h["copies"]; dropped += h["invalidations"]
     evicted += h["evictions"]; refused += h["refusals"]; failed += h["failures"]
     handed += h["handed_back"]; beside += h["beside_copies"]; later += h["freed_later"]
+    kept += h.get("kept_out", 0)
 print(f"registrations {regs} copies_from_them {copies} dropped_on_release {dropped} "
-      f"(freed later {later}) handed_back_to_cuda {handed} evicted {evicted} refused {refused} "
+      f"(freed later {later}) handed_back_to_cuda {handed} evicted {evicted} kept_out {kept} "
+      f"refused {refused} "
       f"(registering failed {failed}) small_copies_beside_them {beside}")
 if regs == 0 or copies == 0 or dropped == 0 or beside == 0 or (sys.argv[2] == "1" and later == 0):
     print("FAIL: the suite did not exercise registration, hot copies, invalidation, frees "

@@ -311,6 +311,100 @@ TEST(RegisterCache, TheLeastRecentlyCopiedGoesToMakeRoomButNotOneInUse) {
   EXPECT_EQ(h.cache.counts().evictions, 1u);
 }
 
+// More bytes copied in turn than the bound holds (a model's weights offloaded, pass after pass):
+// evicting the least recently copied would drop, before its next copy, each registration about
+// to be copied again, so that every copy paid a registration and an unregistration. The ones
+// registered first stay; the rest stay staged ("kept out"), and no copy evicts.
+TEST(RegisterCache, ASetLargerThanTheBoundKeepsItsRegistrationsAndStagesTheRest) {
+  RegisterSettings s;
+  s.max_bytes = 3 * (256 << 10);
+  Harness h(s);
+  const std::uintptr_t base = 0x60000000;
+  auto range = [&](int i) { return at(base + i * (1 << 20)); };
+  int hits_last_round = 0;
+  for (int round = 0; round < 6; ++round) {
+    hits_last_round = 0;
+    for (int i = 0; i < 5; ++i) hits_last_round += h.cache.offer(range(i), 256 << 10) ? 1 : 0;
+  }
+  EXPECT_EQ(h.registered(), 3u);
+  EXPECT_EQ(hits_last_round, 3);
+  const RegisterCounts c = h.cache.counts();
+  EXPECT_EQ(c.evictions, 0u);
+  EXPECT_EQ(c.registrations, 3u);
+  EXPECT_EQ(c.kept_out, 2u * 5u);  // ranges 3 and 4, from their second copy on
+  EXPECT_EQ(c.refusals, 0u);
+}
+
+// A program that moves on to new buffers has its old ones evicted for them: those were last
+// copied before the newcomers' previous copies.
+TEST(RegisterCache, BuffersNoLongerCopiedMakeRoomForNewOnes) {
+  RegisterSettings s;
+  s.max_bytes = 3 * (256 << 10);
+  Harness h(s);
+  const std::uintptr_t old_set = 0x60000000, new_set = 0x70000000;
+  for (int round = 0; round < 3; ++round)
+    for (int i = 0; i < 3; ++i) h.cache.offer(at(old_set + i * (1 << 20)), 256 << 10);
+  ASSERT_EQ(h.cache.counts().registrations, 3u);
+  for (int round = 0; round < 3; ++round)
+    for (int i = 0; i < 3; ++i) h.cache.offer(at(new_set + i * (1 << 20)), 256 << 10);
+  EXPECT_EQ(h.registered(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(h.cache.covers(at(new_set + i * (1 << 20)), 256 << 10));
+    EXPECT_FALSE(h.cache.covers(at(old_set + i * (1 << 20)), 256 << 10));
+  }
+  EXPECT_EQ(h.cache.counts().evictions, 3u);
+  EXPECT_EQ(h.cache.counts().kept_out, 0u);
+}
+
+// An eviction happens inside the program's copy, and cuMemHostUnregister waits for every kernel
+// queued on the GPU: with the cache's thread there (free_later), the evicted registration is
+// taken back there, and the copy that evicted it returns at once. Until then its pages stay out
+// of new registrations, a release of them takes it back itself before returning, and a free of
+// its chunk is taken over as for a registration in the table.
+TEST(RegisterCache, AnEvictionIsTakenBackOnTheCachesThreadNotInTheCopy) {
+  RegisterSettings s;
+  s.max_bytes = kFreedSize;
+  auto owned = std::make_unique<Harness>(s);
+  Harness& h = *owned;
+  h.cache.free_later(note_free, false);
+  g_freed.store(0);
+  const std::uintptr_t a = 0x30000000, b = 0x40000000, c = 0x50000000;
+  h.cache.offer(at(a), kFreedSize);
+  ASSERT_TRUE(h.cache.offer(at(a), kFreedSize));
+  h.driver.unregister_wait_ms.store(300);
+  h.cache.offer(at(b), kFreedSize);
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(h.cache.offer(at(b), kFreedSize));  // evicts a
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150))
+      << "the copy waited for the eviction's unregistering";
+  EXPECT_EQ(h.cache.counts().evictions, 1u);
+  EXPECT_FALSE(h.cache.covers(at(a), kFreedSize));
+  EXPECT_TRUE(fake::registered_overlap(a, a + kFreedSize)) << "taken back already";
+  // Copied again meanwhile: due, but its pages are still registered: staged, not refused.
+  h.cache.offer(at(a), kFreedSize);
+  EXPECT_FALSE(h.cache.offer(at(a), kFreedSize));
+  EXPECT_EQ(h.cache.counts().registrations, 2u);
+  for (int i = 0; i < 200 && fake::registered_overlap(a, a + kFreedSize); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(fake::registered_overlap(a, a + kFreedSize));
+  EXPECT_TRUE(h.cache.offer(at(a), kFreedSize)) << "refused for good while it was taken back";
+  // b evicted for a: a release of b's pages while the eviction waits returns once it is back.
+  h.cache.pages_released(b, b + 4096);
+  EXPECT_FALSE(fake::registered_overlap(b, b + kFreedSize));
+  // c evicts a; a's chunk freed while its eviction waits: taken over, freed once a is back.
+  h.cache.offer(at(c), kFreedSize);
+  ASSERT_TRUE(h.cache.offer(at(c), kFreedSize));
+  EXPECT_TRUE(h.cache.frees_later(a, a + kFreedSize));
+  t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(h.cache.chunk_freed(reinterpret_cast<void*>(a), a, a + kFreedSize));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(150));
+  for (int i = 0; i < 200 && h.cache.frees_pending(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(g_freed.load(), a);
+  EXPECT_FALSE(g_registered_when_freed.load());
+  EXPECT_EQ(h.registered(), 1u);  // c's
+}
+
 TEST(RegisterCache, BuffersCopiedInTurnAreRegisteredOnTheirSecondRound) {
   Harness h;  // as a model's 200 weights, each copied once per forward pass
   const std::uintptr_t base = 0xB0000000;

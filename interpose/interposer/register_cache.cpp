@@ -49,6 +49,22 @@ bool overlap(std::uintptr_t a_lo, std::uintptr_t a_hi, std::uintptr_t b_lo, std:
   return a_lo < b_hi && b_lo < a_hi;
 }
 
+std::uintptr_t page_size() {
+  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+std::uintptr_t round_up_to_page(std::uintptr_t a) {
+  const std::uintptr_t p = page_size();
+  return a > UINTPTR_MAX - (p - 1) ? UINTPTR_MAX / p * p : (a + p - 1) / p * p;
+}
+
+// Whether make_room may evict `e` for a range last copied before tick `since`: registered, no
+// copy using it, and not copied since.
+bool evictable(const RegisterCache::Entry& e, std::uint64_t since) {
+  return e.ready && e.users.load(std::memory_order_acquire) == 0 && e.last < since;
+}
+
 // A chunk's release drops the registrations of ranges copied inside it (drop's `hits`).
 auto copied_inside(std::uintptr_t lo, std::uintptr_t hi) {
   return [lo, hi](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t, std::uintptr_t) {
@@ -90,6 +106,8 @@ RegisterCache::~RegisterCache() {
     for (auto& [first, e] : entries_)
       if (e->ready) gone.push_back(std::move(e));
     entries_.clear();
+    for (auto& e : evicting_) gone.push_back(std::move(e));  // none once later_'s tasks ran
+    evicting_.clear();
     if (watch_) watch_(0, 0, settings_.from);
   }
   if (!forked_child_) unregister(gone);
@@ -207,7 +225,7 @@ RegisterCache::Use RegisterCache::offer(const void* p, std::size_t bytes, bool* 
   }
   if (bytes < settings_.from) return {};
   Candidate& c = candidate_for(lo, hi);
-  touch(c);
+  copied(c);
   if (c.refused || c.registering || ++c.copies < settings_.after) return {};
   return register_range(lo, hi, c, lock, registered_now);
 }
@@ -248,7 +266,7 @@ void RegisterCache::count(const void* p, std::size_t bytes) {
   if (forked_child_) return;
   ++tick_;
   Candidate& c = candidate_for(lo, lo + bytes);
-  touch(c);
+  copied(c);
   if (!c.refused && !c.registering && c.copies + 1 < settings_.after) ++c.copies;
 }
 
@@ -268,6 +286,14 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
     ++counts_.refusals;
     return Use();
   };
+  // Room first, before any look at the memory: a range kept out is staged this time and offered
+  // again at its next copy (the registrations it would evict may have aged by then).
+  const std::size_t rough = round_up_to_page(hi) - lo / page_size() * page_size();
+  if (rough <= settings_.max_bytes && !room_for(rough, candidate.prev)) {
+    candidate.registering = false;
+    ++counts_.kept_out;
+    return {};
+  }
   lock.unlock();
   const TrackableRange pages = trackable_(reinterpret_cast<const void*>(lo), hi - lo);
   lock.lock();
@@ -276,10 +302,13 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
             pages.ok ? "released meanwhile" : pages.why);
     return refuse(true);
   }
+  std::uintptr_t page_lo = pages.lo, page_hi = pages.hi;
+  // Pages still being taken back (evicted, or released by another thread): not yet; CUDA would
+  // find them registered.
+  if (overlaps_retiring(page_lo, page_hi)) return refuse(false);
   // A page a registration already holds (a neighbour's: CUDA registers a page once) stays out:
   // the range's own whole pages are registered, and a copy's bytes on the shared pages go
   // through pinned scratch (hot_copy.h).
-  std::uintptr_t page_lo = pages.lo, page_hi = pages.hi;
   if (overlaps_entry(page_lo, page_hi)) {
     if (!inside_pages(lo, hi, &page_lo, &page_hi) || overlaps_entry(page_lo, page_hi))
       return refuse(true);
@@ -287,13 +316,15 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   const std::size_t bytes = page_hi - page_lo;
   std::vector<std::unique_ptr<Entry>> evicted;
   if (bytes > settings_.max_bytes) return refuse(true);
-  if (!make_room(bytes, &evicted)) {
-    // Not reached after make_room's own check; kept so that nothing evicted is ever left
-    // registered (it was, before that check, when copies held the last victims it needed).
+  if (!make_room(bytes, candidate.prev, &evicted)) {
+    // Nothing was evicted (make_room checks first); unregister kept so that nothing evicted is
+    // ever left registered (it was, before that check, when copies held the last victims).
     lock.unlock();
     unregister(evicted);
     lock.lock();
-    return refuse(false);
+    if (candidate.id == id) candidate.registering = false;
+    ++counts_.kept_out;
+    return {};
   }
   // Pending: watched (and seen by overlap checks) before the pages are registered.
   auto owned = std::make_unique<Entry>();
@@ -306,7 +337,7 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   registered_bytes_ += bytes;
   update_watch();
   lock.unlock();
-  unregister(evicted);
+  unregister_evicted(evicted);
   CUresult r = register_pages(e, lo, hi);
   lock.lock();
   const bool dropped = e->dropped;
@@ -353,7 +384,7 @@ bool RegisterCache::overlaps_entry(std::uintptr_t lo, std::uintptr_t hi) const {
 
 bool RegisterCache::inside_pages(std::uintptr_t lo, std::uintptr_t hi, std::uintptr_t* page_lo,
                                  std::uintptr_t* page_hi) {
-  static const auto page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+  const std::uintptr_t page = page_size();
   *page_lo = (lo + page - 1) / page * page;
   *page_hi = hi / page * page;
   return *page_hi > *page_lo;
@@ -384,16 +415,23 @@ CUresult RegisterCache::register_pages(Entry* e, std::uintptr_t lo, std::uintptr
   return r;
 }
 
-bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted) {
-  // Nothing is evicted unless enough can be: registrations in use (or being made) stay.
-  std::size_t freeable = 0;
+bool RegisterCache::room_for(std::size_t bytes, std::uint64_t since) const {
+  if (registered_bytes_ + bytes <= settings_.max_bytes) return true;
+  std::size_t freeable = 0;  // the cap full: a walk of the entries, only then
   for (const auto& [first, e] : entries_)
-    if (e->ready && e->users.load(std::memory_order_acquire) == 0) freeable += e->bytes();
-  if (registered_bytes_ + bytes > settings_.max_bytes + freeable) return false;
+    if (evictable(*e, since)) freeable += e->bytes();
+  return registered_bytes_ + bytes <= settings_.max_bytes + freeable;
+}
+
+bool RegisterCache::make_room(std::size_t bytes, std::uint64_t since,
+                              std::vector<std::unique_ptr<Entry>>* evicted) {
+  // Nothing is evicted unless enough can be: registrations in use (or being made), and those
+  // copied since the newcomer's previous copy, stay.
+  if (!room_for(bytes, since)) return false;
   while (registered_bytes_ + bytes > settings_.max_bytes) {
     auto victim = entries_.end();
     for (auto it = entries_.begin(); it != entries_.end(); ++it)
-      if (it->second->ready && it->second->users.load(std::memory_order_acquire) == 0 &&
+      if (evictable(*it->second, since) &&
           (victim == entries_.end() || it->second->last < victim->second->last))
         victim = it;
     if (victim == entries_.end()) return false;
@@ -404,6 +442,52 @@ bool RegisterCache::make_room(std::size_t bytes, std::vector<std::unique_ptr<Ent
     entries_.erase(victim);
   }
   return true;
+}
+
+// Evicted entries taken back on later_'s thread: each task takes whatever waits in evicting_
+// when it runs (a release may have taken some back itself meanwhile).
+struct RegisterCache::EvictTask final : LaterFrees::Task {
+  explicit EvictTask(RegisterCache* c) : cache(c) {}
+  RegisterCache* cache;
+  void run() noexcept override {
+    InCache inside;  // the driver's own frees while it unregisters are not reports
+    std::vector<std::unique_ptr<Entry>> gone;
+    {
+      std::lock_guard<std::mutex> lk(cache->mu_);
+      gone.swap(cache->evicting_);
+    }
+    cache->unregister(gone);
+  }
+};
+
+void RegisterCache::unregister_evicted(std::vector<std::unique_ptr<Entry>>& evicted) {
+  if (evicted.empty()) return;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (later_ && free_now_ && !forked_child_) {
+      bool room = true;
+      try {
+        evicting_.reserve(evicting_.size() + evicted.size());  // the moves below cannot throw
+      } catch (...) {
+        room = false;
+      }
+      // Posted with mu_ held (the thread takes mu_ only outside LaterFrees' lock), so the task
+      // cannot run before the entries are in evicting_.
+      std::unique_ptr<LaterFrees::Task> task(room ? new (std::nothrow) EvictTask(this) : nullptr);
+      if (task && later_->post(task)) {
+        for (auto& e : evicted) evicting_.push_back(std::move(e));
+        evicted.clear();
+        return;
+      }
+    }
+  }
+  unregister(evicted);  // no thread (or no memory for it): now, as before
+}
+
+bool RegisterCache::overlaps_retiring(std::uintptr_t lo, std::uintptr_t hi) const {
+  for (const auto& [page_lo, page_hi] : retiring_)
+    if (overlap(page_lo, page_hi, lo, hi)) return true;
+  return false;
 }
 
 template <typename Hits>
@@ -459,6 +543,17 @@ void RegisterCache::collect(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std
       changed = true;
     }
   }
+  // Evicted ones still registered (already retired and counted): taken back by this release, so
+  // that it returns only once they are.
+  for (auto it = evicting_.begin(); it != evicting_.end();) {
+    Entry& e = **it;
+    if (hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) {
+      gone.push_back(std::move(*it));
+      it = evicting_.erase(it);
+    } else {
+      ++it;
+    }
+  }
   if (changed) update_watch();
 }
 
@@ -512,6 +607,8 @@ bool RegisterCache::frees_later(std::uintptr_t lo, std::uintptr_t hi) const {
     const Entry& e = *it->second;
     if (e.ready && hits(e.copy_lo, e.copy_hi, e.page_lo, e.page_hi)) return true;
   }
+  for (const auto& e : evicting_)
+    if (hits(e->copy_lo, e->copy_hi, e->page_lo, e->page_hi)) return true;
   return false;
 }
 
@@ -670,6 +767,8 @@ void RegisterCache::forget_in_child() {
   if (watch_) watch_(0, 0, settings_.from);
   for (auto& [first, e] : entries_) e.release();  // leaked: the parent's, no driver to unregister
   entries_.clear();
+  for (auto& e : evicting_) e.release();
+  evicting_.clear();
   reach_ = 0;
   for (Candidate& c : candidates_) c = Candidate{};
   candidate_index_.clear();

@@ -5,8 +5,17 @@
 // A range becomes a candidate at its first copy of at least `from` bytes and is registered at its
 // `after`-th, if its memory is of a kind whose every release cmt sees (trackable_memory.h). A page
 // it shares with a registration already there (cmt's or the program's: CUDA registers a page once)
-// stays out, and its bytes on that page are copied through pinned scratch (hot_copy.h). Registered bytes are bounded: the least
-// recently copied registration not in use is unregistered to make room.
+// stays out, and its bytes on that page are copied through pinned scratch (hot_copy.h).
+//
+// Registered bytes are bounded. To make room, the least recently copied registrations not in use
+// are evicted, but only those not copied since the newcomer's previous copy: a program that copies
+// more bytes in turn than the bound holds (a model's weights offloaded, pass after pass) would
+// otherwise evict, before its next copy, every registration it is about to copy again, and pay a
+// registration and an unregistration for every copy, slower than staging. So a set larger than
+// the bound keeps the registrations it has and stages the rest (`kept_out`), while a program that
+// moves on to new buffers still has its old ones evicted. Evicted registrations are taken back
+// from the driver on the cache's thread (later_frees.h) once there is one: cuMemHostUnregister
+// waits for every kernel queued on the GPU, and an eviction happens inside the program's copy.
 //
 // A registration pins the pages its range had when it was made; after the program gives those
 // pages back and maps new ones at the same address, a copy would silently read the old ones. So
@@ -53,6 +62,7 @@ struct RegisterCounts {
   std::uint64_t registrations = 0;  // ranges registered
   std::uint64_t invalidations = 0;  // registrations dropped because their pages were released
   std::uint64_t evictions = 0;      // registrations dropped to make room
+  std::uint64_t kept_out = 0;       // due copies left staged: room only by evicting newer ones
   std::uint64_t handed_back = 0;    // dropped so that CUDA sees pageable memory (hand_back)
   std::uint64_t freed_later = 0;    // frees of registered chunks taken over (chunk_freed)
   std::uint64_t reports = 0;        // releases and hand-backs looked at (inside the watched span)
@@ -154,6 +164,9 @@ class RegisterCache {
     bool refused = false, registering = false;
     std::uint64_t id = 0;  // changes when the slot is reused or dropped
     int older = -1, newer = -1;  // neighbours in the order of their last copies (slots)
+    // Ticks of its last copy and of the one before (the last, at the first): a registration
+    // copied since `prev` is reused sooner than this range and is not evicted for it.
+    std::uint64_t last = 0, prev = 0;
   };
   // Ranges followed at once: enough for a model's weights copied layer by layer, each of which
   // comes round again only after all the others (a 1.1B Llama has about 200).
@@ -181,9 +194,25 @@ class RegisterCache {
   void unlink(Candidate& c);
   void link_newest(Candidate& c);
   void touch(Candidate& c) { unlink(c), link_newest(c); }
+  // A copy of c now: the newest in the order, and its ticks move on.
+  void copied(Candidate& c) {
+    touch(c);
+    c.prev = c.last ? c.last : tick_;
+    c.last = tick_;
+  }
   Use register_range(std::uintptr_t lo, std::uintptr_t hi, Candidate& candidate,
                      std::unique_lock<std::mutex>& lock, bool* registered_now);
-  bool make_room(std::size_t bytes, std::vector<std::unique_ptr<Entry>>* evicted);
+  // Whether `bytes` more fit, evicting only registrations not in use and last copied before
+  // tick `since` (with mu_ held); make_room then evicts them, least recently copied first.
+  bool room_for(std::size_t bytes, std::uint64_t since) const;
+  bool make_room(std::size_t bytes, std::uint64_t since,
+                 std::vector<std::unique_ptr<Entry>>* evicted);
+  // Takes the evicted entries back from the driver: on later_'s thread where there is one (they
+  // wait in evicting_, where a release of their pages finds them and takes them back itself),
+  // else now. Without mu_.
+  void unregister_evicted(std::vector<std::unique_ptr<Entry>>& evicted);
+  struct EvictTask;  // unregister_evicted's work for later_'s thread
+  bool overlaps_retiring(std::uintptr_t lo, std::uintptr_t hi) const;  // with mu_ held
   bool overlaps_entry(std::uintptr_t lo, std::uintptr_t hi) const;  // with mu_ held
   // The whole pages inside [lo, hi); false if there are none.
   static bool inside_pages(std::uintptr_t lo, std::uintptr_t hi, std::uintptr_t* page_lo,
@@ -232,6 +261,8 @@ class RegisterCache {
   // address widens by. Grows only; back to 0 when the table is empty.
   std::uintptr_t reach_ = 0;
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> retiring_;  // pages being unregistered
+  // Evicted, still registered, waiting for later_'s thread (their pages are in retiring_).
+  std::vector<std::unique_ptr<Entry>> evicting_;
   std::vector<Candidate> candidates_ = std::vector<Candidate>(kCandidates);
   std::unordered_map<std::pair<std::uintptr_t, std::uintptr_t>, int, RangeHash> candidate_index_;
   std::vector<int> free_slots_;

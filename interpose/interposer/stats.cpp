@@ -135,7 +135,7 @@ std::string Stats::register_json() const {
                 "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
                 "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu, "
                 "\"release_reports\": %llu, \"release_seconds\": %.6f, \"beside_copies\": %llu, "
-                "\"beside_bytes\": %llu, \"freed_later\": %llu}",
+                "\"beside_bytes\": %llu, \"freed_later\": %llu, \"kept_out\": %llu}",
                 register_cache_ ? "true" : "false",
                 static_cast<unsigned long long>(hot_calls_.load()),
                 static_cast<unsigned long long>(hot_bytes_.load()),
@@ -149,7 +149,8 @@ std::string Stats::register_json() const {
                 static_cast<unsigned long long>(c.reports), static_cast<double>(c.report_ns) / 1e9,
                 static_cast<unsigned long long>(beside_calls_.load()),
                 static_cast<unsigned long long>(beside_bytes_.load()),
-                static_cast<unsigned long long>(c.freed_later));
+                static_cast<unsigned long long>(c.freed_later),
+                static_cast<unsigned long long>(c.kept_out));
   return buf;
 }
 
@@ -228,11 +229,12 @@ std::string Stats::summary() const {
   }
   if (register_cache_) {
     const RegisterCounts c = register_cache_->counts();
-    char buf[440];  // the text and eight counts of up to 20 digits
+    char buf[512];  // the text and nine counts of up to 20 digits
     std::snprintf(buf, sizeof buf,
                   "; hot buffers: %llu copies from %llu registrations (%llu dropped on release, "
                   "%llu of them freed later, %llu handed back to CUDA, %llu evicted, %llu "
-                  "refused), %llu small copies beside them",
+                  "refused), %llu copies kept out (the bound full of newer ones), %llu small "
+                  "copies beside them",
                   static_cast<unsigned long long>(hot_calls_.load()),
                   static_cast<unsigned long long>(c.registrations),
                   static_cast<unsigned long long>(c.invalidations),
@@ -240,6 +242,7 @@ std::string Stats::summary() const {
                   static_cast<unsigned long long>(c.handed_back),
                   static_cast<unsigned long long>(c.evictions),
                   static_cast<unsigned long long>(c.refusals),
+                  static_cast<unsigned long long>(c.kept_out),
                   static_cast<unsigned long long>(beside_calls_.load()));
     out += buf;
   }

@@ -343,9 +343,11 @@ std::vector<OptionSpec> build_table() {
                           "range (CUDA's own staging is as fast below it).",
                           &Config::register_from, 4u << 10, std::size_t{1} << 40));
   t.push_back(size_option("register_max", "CMT_REGISTER_MAX", Scope::Process, false,
-                          "With register = hot, the most bytes registered at once; the least "
-                          "recently copied range is unregistered to make room. 0: a quarter of "
-                          "the machine's memory.",
+                          "With register = hot, the most bytes registered at once; to make room "
+                          "the least recently copied range is unregistered (on cmt's release "
+                          "thread), but only one not copied since the newcomer's previous copy, "
+                          "so a set of buffers larger than the bound keeps what it registered and "
+                          "stages the rest. 0: a quarter of the machine's memory.",
                           &Config::register_max, 0, std::size_t{1} << 50));
   t.push_back(flag_option("register_free_later", "CMT_REGISTER_FREE_LATER", Scope::Process,
                           "With register = hot, 1: a free() of a chunk holding registrations "

@@ -609,7 +609,7 @@ bool RegisterCache::frees_later(std::uintptr_t lo, std::uintptr_t hi) const {
   }
   for (const auto& e : evicting_)
     if (hits(e->copy_lo, e->copy_hi, e->page_lo, e->page_hi)) return true;
-  return false;
+  return overlaps_retiring(lo, hi);  // being taken back: chunk_freed queues the free behind it
 }
 
 std::size_t RegisterCache::frees_pending() {
@@ -625,12 +625,16 @@ bool RegisterCache::chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t h
   InCache inside;
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<Entry>> gone;
+  bool being_taken_back = false;
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (forked_child_) return false;  // nothing registered: the parent's were forgotten
     collect(lo, hi, copied_inside(lo, hi), &counts_.invalidations, gone);
+    // An eviction already being taken back on later_'s thread: the free is queued behind it
+    // there, rather than waiting for it here.
+    being_taken_back = gone.empty() && overlaps_retiring(lo, hi);
   }
-  if (!gone.empty()) {
+  if (!gone.empty() || being_taken_back) {
     std::unique_ptr<FreeTask> task(new (std::nothrow) FreeTask);
     if (task) {
       task->cache = this;

@@ -138,10 +138,7 @@ bool RegisterCache::touches(const void* p, std::size_t bytes) const {
     return false;
   InCache inside;
   std::lock_guard<std::mutex> lk(mu_);
-  if (overlaps_entry(lo, hi)) return true;
-  for (const auto& [page_lo, page_hi] : retiring_)
-    if (overlap(page_lo, page_hi, lo, hi)) return true;
-  return false;
+  return overlaps_entry(lo, hi) || overlaps_retiring(lo, hi);
 }
 
 bool RegisterCache::covers(const void* p, std::size_t bytes) const {
@@ -719,8 +716,7 @@ void RegisterCache::wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi
   for (;;) {
     {
       std::lock_guard<std::mutex> lk(mu_);
-      bool busy = false;
-      for (const auto& [page_lo, page_hi] : retiring_) busy |= overlap(page_lo, page_hi, lo, hi);
+      bool busy = overlaps_retiring(lo, hi);
       for (auto it = first_reaching(entries_, lo); it != entries_.end() && it->first < hi; ++it)
         busy |= !it->second->ready && it->second->dropped;  // pages overlapping [lo, hi)
       if (!busy) return;

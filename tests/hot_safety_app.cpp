@@ -207,10 +207,21 @@ CUDA_MEMCPY2D rows_copy(const Rows& r) {
   return c;
 }
 
+// A failed copy's rows, to find which of their bytes CUDA refused; the result, unchanged.
+CUresult said_of(CUresult r, const char* kind, const CUDA_MEMCPY2D& c) {
+  if (r != CUDA_SUCCESS) {
+    const bool up = c.srcMemoryType == CU_MEMORYTYPE_HOST;
+    std::fprintf(stderr, "%s copy of %zu rows of %zu bytes, pitch %zu, host %p (%s)\n", kind,
+                 c.Height, c.WidthInBytes, up ? c.srcPitch : c.dstPitch,
+                 up ? c.srcHost : c.dstHost, up ? "source" : "destination");
+  }
+  return r;
+}
+
 // The rows as cuMemcpy2DAsync copies them, or, one time in two, as a one-slice cuMemcpy3DAsync.
 void copy_rows_async(const CUDA_MEMCPY2D& c, CUstream stream) {
   if (rng() % 2) {
-    CHECK(cuMemcpy2DAsync(&c, stream));
+    CHECK(said_of(cuMemcpy2DAsync(&c, stream), "2D", c));
     return;
   }
   CUDA_MEMCPY3D d{};
@@ -227,7 +238,7 @@ void copy_rows_async(const CUDA_MEMCPY2D& c, CUstream stream) {
   d.WidthInBytes = c.WidthInBytes;
   d.Height = c.Height;
   d.Depth = 1;
-  CHECK(cuMemcpy3DAsync(&d, stream));
+  CHECK(said_of(cuMemcpy3DAsync(&d, stream), "3D", c));
 }
 
 void copy_up_2d(Gpu& g, Slot& s) {

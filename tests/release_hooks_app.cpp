@@ -114,10 +114,18 @@ int main() {
   lib->watch(0, 0, 64 << 10);
   expect_none("free while nothing is watched", [&] { std::free(std::malloc(big)); });
   lib->watch(1, UINTPTR_MAX, 64 << 10);
-  void* p = std::malloc(big);
-  expect_report('c', p, big - 4096, "free of an mmap'd chunk", [&] { std::free(p); });
-  p = std::malloc(100 << 10);
-  expect_report('c', p, 100 << 10, "free of a heap chunk", [&] { std::free(p); });
+  // A chunk's report is its user bytes exactly: past them lie the next chunk's header (in a
+  // heap) or the next mapping (after an mmap'd chunk), whose registrations are not the chunk's.
+  for (std::size_t bytes : {big, std::size_t{100} << 10}) {
+    void* p = std::malloc(bytes);
+    const std::size_t usable = malloc_usable_size(p);
+    const auto lo = reinterpret_cast<std::uintptr_t>(p);
+    expect_report('c', p, bytes, bytes == big ? "free of an mmap'd chunk" : "free of a heap chunk",
+                  [&] { std::free(p); });
+    expect(g_last.lo == lo && g_last.hi == lo + usable,
+           "a chunk's report is [p, p + malloc_usable_size(p)) (" + std::to_string(usable) +
+               " bytes)");
+  }
   // A free the engine takes over is not glibc's: the chunk is still allocated after it.
   for (std::size_t bytes : {big, std::size_t{100} << 10}) {
     g_take_over = std::malloc(bytes);
@@ -191,7 +199,7 @@ int main() {
   lib->watch(1, UINTPTR_MAX, 64 << 10);
   void* small = std::malloc(1000);
   expect_none("free of a chunk under `smallest`", [&] { std::free(small); });
-  p = std::malloc(big);
+  void* p = std::malloc(big);
   void* q = nullptr;
   expect_report('c', p, big - 4096, "realloc", [&] { q = std::realloc(p, 2 * big); });
   expect_report('c', q, 2 * big - 4096, "reallocarray", [&] {

@@ -124,12 +124,20 @@ void report_pages(const void* p, std::size_t bytes) noexcept {
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->pages_released(lo, hi);
 }
 
-// A glibc chunk's size, from the size word before it (the low three bits are flags); 0 where the
-// chunk is not one the cache can hold registrations in (too small, or not glibc's malloc).
+// A glibc chunk's user bytes from `p` (malloc_usable_size's answer, from the size word before it,
+// whose low three bits are flags): its size less its header, which is the size word alone for a
+// chunk in a heap (the next chunk's first word is this one's while it is in use) and both words
+// for an mmap'd one (flag 2), whose mapping ends at its size. 0 where the chunk is not one the
+// cache can hold registrations in (too small, or not glibc's malloc). Counting the header in
+// would reach past the chunk: for an mmap'd chunk, 16 bytes into the next mapping, whose
+// registrations the chunk's free would then wait for (bench/lab/NOTES.md 67).
 std::size_t chunk_size(void* p) noexcept {
   if (!g_glibc_malloc) return 0;
-  const std::size_t size = static_cast<std::size_t*>(p)[-1] & ~std::size_t{7};
-  return size < g_smallest.load(std::memory_order_relaxed) ? 0 : size;
+  const std::size_t word = static_cast<std::size_t*>(p)[-1];
+  const std::size_t size = word & ~std::size_t{7};
+  const std::size_t header = (word & 2) ? 2 * sizeof(std::size_t) : sizeof(std::size_t);
+  if (size <= header) return 0;
+  return size - header < g_smallest.load(std::memory_order_relaxed) ? 0 : size - header;
 }
 
 // A glibc chunk about to be reallocated. Only reached for chunks reaching into the watched span.

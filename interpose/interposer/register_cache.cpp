@@ -488,8 +488,8 @@ bool RegisterCache::overlaps_retiring(std::uintptr_t lo, std::uintptr_t hi) cons
 }
 
 template <typename Hits>
-void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
-                         std::uint64_t* counter) {
+void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter,
+                         Pages wait) {
   if (t_in_cache) return;
   InCache inside;
   const auto started = std::chrono::steady_clock::now();
@@ -498,7 +498,13 @@ void RegisterCache::drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits,
     std::lock_guard<std::mutex> lk(mu_);
     collect(lo, hi, hits, counter, gone);
   }
-  finish(lo, hi, gone, started);
+  finish(wait, gone, started);
+}
+
+RegisterCache::Pages RegisterCache::chunk_pages(std::uintptr_t lo, std::uintptr_t hi) {
+  Pages pages;
+  if (!inside_pages(lo, hi, &pages.first, &pages.second)) pages = {0, 0};
+  return pages;
 }
 
 template <typename Hits>
@@ -554,11 +560,10 @@ void RegisterCache::collect(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std
   if (changed) update_watch();
 }
 
-bool RegisterCache::finish(std::uintptr_t lo, std::uintptr_t hi,
-                           std::vector<std::unique_ptr<Entry>>& gone,
+bool RegisterCache::finish(Pages wait, std::vector<std::unique_ptr<Entry>>& gone,
                            std::chrono::steady_clock::time_point started) {
   const bool all = unregister(gone);
-  wait_until_unregistered(lo, hi);
+  wait_until_unregistered(wait.first, wait.second);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - started).count();
   std::lock_guard<std::mutex> lk(mu_);
@@ -571,14 +576,14 @@ bool RegisterCache::finish(std::uintptr_t lo, std::uintptr_t hi,
 struct RegisterCache::FreeTask final : LaterFrees::Task {
   RegisterCache* cache = nullptr;
   void* chunk = nullptr;
-  std::uintptr_t lo = 0, hi = 0;
+  Pages wait;  // the chunk's own pages (chunk_pages)
   std::chrono::steady_clock::time_point started;
   std::vector<std::unique_ptr<Entry>> gone;
   void run() noexcept override {
     InCache inside;  // the driver's own frees while it unregisters are not reports
     // A registration the driver would not take back may outlive the chunk's pages: the chunk is
     // kept (leaked), so that nothing new is ever mapped where the driver still holds old pages.
-    if (cache->finish(lo, hi, gone, started)) {
+    if (cache->finish(wait, gone, started)) {
       cache->free_now_(chunk);
     } else {
       CMT_WARN_ONCE("a hot buffer could not be unregistered; its memory is kept, not freed");
@@ -636,8 +641,7 @@ bool RegisterCache::chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t h
     if (task) {
       task->cache = this;
       task->chunk = chunk;
-      task->lo = lo;
-      task->hi = hi;
+      task->wait = chunk_pages(lo, hi);
       task->started = started;
       task->gone.swap(gone);
       std::unique_ptr<LaterFrees::Task> posted(task.release());
@@ -649,7 +653,7 @@ bool RegisterCache::chunk_freed(void* chunk, std::uintptr_t lo, std::uintptr_t h
       gone.swap(static_cast<FreeTask&>(*posted).gone);  // not taken: finished here
     }
   }
-  finish(lo, hi, gone, started);
+  finish(chunk_pages(lo, hi), gone, started);
   return false;
 }
 
@@ -657,24 +661,24 @@ void RegisterCache::pages_released(std::uintptr_t lo, std::uintptr_t hi) {
   drop(lo, hi, [&](std::uintptr_t copy_lo, std::uintptr_t copy_hi, std::uintptr_t page_lo,
            std::uintptr_t page_hi) {
     return overlap(page_lo, page_hi, lo, hi) || overlap(copy_lo, copy_hi, lo, hi);
-  }, &counts_.invalidations);
+  }, &counts_.invalidations, {lo, hi});
 }
 
 void RegisterCache::chunk_released(std::uintptr_t lo, std::uintptr_t hi) {
-  drop(lo, hi, copied_inside(lo, hi), &counts_.invalidations);
+  drop(lo, hi, copied_inside(lo, hi), &counts_.invalidations, chunk_pages(lo, hi));
 }
 
 void RegisterCache::hand_back(std::uintptr_t lo, std::uintptr_t hi) {
   if (hi <= lo || !touches(reinterpret_cast<const void*>(lo), hi - lo)) return;
   drop(lo, hi, [&](std::uintptr_t, std::uintptr_t, std::uintptr_t page_lo,
                    std::uintptr_t page_hi) { return overlap(page_lo, page_hi, lo, hi); },
-       &counts_.handed_back);
+       &counts_.handed_back, {lo, hi});
 }
 
 void RegisterCache::all_released() {
   drop(0, UINTPTR_MAX,
        [](std::uintptr_t, std::uintptr_t, std::uintptr_t, std::uintptr_t) { return true; },
-       &counts_.invalidations);
+       &counts_.invalidations, {0, UINTPTR_MAX});
 }
 
 bool RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
@@ -712,6 +716,7 @@ void RegisterCache::retire(const Entry& e) {
 }
 
 void RegisterCache::wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi) {
+  if (hi <= lo) return;
   const auto deadline = std::chrono::steady_clock::now() + settings_.release_wait;
   for (;;) {
     {
@@ -722,6 +727,10 @@ void RegisterCache::wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi
       if (!busy) return;
     }
     if (std::chrono::steady_clock::now() > deadline) {
+      // CUDA may now meet a page of cmt's still registered there: worth a warning.
+      CMT_WARN_ONCE("a release or a copy left to CUDA went on before a hot buffer's pages were "
+                    "unregistered (the driver took more than {} ms)",
+                    settings_.release_wait.count());
       CMT_LOG(debug, "a release of [{:#x}, {:#x}) went on before cmt's registration there was "
               "taken back (after {} ms)", lo, hi, settings_.release_wait.count());
       return;

@@ -53,8 +53,10 @@ struct RegisterSettings {
   std::size_t from = 64u << 10;   // smaller copies are never candidates
   std::size_t max_bytes = 1ull << 34;  // registered bytes at most
   // How long a release waits for registrations on its pages to be taken back before it gives
-  // up (wait_until_unregistered): a bound against a driver that never returns, not a delay.
-  std::chrono::milliseconds release_wait{1000};
+  // up (wait_until_unregistered): a bound against a driver that never returns, not a delay. Long,
+  // because giving up lets CUDA meet pages still registered, and a registration may wait its turn
+  // on the cache's thread behind others, the first of which waits for the GPU's queued work.
+  std::chrono::milliseconds release_wait{10000};
 };
 
 struct RegisterCounts {
@@ -121,6 +123,15 @@ class RegisterCache {
   // Whether [p, p + bytes) touches a page cmt registered: a copy CUDA would take as from pinned
   // memory, with no wait. One compare when it does not.
   bool touches(const void* p, std::size_t bytes) const;
+
+  using Pages = std::pair<std::uintptr_t, std::uintptr_t>;  // [first, second)
+  // The pages a chunk's free or reallocation may give back, for which it waits: those wholly
+  // inside its bytes [lo, hi) (none for a chunk inside one page). A page it shares with a
+  // neighbour also holds the neighbour's bytes, and glibc gives back no page holding bytes of a
+  // chunk in use; a registration there is the neighbour's, and may be taken back on later_'s
+  // thread by a task queued behind this very free, which waiting for it would hold up until
+  // release_wait ran out (the GPU safety suite's seed 6, bench/lab/NOTES.md 67).
+  static Pages chunk_pages(std::uintptr_t lo, std::uintptr_t hi);
 
   // The release hooks' reports (common/release_abi.h).
   void pages_released(std::uintptr_t lo, std::uintptr_t hi);
@@ -220,14 +231,15 @@ class RegisterCache {
   CUresult register_pages(Entry* e, std::uintptr_t lo, std::uintptr_t hi);
   // Drops the candidates overlapping [lo, hi) and the entries matching `hits`, then unregisters
   // the dropped entries outside the lock once no copy holds them.
+  // ... and then waits until no registration on `wait`'s pages is with the driver any more.
   template <typename Hits>
-  void drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter);
+  void drop(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter, Pages wait);
   // drop's two halves: the table's part, with mu_ held (the dropped entries into `gone`, each
   // retired), and the driver's, without it (unregister, wait_until_unregistered, the count).
   template <typename Hits>
   void collect(std::uintptr_t lo, std::uintptr_t hi, Hits hits, std::uint64_t* counter,
                std::vector<std::unique_ptr<Entry>>& gone);
-  bool finish(std::uintptr_t lo, std::uintptr_t hi, std::vector<std::unique_ptr<Entry>>& gone,
+  bool finish(Pages wait, std::vector<std::unique_ptr<Entry>>& gone,
               std::chrono::steady_clock::time_point started);  // unregister's answer
   struct FreeTask;  // chunk_freed's work for later_'s thread
   // Takes the entries in `gone` (each retired) back from the driver, once no copy holds them,
@@ -240,7 +252,7 @@ class RegisterCache {
   // taken back (by this thread or another) and none being made (another thread's, which finds
   // it dropped and takes it back). A release must not return before: the program may map new
   // pages there next, and CUDA would copy from the old ones. Gives up after release_wait
-  // (logged).
+  // (warned once).
   void wait_until_unregistered(std::uintptr_t lo, std::uintptr_t hi);
   void update_watch();  // with mu_ held
 

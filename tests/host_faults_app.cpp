@@ -18,8 +18,9 @@
 //   sigqueue: another thread queues 200 real-time signals, each with its own value, at the
 //       copying thread while it copies 32 MiB again and again; each must arrive once, on that
 //       thread, with its code (SI_QUEUE) and value.
-//   cancel: threads copying 32 MiB in a loop, asynchronously cancellable, are cancelled; then
-//       the main thread's copies are checked.
+//   cancel: threads copying 32 MiB in a loop, asynchronously cancellable, are cancelled, 150
+//       rounds of four at different moments (the process must not end: an unwind through
+//       libcmt.so's frames ends it); then the main thread's copies are checked.
 //   query: sigaction(SIGSEGV, NULL, &old) returns the program's own handler.
 //
 // Linked against the fake libcuda, or the real one for the GPU machine: cuInit and cuMemAllocHost
@@ -327,10 +328,12 @@ int cancel() {
   constexpr int kThreads = 4;
   std::vector<char*> bufs;
   for (int t = 0; t < 2 * kThreads; ++t) bufs.push_back(map_anon(kBig));
-  for (int round = 0; round < 10; ++round) {
+  // Many rounds, each cancelling at another moment of the copies: a cancellation whose signal
+  // lands inside libcmt.so rather than in a hook or in libc is rare, one round in hundreds.
+  for (int round = 0; round < 150; ++round) {
     pthread_t th[kThreads];
     for (int t = 0; t < kThreads; ++t) pthread_create(&th[t], nullptr, copy_forever, &bufs[2 * t]);
-    usleep(3000 + round * 700);
+    usleep(300 + (round * 137) % 3000);
     for (int t = 0; t < kThreads; ++t) pthread_cancel(th[t]);
     for (int t = 0; t < kThreads; ++t) pthread_join(th[t], nullptr);
   }

@@ -258,6 +258,7 @@ __attribute__((noinline)) void* large_copy(CopyFn libc, void* dst, const void* s
   std::size_t done = 0;
   if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
     cmt::CallerHold hold;
+    hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
     done = leg->copy(dst, src, n, &hold);
     hold.release();
     if (done == n) return dst;
@@ -282,6 +283,7 @@ __attribute__((noinline)) void* large_memset(void* dst, int value, std::size_t n
   std::size_t done = 0;
   if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
     cmt::CallerHold hold;
+    hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
     done = leg->fill(dst, value, n, &hold);
     hold.release();
     if (done == n) return dst;
@@ -307,6 +309,7 @@ __attribute__((noinline)) ssize_t large_read(int fd, void* buf, std::size_t n, o
     // them) and the release's may set it, where a read that succeeds leaves it alone.
     const int saved = errno;
     cmt::CallerHold hold;
+    hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
     const HostRead r = leg->read(fd, buf, n, offset, &hold);
     hold.release();
     errno = r.taken && r.result < 0 ? r.error : saved;
@@ -321,6 +324,7 @@ __attribute__((noinline)) ssize_t large_readv(int fd, const iovec* iov, int coun
   if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
     const int saved = errno;  // as large_read keeps it
     cmt::CallerHold hold;
+    hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
     const HostRead r = leg->readv(fd, iov, count, offset, &hold);
     hold.release();
     errno = r.taken && r.result < 0 ? r.error : saved;
@@ -395,6 +399,7 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
       fp->_IO_write_ptr <= fp->_IO_write_base && have < bytes) {
     const int saved = errno;  // as large_read keeps it
     cmt::CallerHold hold;
+    hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
     r = leg->read(fd, static_cast<char*>(ptr) + have, bytes - have, -1, &hold);
     hold.release();
     errno = saved;  // a failed take sets it below

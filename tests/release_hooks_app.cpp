@@ -216,7 +216,8 @@ int main() {
   });
   expect_report('p', m, len, "mremap", [&] { m = mremap(m, len, 2 * len, MREMAP_MAYMOVE); });
   expect_report('p', m, 2 * len, "munmap", [&] { munmap(m, 2 * len); });
-  expect_report('a', nullptr, 0, "malloc_trim", [&] { malloc_trim(0); });
+  // malloc_trim gives back only pages no live chunk holds, where nothing is registered.
+  expect_none("malloc_trim", [&] { malloc_trim(0); });
   const int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
   if (id >= 0) {
     void* s = shmat(id, nullptr, 0);

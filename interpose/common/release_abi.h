@@ -32,7 +32,7 @@ struct ReleaseAbi {
   // registrations, and the engine finishes such frees later): a realloc of it is then made as
   // malloc, copy and that free, so that it does not wait for the GPU either. Never throws.
   bool (*chunk_registered)(std::uintptr_t lo, std::uintptr_t hi) noexcept;
-  // Something whose extent the hook cannot tell was released (malloc_trim, shmdt): every
+  // Something whose extent the hook cannot tell was released (shmdt): every
   // registration goes. Never throws.
   void (*all_released)() noexcept;
 };

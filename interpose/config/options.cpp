@@ -328,7 +328,7 @@ std::vector<OptionSpec> build_table() {
       "returns only once its bytes have moved, as a pageable copy does). Only memory whose every "
       "release cmt sees is registered (glibc's heap and its mmap'd chunks), and a registration is "
       "dropped before its pages can change (free, realloc, munmap, mremap, madvise, mmap over it, "
-      "brk, sbrk, malloc_trim, shmdt, and these through syscall()): cmt run then preloads "
+      "brk, sbrk, shmdt, and these through syscall()): cmt run then preloads "
       "libcmt-release.so, which hooks them. "
       "CUDA's pointer queries answer for cmt's registrations as for pageable memory. Opt-in "
       "(the README says why it is not the default yet).",

@@ -185,7 +185,6 @@
   X(mmap64)                            \
   X(brk)                               \
   X(sbrk)                              \
-  X(malloc_trim)                       \
   X(shmdt)                             \
   X(syscall)                           \
   X(cmt_release_library_attach)

@@ -1,6 +1,6 @@
 // libcmt-release.so: hooks of every call through which a program gives pages back or replaces
 // them (free, realloc, reallocarray, munmap, mremap, madvise, mmap and mmap64 over existing pages,
-// brk, sbrk, malloc_trim, shmdt, and the same system calls made through libc's syscall()),
+// brk, sbrk, shmdt, and the same system calls made through libc's syscall()),
 // preloaded beside libcmt.so only where register = hot. A
 // registration of a hot buffer (interposer/register_cache.h) pins the pages its range had when it
 // was made: a copy after those pages were replaced would read the old ones, silently. So each
@@ -11,7 +11,10 @@
 // unmaps an mmap'd chunk, realloc() remaps one, and free() and malloc_trim() trim the heap. Those
 // pages are always ones that no live chunk holds any more: so a registration of a range inside a
 // live chunk is safe until that chunk is freed or reallocated, and the free() and realloc() hooks
-// report the chunk by its extent, read from glibc's chunk header. A free the engine takes over
+// report the chunk by its extent, read from glibc's chunk header. So malloc_trim, which gives
+// back only such pages (the free chunks' whole pages, and the heaps' free tops), is not hooked:
+// it hooked once and dropped every registration, waiting for the GPU's queued work, for nothing
+// (bench/lab/NOTES.md 67; the fake driver's watch sees the system calls inside it). A free the engine takes over
 // (it finishes it once the chunk's registrations are back, without the program waiting for the
 // GPU) is not made here, and a realloc of such a chunk is made as malloc, copy and that free. That reading is why the library
 // says whether the malloc below it is glibc's: another malloc's memory is never registered.
@@ -51,7 +54,6 @@ using MadviseFn = int (*)(void*, std::size_t, int);
 using MmapFn = void* (*)(void*, std::size_t, int, int, int, off_t);
 using BrkFn = int (*)(void*);
 using SbrkFn = void* (*)(intptr_t);
-using TrimFn = int (*)(std::size_t);
 using ShmdtFn = int (*)(const void*);
 using SyscallFn = long (*)(long, ...);
 
@@ -66,7 +68,6 @@ std::atomic<MadviseFn> g_madvise{nullptr};
 std::atomic<MmapFn> g_mmap{nullptr}, g_mmap64{nullptr};
 std::atomic<BrkFn> g_brk{nullptr};
 std::atomic<SbrkFn> g_sbrk{nullptr};
-std::atomic<TrimFn> g_malloc_trim{nullptr};
 std::atomic<ShmdtFn> g_shmdt{nullptr};
 std::atomic<SyscallFn> g_syscall{nullptr};
 bool g_glibc_malloc = false;
@@ -371,11 +372,6 @@ CMT_RELEASE_EXPORT void* sbrk(intptr_t change) {
     if (end != reinterpret_cast<char*>(-1)) report_pages(end + change, static_cast<std::size_t>(-change));
   }
   return real(change);
-}
-
-CMT_RELEASE_EXPORT int malloc_trim(std::size_t pad) {
-  report_all();
-  return next(g_malloc_trim, "malloc_trim")(pad);
 }
 
 // shmdt names only the segment's address, not its size: every registration goes.

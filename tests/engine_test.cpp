@@ -6,6 +6,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <random>
@@ -14,6 +15,7 @@
 
 #include "common/log.h"
 #include "engine/device/copy_engine.h"
+#include "engine/device/pipeline.h"
 #include "engine/shared/cpu_copy.h"
 #include "engine/shared/fresh_pages.h"
 #include "engine/shared/gpu_locality.h"
@@ -395,6 +397,44 @@ TEST(CopyEngine, WaitingCopiesGetTheLaneInTheOrderTheyAsked) {
   EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(long_dev), long_src.data(), long_bytes));
   EXPECT_EQ(engine.lanes().size(), 1u);
   EXPECT_EQ(engine.waiting_copies(), 0u);
+}
+
+// A copy that takes the lane after another starts in the slot after that copy's last piece, so
+// it stages while the other's DMAs are still in the ring. Here the first copy's four pieces hold
+// four of eight slots (their DMAs held back), and the second, on another stream, must go through
+// the other four: a second copy starting at slot 0, as before, waited on the first one's DMA until
+// the engine gave up (kForeignStallLimit) and took none of its bytes. On the H200, copies of 16-22
+// MiB taking turns on a lane (a ring of 12 pieces) each waited so for one of the last copy's final
+// DMAs before their first: 8 threads loading a model ran at 21 GB/s on the lane (NOTES 68).
+TEST(CopyEngine, ACopyFollowingAnotherUsesTheSlotsItLeftFree) {
+  fake::FakeDriver fake(10);
+  Config config = small_config(2, 64 << 10, 8);
+  config.lanes = 1;
+  CopyEngine engine(fake.api(), config);
+  const CUstream first_stream = fake.create_stream(), second_stream = fake.create_stream();
+  const std::size_t bytes = 4 * (64u << 10);  // four pieces of a slot each
+  auto first = pattern(bytes, 61), second = pattern(bytes, 62);
+  const CUdeviceptr first_dev = fake.alloc_device(bytes), second_dev = fake.alloc_device(bytes);
+  fake.pause_streams(true);
+  ASSERT_EQ(engine.copy({Direction::HostToDevice, first.data(), first_dev, bytes, first_stream,
+                         false})
+                .bytes_done,
+            bytes);
+  const auto start = std::chrono::steady_clock::now();
+  const CopyOutcome out = engine.copy(
+      {Direction::HostToDevice, second.data(), second_dev, bytes, second_stream, false});
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(out.status, CUDA_SUCCESS);
+  EXPECT_EQ(out.bytes_done, bytes) << "the second copy waited for the first one's slots";
+  EXPECT_LT(took, kForeignStallLimit);
+  const auto want_first = first, want_second = second;
+  std::memset(first.data(), 0, bytes);  // both are staged: the sources may change now
+  std::memset(second.data(), 0, bytes);
+  fake.pause_streams(false);
+  fake.synchronize_all();
+  EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(first_dev), want_first.data(), bytes));
+  EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(second_dev), want_second.data(), bytes));
+  EXPECT_EQ(engine.lanes().size(), 1u);
 }
 
 // One caller copying each way in turn never has two copies running: the GPU's pool keeps one

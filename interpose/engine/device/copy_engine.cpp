@@ -328,7 +328,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
 
   StageIn task(static_cast<const char*>(req.host), layout, ring, base,
                staging_method(lane.config.h2d_method, req.bytes), trace);
-  Pipeline pipe(driver_, ring, pool, req, layout, trace);
+  Pipeline pipe(driver_, ring, pool, req, layout, base, trace);
   pool.begin(&task);
   std::size_t published = 0, issued = 0;
   // Returns when every piece's DMA is enqueued, or when the copy must stop.
@@ -345,7 +345,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
       }
       // Enqueue the next piece's DMA as soon as a worker has staged it.
       if (issued < published &&
-          ring.slot(issued).ticket.load(std::memory_order_acquire) == base + issued) {
+          ring.slot(base + issued).ticket.load(std::memory_order_acquire) == base + issued) {
         bool enqueued = false;
         const bool ok = pipe.enqueue_dma(issued, &enqueued);
         if (enqueued) ++issued;  // its bytes reach the device even if its event failed
@@ -359,7 +359,7 @@ CopyOutcome CopyEngine::host_to_device(Lane& lane, const CopyRequest& req) {
   trace.mark(trace.last_piece_us);
   pool.end();  // published pieces finish staging; nothing else touches the user's buffer after
   trace.report("H2D", layout);
-  trace.report_dma_completions(ring, issued > ring.size() ? issued - ring.size() : 0, issued);
+  trace.report_dma_completions(ring, base, issued > ring.size() ? issued - ring.size() : 0, issued);
   CopyOutcome out{layout.piece_offset(issued), pipe.status()};
   out.first_dma_ns = pipe.first_enqueue_ns();  // made relative to the copy's start by copy()
   return out;
@@ -382,7 +382,7 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
   PopulateFresh populate(fresh);
   DrainOut task(static_cast<char*>(req.host), layout, ring, base,
                 drain_method(lane.config.d2h_method, req.bytes), trace);
-  Pipeline pipe(driver_, ring, pool, req, layout, trace);
+  Pipeline pipe(driver_, ring, pool, req, layout, base, trace);
   bool populating = fresh.count > 0;
   pool.begin(populating ? static_cast<UnitTask*>(&populate) : &task);
   if (populating) pool.publish(fresh.count);
@@ -403,7 +403,8 @@ CopyOutcome CopyEngine::device_to_host(Lane& lane, const CopyRequest& req) {
       // DMA into every slot that is free: its previous piece drained, no DMA in flight.
       while (issued < layout.pieces && issued < landed + ring.size()) {
         if (issued >= ring.size() &&
-            ring.slot(issued).ticket.load(std::memory_order_acquire) != base + issued - ring.size())
+            ring.slot(base + issued).ticket.load(std::memory_order_acquire) !=
+                base + issued - ring.size())
           break;
         const SlotState s = pipe.slot_free(issued);
         if (s == SlotState::Stop) return;

@@ -25,7 +25,7 @@ void copy_unit(const CopyLayout& l, StagingRing& ring, std::uint64_t base, std::
   const std::size_t unit = l.unit_length(p);
   const std::size_t begin = (u % l.units_per_piece) * unit;
   const std::size_t length = l.piece_length(p);
-  StagingSlot& slot = ring.slot(p);
+  StagingSlot& slot = ring.slot(base + p);
   if (begin < length)
     copy_slice(slot.data + begin, l.piece_offset(p) + begin, std::min(unit, length - begin));
   if (slot.units_done.fetch_add(1, std::memory_order_acq_rel) + 1 == l.units_per_piece) {

@@ -58,21 +58,22 @@ void CopyTrace::report(const char* direction, const CopyLayout& l) {
           join(landed_us_));
 }
 
-void CopyTrace::report_dma_completions(StagingRing& ring, std::size_t first,
+void CopyTrace::report_dma_completions(StagingRing& ring, std::uint64_t base, std::size_t first,
                                        std::size_t end) noexcept {
   if (!on_ || first >= end) return;
   try {
-    log_dma_completions(ring, first, end);
+    log_dma_completions(ring, base, first, end);
   } catch (...) {  // a trace never fails a copy
   }
 }
 
-void CopyTrace::log_dma_completions(StagingRing& ring, std::size_t first, std::size_t end) {
+void CopyTrace::log_dma_completions(StagingRing& ring, std::uint64_t base, std::size_t first,
+                                    std::size_t end) {
   std::string times;
   const auto give_up = Clock::now() + std::chrono::seconds(1);
   for (std::size_t p = first; p < end; ++p) {
     CUresult r;
-    while ((r = ring.poll_idle(ring.slot(p))) == CUDA_ERROR_NOT_READY && Clock::now() < give_up) {
+    while ((r = ring.poll_idle(ring.slot(base + p))) == CUDA_ERROR_NOT_READY && Clock::now() < give_up) {
     }
     if (r != CUDA_SUCCESS) break;
     times += (times.empty() ? "" : " ") + std::to_string(now_us());

@@ -55,12 +55,14 @@ class CopyTrace {
   // H2D only, at debug level: waits for the DMAs of pieces [first, end) still in the ring and
   // logs when each completed, to show how fast the DMAs out of the ring ran. This delays the
   // copy's return, so it is a diagnostic, never on at the default level.
-  void report_dma_completions(StagingRing& ring, std::size_t first, std::size_t end) noexcept;
+  void report_dma_completions(StagingRing& ring, std::uint64_t base, std::size_t first,
+                              std::size_t end) noexcept;
 
   std::int64_t ready_us = -1, first_dma_us = -1, last_piece_us = -1, populated_us = -1;
 
  private:
-  void log_dma_completions(StagingRing& ring, std::size_t first, std::size_t end);
+  void log_dma_completions(StagingRing& ring, std::uint64_t base, std::size_t first,
+                           std::size_t end);
 
   const bool on_;
   const Clock::time_point t0_;

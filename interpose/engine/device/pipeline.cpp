@@ -5,7 +5,7 @@
 namespace cmt {
 
 SlotState Pipeline::slot_free(std::size_t p) {
-  StagingSlot& slot = ring_.slot(p);
+  StagingSlot& slot = ring_.slot(base_ + p);
   const CUresult r = ring_.poll_idle(slot);
   if (r == CUDA_ERROR_NOT_READY)
     return stall_.expired(slot, req_.stream) ? SlotState::Stop : SlotState::Busy;
@@ -15,13 +15,13 @@ SlotState Pipeline::slot_free(std::size_t p) {
 }
 
 SlotState Pipeline::landed(std::size_t p) {
-  const CUresult r = ring_.poll_idle(ring_.slot(p));
+  const CUresult r = ring_.poll_idle(ring_.slot(base_ + p));
   if (r == CUDA_ERROR_NOT_READY) return SlotState::Busy;
   return failed(r, "the event of a landing piece") ? SlotState::Stop : SlotState::Free;
 }
 
 bool Pipeline::enqueue_dma(std::size_t p, bool* enqueued) {
-  StagingSlot& slot = ring_.slot(p);
+  StagingSlot& slot = ring_.slot(base_ + p);
   const CUdeviceptr device = req_.device + layout_.piece_offset(p);
   const std::size_t length = layout_.piece_length(p);
   *enqueued = false;

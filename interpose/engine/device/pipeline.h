@@ -55,11 +55,22 @@ inline std::int64_t steady_now_ns() {
       .count();
 }
 
+// Piece p of a copy whose first ticket is `base` passes through slot (base + p) of the ring: a
+// lane's tickets count its pieces, so each copy starts in the slot after the previous copy's
+// last, whose DMA went in longest ago. (Starting every copy at slot 0 made a copy that follows
+// one of more pieces than slots wait, before its first piece, for one of that copy's last DMAs:
+// copies taking turns on a lane could not overlap one's staging with the last one's DMAs.)
 class Pipeline {
  public:
   Pipeline(const DriverApi& driver, StagingRing& ring, WorkQueue& pool, const CopyRequest& req,
-           const CopyLayout& layout, CopyTrace& trace)
-      : driver_(driver), ring_(ring), pool_(pool), req_(req), layout_(layout), trace_(trace) {}
+           const CopyLayout& layout, std::uint64_t base, CopyTrace& trace)
+      : driver_(driver),
+        ring_(ring),
+        pool_(pool),
+        req_(req),
+        layout_(layout),
+        base_(base),
+        trace_(trace) {}
 
   // Before piece `p` takes its slot: free once the slot's last DMA has finished. Waiting too long
   // on a DMA of another stream (StallClock), or a driver error (the ring is then broken): Stop.
@@ -89,6 +100,7 @@ class Pipeline {
   WorkQueue& pool_;
   const CopyRequest& req_;
   const CopyLayout& layout_;
+  const std::uint64_t base_;
   CopyTrace& trace_;
   CUresult status_ = CUDA_SUCCESS;
   std::int64_t first_enqueue_ns_ = -1;

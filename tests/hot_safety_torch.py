@@ -107,9 +107,13 @@ class Program:
         slot.array = slot.owner = None
 
     def span(self, slot):
-        n = len(slot.array)
-        if self.rng.random() < 0.7:
+        n, r = len(slot.array), self.rng.random()
+        if r < 0.6:
             return 0, n
+        if r < 0.75:  # under cmt's 64 KiB threshold: copied beside a registration when it has one
+            m = self.rng.randrange(1, min(n, 65536))
+            lo = self.rng.randrange(n - m + 1)
+            return lo, lo + m
         lo = self.rng.randrange(n - 1)
         return lo, lo + self.rng.randrange(1, n - lo + 1)
 

@@ -403,9 +403,9 @@ TEST(CopyEngine, WaitingCopiesGetTheLaneInTheOrderTheyAsked) {
 // it stages while the other's DMAs are still in the ring. Here the first copy's four pieces hold
 // four of eight slots (their DMAs held back), and the second, on another stream, must go through
 // the other four: a second copy starting at slot 0, as before, waited on the first one's DMA until
-// the engine gave up (kForeignStallLimit) and took none of its bytes. On the H200, copies of 16-22
-// MiB taking turns on a lane (a ring of 12 pieces) each waited so for one of the last copy's final
-// DMAs before their first: 8 threads loading a model ran at 21 GB/s on the lane (NOTES 68).
+// the engine gave up (kForeignStallLimit) and took none of its bytes. With the built-in ring of 12
+// slots, a copy that followed one of 16 or 22 MiB (13 and 16 pieces) waited so for one of that
+// copy's last DMAs before staging its first piece (NOTES 68).
 TEST(CopyEngine, ACopyFollowingAnotherUsesTheSlotsItLeftFree) {
   fake::FakeDriver fake(10);
   Config config = small_config(2, 64 << 10, 8);
@@ -416,10 +416,10 @@ TEST(CopyEngine, ACopyFollowingAnotherUsesTheSlotsItLeftFree) {
   auto first = pattern(bytes, 61), second = pattern(bytes, 62);
   const CUdeviceptr first_dev = fake.alloc_device(bytes), second_dev = fake.alloc_device(bytes);
   fake.pause_streams(true);
-  ASSERT_EQ(engine.copy({Direction::HostToDevice, first.data(), first_dev, bytes, first_stream,
-                         false})
-                .bytes_done,
-            bytes);
+  ASSERT_EQ(
+      engine.copy({Direction::HostToDevice, first.data(), first_dev, bytes, first_stream, false})
+          .bytes_done,
+      bytes);
   const auto start = std::chrono::steady_clock::now();
   const CopyOutcome out = engine.copy(
       {Direction::HostToDevice, second.data(), second_dev, bytes, second_stream, false});

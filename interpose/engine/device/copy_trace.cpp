@@ -73,7 +73,8 @@ void CopyTrace::log_dma_completions(StagingRing& ring, std::uint64_t base, std::
   const auto give_up = Clock::now() + std::chrono::seconds(1);
   for (std::size_t p = first; p < end; ++p) {
     CUresult r;
-    while ((r = ring.poll_idle(ring.slot(base + p))) == CUDA_ERROR_NOT_READY && Clock::now() < give_up) {
+    while ((r = ring.poll_idle(ring.slot(base + p))) == CUDA_ERROR_NOT_READY &&
+           Clock::now() < give_up) {
     }
     if (r != CUDA_SUCCESS) break;
     times += (times.empty() ? "" : " ") + std::to_string(now_us());

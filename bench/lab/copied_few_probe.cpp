@@ -15,10 +15,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
+#include "common/byte_size.h"
 #include "cuda_check.h"
 
 namespace {
@@ -26,28 +28,6 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
-}
-
-std::vector<std::size_t> parse_list(const char* text, bool sizes) {
-  std::vector<std::size_t> out;
-  std::string s(text);
-  std::size_t at = 0;
-  while (at <= s.size()) {
-    const std::size_t comma = std::min(s.find(',', at), s.size());
-    const std::string item = s.substr(at, comma - at);
-    char* end = nullptr;
-    std::size_t v = std::strtoull(item.c_str(), &end, 10);
-    if (sizes && end && *end == 'K') v <<= 10;
-    if (sizes && end && *end == 'M') v <<= 20;
-    if (v == 0) {
-      std::fprintf(stderr, "cmt-lab-copied-few: '%s' is not a %s\n", item.c_str(),
-                   sizes ? "size (like 256K or 16M)" : "positive count");
-      std::exit(2);
-    }
-    out.push_back(v);
-    at = comma + 1;
-  }
-  return out;
 }
 
 // One buffer's life: written, copied `count` times, freed. Returns ms from the first copy to the
@@ -81,17 +61,25 @@ double one_buffer(std::size_t bytes, std::size_t count, void* device, cudaStream
 
 int main(int argc, char** argv) {
   int reps = 9;
-  std::vector<std::size_t> sizes = parse_list("256K,1M,16M,64M", true);
-  std::vector<std::size_t> counts = parse_list("1,2,3,5,10", false);
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--reps") reps = std::max(1, std::atoi(argv[i + 1]));
-    else if (flag == "--sizes") sizes = parse_list(argv[i + 1], true);
-    else if (flag == "--counts") counts = parse_list(argv[i + 1], false);
-    else {
-      std::fprintf(stderr, "cmt-lab-copied-few: unknown option '%s'\n", argv[i]);
+  std::vector<std::string> size_text{"256K", "1M", "16M", "64M"};
+  std::vector<std::size_t> counts{1, 2, 3, 5, 10};
+  CLI::App app{"cmt-lab-copied-few: fresh buffers copied k times to the GPU, then freed"};
+  app.add_option("--reps", reps, "Buffers per cell (their median is reported)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--sizes", size_text, "Buffer sizes, like 256K,16M")->delimiter(',');
+  app.add_option("--counts", counts, "Copies of each buffer")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+  std::vector<std::size_t> sizes;
+  for (const std::string& t : size_text) {
+    std::size_t bytes = 0;
+    if (!cmt::parse_byte_size(t, &bytes) || bytes == 0) {
+      std::fprintf(stderr, "cmt-lab-copied-few: --sizes: '%s' is not a size (like 256K or 16M)\n",
+                   t.c_str());
       return 2;
     }
+    sizes.push_back(bytes);
   }
   const std::size_t most = *std::max_element(sizes.begin(), sizes.end());
   void* device = nullptr;

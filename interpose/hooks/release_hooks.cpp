@@ -12,9 +12,9 @@
 // pages are always ones that no live chunk holds any more: so a registration of a range inside a
 // live chunk is safe until that chunk is freed or reallocated, and the free() and realloc() hooks
 // report the chunk by its extent, read from glibc's chunk header. So malloc_trim, which gives
-// back only such pages (the free chunks' whole pages, and the heaps' free tops), is not hooked:
-// it hooked once and dropped every registration, waiting for the GPU's queued work, for nothing
-// (bench/lab/NOTES.md 67; the fake driver's watch sees the system calls inside it). A free the engine takes over
+// back only such pages (free chunks' whole pages, the heaps' free tops), is not hooked: its hook
+// dropped every registration, each waiting for the GPU's queued work, for nothing (NOTES 67; the
+// fake driver's watch sees the system calls made inside it). A free the engine takes over
 // (it finishes it once the chunk's registrations are back, without the program waiting for the
 // GPU) is not made here, and a realloc of such a chunk is made as malloc, copy and that free. That reading is why the library
 // says whether the malloc below it is glibc's: another malloc's memory is never registered.

@@ -140,6 +140,49 @@ TEST(WorkerPool, ThreadsPastAQueuesLimitSleepThroughItsJob) {
   EXPECT_LE(samples[samples.size() / 2], 4) << "the pool's other threads spun through the job";
 }
 
+// A pool grown for three jobs at once, then running one at a time (as the engine's pool, grown
+// when two copies overlapped, serves a model loader's copies one after another): only that job's
+// threads stay awake, during the job and in the spin after it. Before, every thread woken once
+// spun through each job and its gap, beside the program's threads.
+TEST(WorkerPool, AGrownPoolKeepsAwakeOnlyTheThreadsItsJobsUse) {
+  WorkerPool pool(2, {}, std::chrono::milliseconds(30));
+  pool.grow(6);
+  ASSERT_EQ(pool.size(), 6u);
+  std::vector<WorkQueue*> queues;
+  for (int i = 0; i < 3; ++i) queues.push_back(pool.add_queue(2));
+  for (WorkQueue* q : queues) ASSERT_NE(q, nullptr);
+  {  // three jobs at once wake every thread
+    std::vector<std::thread> issuers;
+    for (WorkQueue* q : queues)
+      issuers.emplace_back([q] {
+        CountingTask task(400);
+        run_job(*q, task, 400);
+      });
+    for (auto& t : issuers) t.join();
+  }
+  // Then jobs one after another on one queue, each woken ahead as the engine wakes a copy's
+  // threads, with a short gap between them.
+  WorkQueue& q = *queues[0];
+  std::vector<unsigned> during;
+  for (int job = 0; job < 150; ++job) {
+    q.wake();
+    CountingTask task(40);
+    run_job(q, task, 40);
+    std::this_thread::sleep_for(std::chrono::microseconds(300));
+    if (job >= 20) during.push_back(pool.awake());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(8));  // well inside the 30 ms spin
+  const unsigned after = pool.awake();
+  std::sort(during.begin(), during.end());
+  // The job's two threads (a third now and then, woken into a moment's room, on its way back to
+  // sleep); a grown pool whose threads each job woke would keep all six spinning.
+  EXPECT_LE(during[during.size() / 2], 3u) << "a grown pool kept its threads awake beside one job";
+  EXPECT_LE(after, 2u) << "more threads spun after the jobs than the pool started with";
+  CountingTask again(300);  // and the sleepers still come when there is work
+  run_job(q, again, 300);
+  EXPECT_TRUE(again.each_ran_once());
+}
+
 TEST(WorkerPool, TheFirstQueueTakesEveryThreadAndQueuesRunOut) {
   WorkerPool pool(2, {});
   EXPECT_GT(pool.queue().threads(), 2u);

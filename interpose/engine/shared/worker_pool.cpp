@@ -58,7 +58,7 @@ void Backoff::pause() {
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
                        std::chrono::microseconds idle_spin, FaultSignals faults)
-    : idle_spin_(idle_spin), cpus_(cpus), faults_(faults) {
+    : idle_spin_(idle_spin), base_threads_(std::max(1u, threads)), cpus_(cpus), faults_(faults) {
   add_queue();  // queue(): every thread
   std::lock_guard<std::mutex> lk(add_mu_);
   try {
@@ -123,10 +123,41 @@ WorkQueue* WorkerPool::add_queue(unsigned limit) {
 }
 
 void WorkerPool::wake(unsigned most) {
-  if (most > 0 && sleepers_.load(std::memory_order_seq_cst) > 0) {
+  // Idle workers take the new work as they are; a sleeper woken beside them would find none.
+  // Should one of them fall asleep instead, it looks for work first (worker_main), and the
+  // issuer runs whatever no worker takes.
+  const int idle = std::max(0, idle_.load(std::memory_order_seq_cst));
+  if (most <= static_cast<unsigned>(idle)) return;
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     wake_seq_.fetch_add(1, std::memory_order_seq_cst);
-    futex_wake(&wake_seq_, most);
+    futex_wake(&wake_seq_, most - static_cast<unsigned>(idle));
   }
+}
+
+unsigned WorkerPool::awake() const {
+  const unsigned n = size();
+  const unsigned asleep =
+      static_cast<unsigned>(std::max(0, sleepers_.load(std::memory_order_acquire)));
+  return n - std::min(n, asleep);
+}
+
+unsigned WorkerPool::awake_cap() const {
+  const unsigned threads = size();
+  unsigned demand = 0;
+  const unsigned n = queue_count_.load(std::memory_order_acquire);
+  for (unsigned i = 0; i < n; ++i)
+    if (queues_[i]->task_.load(std::memory_order_acquire) != nullptr)
+      demand += std::min(queues_[i]->limit_, threads);
+  return std::min(threads, std::max(base_threads_, demand));
+}
+
+bool WorkerPool::claim_early_sleep() {
+  const int cap = static_cast<int>(awake_cap());
+  const int threads = static_cast<int>(size());
+  int asleep = sleepers_.load(std::memory_order_seq_cst);
+  while (threads - asleep > cap)
+    if (sleepers_.compare_exchange_weak(asleep, asleep + 1, std::memory_order_seq_cst)) return true;
+  return false;
 }
 
 bool WorkerPool::has_claimable() const {
@@ -214,7 +245,7 @@ bool WorkQueue::try_run_one(bool issuer) {
 
 void WorkerPool::worker_main(unsigned index) {
   auto idle_since = std::chrono::steady_clock::now();
-  unsigned spins = 0;
+  unsigned spins = 0;     // turns without work since the last unit (0: not idle)
   unsigned next = index;  // where this worker looks first: the queues are taken in turn
   while (!stop_.load(std::memory_order_acquire)) {
     const unsigned n = queue_count_.load(std::memory_order_acquire);
@@ -227,22 +258,35 @@ void WorkerPool::worker_main(unsigned index) {
       }
     }
     if (ran) {
+      if (spins > 0) idle_.fetch_sub(1, std::memory_order_seq_cst);
       spins = 0;
       continue;
     }
-    if (spins++ == 0) idle_since = std::chrono::steady_clock::now();
-    if ((spins & 63) != 0 || std::chrono::steady_clock::now() - idle_since < idle_spin_) {
+    if (spins++ == 0) {
+      idle_since = std::chrono::steady_clock::now();
+      idle_.fetch_add(1, std::memory_order_seq_cst);
+    }
+    if ((spins & 63) != 0) {
       CMT_CPU_RELAX();
       continue;
     }
+    // Every 64 turns: sleep once the spin is over, or at once if more workers are awake than
+    // the jobs running now can use.
+    bool counted = claim_early_sleep();
+    if (!counted && std::chrono::steady_clock::now() - idle_since < idle_spin_) {
+      CMT_CPU_RELAX();
+      continue;
+    }
+    idle_.fetch_sub(1, std::memory_order_seq_cst);
     // Announce the sleep, then re-check: a publisher either sees us in sleepers_ and bumps the
     // futex word (so the wait returns at once), or we see its work here.
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (!counted) sleepers_.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t seq = wake_seq_.load(std::memory_order_seq_cst);
     if (!stop_.load() && !has_claimable()) futex_wait(&wake_seq_, seq);
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     spins = 0;
   }
+  if (spins > 0) idle_.fetch_sub(1, std::memory_order_seq_cst);
 }
 
 }  // namespace cmt

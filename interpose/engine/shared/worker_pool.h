@@ -3,7 +3,9 @@
 // workers claim them in order. A pool serves several job queues at once, in turn. Workers are
 // pinned to the GPU's local cores, block every signal (the host application's handlers never run
 // on them; a pool whose units run under a fault guard takes SIGSEGV and SIGBUS, which cmt's own
-// handler catches: engine/shared/fault_guard.h), spin briefly when idle and then sleep.
+// handler catches: engine/shared/fault_guard.h), spin briefly when idle and then sleep. A pool
+// grown past the threads it started with keeps no more of them awake than its running jobs can
+// use: the rest sleep, leaving their cores to the program.
 #pragma once
 
 #include <atomic>
@@ -105,16 +107,29 @@ class WorkerPool {
 
   // The pool's first queue (every thread), for a user with one job at a time.
   WorkQueue& queue() { return *queues_[0]; }
-  // Wakes up to `most` sleeping workers (all by default).
+  // Wakes up to `most` workers (all by default), less those awake with nothing to run, which
+  // take the work as they are.
   void wake(unsigned most = ~0u);
+  // Workers not asleep now (at work or spinning), for tests and diagnostics.
+  unsigned awake() const;
 
  private:
   friend class WorkQueue;
   void worker_main(unsigned index);
   bool has_claimable() const;
   void start_threads(unsigned threads);  // up to `threads` in all; add_mu_ held
+  // How many workers may stay awake: the threads the pool started with (one job's worth, for the
+  // gap before the next job), or the limits of the queues running a job now, if more. A grown
+  // pool kept all its threads spinning beside one job at a time: on the 16-core H200 machine the
+  // 14 of a pool grown for two copies, beside 4 or 8 Python threads loading a model one copy at a
+  // time, slowed each copy to half of what one thread's copies reached (bench/lab/NOTES.md 70).
+  unsigned awake_cap() const;
+  // An idle worker's early sleep: true (and counted among the sleepers) if more workers are awake
+  // than awake_cap().
+  bool claim_early_sleep();
 
   const std::chrono::microseconds idle_spin_;
+  const unsigned base_threads_;  // the threads the pool started with
   const std::vector<int> cpus_;
   const FaultSignals faults_;
   std::vector<std::thread> threads_;  // changed under add_mu_ only
@@ -124,6 +139,7 @@ class WorkerPool {
   std::atomic<unsigned> queue_count_{0};
   std::mutex add_mu_;  // adding queues or threads
   alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<int> idle_{0};                // awake workers that found nothing to run, spinning
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};
 };

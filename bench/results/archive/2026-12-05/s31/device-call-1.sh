@@ -9,14 +9,14 @@ start=$(date +%s)
 o=$OUT/r; mkdir -p $o
 pack() { (cd $OUT && tar czf r.tgz r); }
 left() { echo $(( ${BUDGET:-570} - ($(date +%s) - start) )); }
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > $o/gpu.txt 2>&1
+(nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; uname -a; nproc; grep MemTotal /proc/meminfo) > $o/gpu.txt 2>&1
 (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INCLUDE_PATH=$PWD/.deps/include > $o/cmake.txt 2>&1 &&
   cmake --build build-gpu > $o/build.txt 2>&1; echo $? > $o/build.rc) &
 (cmake -S .old-src -B build-old -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INCLUDE_PATH=$PWD/.deps/include > $o/cmake-old.txt 2>&1 &&
   cmake --build build-old > $o/build-old.txt 2>&1; echo $? > $o/build-old.rc) &
 wait
 [ "$(cat $o/build.rc)" = 0 ] && [ "$(cat $o/build-old.rc)" = 0 ] || { tail -20 $o/build.txt $o/build-old.txt; pack; exit 1; }
-echo "built in $(( $(date +%s) - start )) s"
+echo "built in $(( $(date +%s) - start )) s"; cat $o/gpu.txt
 timeout 90 build-gpu/tests/cmt_gpu_tests > $o/gpu-tests.txt 2>&1; echo "gpu tests rc $?"
 grep -E "PASSED|FAILED" $o/gpu-tests.txt | tail -5
 pack

@@ -8,6 +8,7 @@ start=$(date +%s)
 o=$OUT/r; mkdir -p $o
 pack() { (cd $OUT && tar czf r.tgz r); }
 left() { echo $(( ${BUDGET:-570} - ($(date +%s) - start) )); }
+(nvidia-smi --query-gpu=name,driver_version --format=csv; uname -a; nproc) > $o/gpu.txt 2>&1
 (cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INCLUDE_PATH=$PWD/.deps/include > $o/cmake.txt 2>&1 &&
   cmake --build build-gpu > $o/build.txt 2>&1; echo $? > $o/build.rc) &
 (cmake -S .old-src -B build-old -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INCLUDE_PATH=$PWD/.deps/include > $o/cmake-old.txt 2>&1 &&

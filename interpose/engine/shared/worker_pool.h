@@ -119,10 +119,10 @@ class WorkerPool {
   bool has_claimable() const;
   void start_threads(unsigned threads);  // up to `threads` in all; add_mu_ held
   // How many workers may stay awake: the threads the pool started with (one job's worth, for the
-  // gap before the next job), or the limits of the queues running a job now, if more. A grown
-  // pool kept all its threads spinning beside one job at a time: on the 16-core H200 machine the
-  // 14 of a pool grown for two copies, beside 4 or 8 Python threads loading a model one copy at a
-  // time, slowed each copy to half of what one thread's copies reached (bench/lab/NOTES.md 70).
+  // gap before the next job), or the limits of the queues running a job now, if more. Each job's
+  // start used to wake the sleepers of a grown pool, which then spun beside the threads at work:
+  // on the 16-core H200 machine, 14 copy threads (a pool grown once for two copies at once) beside
+  // a model loader's Python threads copying one tensor at a time (bench/lab/NOTES.md 70).
   unsigned awake_cap() const;
   // An idle worker's early sleep: true (and counted among the sleepers) if more workers are awake
   // than awake_cap().

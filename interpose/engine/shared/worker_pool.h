@@ -123,7 +123,7 @@ class WorkerPool {
   // start used to wake the sleepers of a grown pool, which then spun beside the threads at work:
   // on the 16-core H200 machine, 14 copy threads (a pool grown once for two copies at once) beside
   // a model loader's 8 Python threads copying one tensor at a time reached 19.7 GB/s from a file
-  // mapping, and 31.5 with the spares asleep, at 0.28 CPU s/GB against 0.68 (bench/lab/NOTES.md 70).
+  // mapping, and 31.5 with the spares asleep, at 0.28 CPU s/GB against 0.68 (lab/NOTES.md 70).
   unsigned awake_cap() const;
   // An idle worker's early sleep: true (and counted among the sleepers) if more workers are awake
   // than awake_cap().

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "fake_driver.h"
@@ -157,6 +159,36 @@ TEST(Interposer, CountsCopiesIntoFreshMemory) {
       << json;
   EXPECT_NE(interposer.stats().summary().find("D2H into fresh memory: 1"), std::string::npos)
       << interposer.stats().summary();
+}
+
+// What cmt's copy threads cost the program in CPU is reported beside what they moved, and is
+// theirs: a copy's threads work and spin (spin_us), then sleep and cost nothing more.
+TEST(Interposer, ReportsItsCopyThreadsCpuTime) {
+  fake::FakeDriver fake;
+  Config config;
+  config.threads = 2;
+  config.threshold = kMiB;
+  config.spin_us = 20000;
+  Interposer interposer(&fake.api(), config);
+  EXPECT_EQ(interposer.copy_threads_cpu_seconds(), 0.0);  // no engine yet: no threads
+  const std::size_t bytes = 16 * kMiB;
+  std::vector<char> host(bytes, 'c');
+  auto* d = reinterpret_cast<void*>(fake.alloc_device(bytes));
+  ASSERT_EQ(interposer.take_copy(d, host.data(), bytes, kHostToDevice, CU_STREAM_LEGACY, true,
+                                 Entry::Runtime),
+            bytes);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the spin is over
+  const double after_copy = interposer.copy_threads_cpu_seconds();
+  EXPECT_GT(after_copy, 0.0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_LT(interposer.copy_threads_cpu_seconds() - after_copy, 0.02)
+      << "sleeping threads spent CPU";
+  const std::string json = interposer.stats().to_json(after_copy);
+  EXPECT_NE(json.find("\"copy_threads\": {\"cpu_seconds\": "), std::string::npos) << json;
+  EXPECT_EQ(interposer.stats().to_json().find("copy_threads"), std::string::npos);
+  const std::string line = interposer.stats().summary(after_copy);
+  EXPECT_NE(line.find("cmt's copy threads: "), std::string::npos) << line;
+  EXPECT_NE(line.find(" s per GB moved)"), std::string::npos) << line;
 }
 
 TEST(Interposer, DisabledForwardsEverything) {

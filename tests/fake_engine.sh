@@ -47,6 +47,12 @@ if name == "clean" and (set(fwd) - {"below_threshold", "pinned_or_managed", "eng
 # A third of the round trips are batches (cuMemcpyBatchAsync): cmt takes their large copies too.
 if name == "clean" and batch == 0:
     ok = False
+# What the copy threads cost in CPU is written beside what they moved, and is not nothing.
+if name == "clean":
+    ct = s.get("copy_threads", {})
+    line += f"; copy threads {ct.get('cpu_seconds')} CPU s ({ct.get('cpu_seconds_per_gb')} s/GB)"
+    if not (ct.get("cpu_seconds", 0) > 0 and ct.get("cpu_seconds_per_gb", 0) > 0):
+        ok = False
 # Two GPUs without peer access: every GPU-to-GPU copy from peer_threshold up goes through the host
 # (a fifth of them, cuMemcpyAsync, reach the peer path through the unified hook). GPU 1's bytes
 # are read back with GPU 0's context current: CUDA's (other_device).

@@ -94,6 +94,12 @@ bool add_stats_file(const std::string& path, StatsSum* sum, std::string* error) 
       sum->host_faults += count_after(json, fills, "faults");
     }
   }
+  const std::size_t threads = json.find("\"copy_threads\"");
+  if (threads != std::string::npos) {
+    double s = 0;
+    if (number_after(json, threads, "cpu_seconds", &s)) sum->copy_threads_cpu_s += s;
+    sum->copy_threads_bytes += count_after(json, threads, "bytes_moved");
+  }
   return true;
 }
 
@@ -111,9 +117,15 @@ std::string describe_sum(const StatsSum& sum) {
                 static_cast<double>(sum.host_bytes) / (1u << 30),
                 static_cast<unsigned long long>(sum.fill_calls),
                 static_cast<double>(sum.fill_bytes) / (1u << 30));
+  char threads[120];
+  std::snprintf(threads, sizeof(threads), "; cmt's copy threads %.2f CPU s (%.2f s per GB moved)",
+                sum.copy_threads_cpu_s,
+                sum.copy_threads_bytes
+                    ? sum.copy_threads_cpu_s / (static_cast<double>(sum.copy_threads_bytes) / 1e9)
+                    : 0.0);
   if (sum.processes == 0) return "processes: none used CUDA (none wrote statistics)";
   return "processes that used CUDA: " + std::to_string(sum.processes) +
-         "; copies taken: " + dir("H2D", sum.h2d) + ", " + dir("D2H", sum.d2h) + host;
+         "; copies taken: " + dir("H2D", sum.h2d) + ", " + dir("D2H", sum.d2h) + host + threads;
 }
 
 }  // namespace cmt

@@ -382,8 +382,9 @@ std::vector<OptionSpec> build_table() {
                [](const Config& c) { return c.log_level; }});
   t.push_back(text_option("stats_file", "CMT_STATS", Scope::EnvOnly,
                           "Write a JSON summary (copies taken, bytes, GB/s, copies into fresh "
-                          "memory, host copies, forwards by reason) to this file at exit; each %p "
-                          "in it becomes the process's pid, one file per process of a tree.",
+                          "memory, host copies, forwards by reason, the CPU time cmt's copy "
+                          "threads used) to this file at exit; each %p in it becomes the "
+                          "process's pid, one file per process of a tree.",
                           &Config::stats_file));
   t.push_back(text_option("record_file", "CMT_RECORD", Scope::EnvOnly,
                           "Record every CUDA copy and taken host copy the process makes (start, "

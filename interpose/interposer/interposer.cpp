@@ -122,7 +122,7 @@ void write_stats_at_exit() noexcept {
     const std::string path = path_for_this_process(self.config().stats_file);
     std::string why;
     // Private to the user, replacing whatever is at the path, never following it.
-    if (!write_output_file(path, self.stats().to_json(), &why, 0600))
+    if (!write_output_file(path, self.stats().to_json(self.copy_threads_cpu_seconds()), &why, 0600))
       CMT_WARN_ONCE("CMT_STATS: cannot write '{}': {}", path, why);
   } catch (...) {
   }
@@ -131,7 +131,8 @@ void write_stats_at_exit() noexcept {
 // `cmt run -v` (or CMT_LOG=info) ends with what cmt did in the process.
 void log_summary_at_exit() noexcept {
   try {
-    CMT_LOG(info, "at exit: {}", Interposer::instance().stats().summary());
+    Interposer& self = Interposer::instance();
+    CMT_LOG(info, "at exit: {}", self.stats().summary(self.copy_threads_cpu_seconds()));
   } catch (...) {
   }
 }
@@ -473,6 +474,17 @@ CopyEngine* Interposer::engine() {
     engine_ = new CopyEngine(*driver_, config_);  // leaked on purpose, like this object
   }
   return engine_;
+}
+
+double Interposer::copy_threads_cpu_seconds() {
+  if (g_forked_child) return -1;
+  double total = 0;
+  {
+    std::lock_guard<std::mutex> lk(engine_mu());
+    if (engine_) total += engine_->copy_threads_cpu_seconds();
+  }
+  if (const HostCopier* copier = host_leg().copier()) total += copier->cpu_seconds();
+  return total;
 }
 
 PeerCopier* Interposer::peer_copier() {

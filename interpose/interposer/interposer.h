@@ -79,6 +79,9 @@ class Interposer {
 
   const Config& config() const { return config_; }
   Stats& stats() { return *stats_; }
+  // The CPU time cmt's copy threads have used so far (the engine's, the host leg's), in seconds;
+  // -1 (not known) in a forked child, which has none of them.
+  double copy_threads_cpu_seconds();
 
   // Builds an instance over a given driver (tests); `instance()` uses the real one.
   Interposer(const DriverApi* driver, const Config& config);

@@ -154,7 +154,30 @@ std::string Stats::register_json() const {
   return buf;
 }
 
-std::string Stats::to_json() const {
+std::uint64_t Stats::bytes_moved() const {
+  std::uint64_t bytes = h2d_.bytes.load() + d2h_.bytes.load() + peer_.bytes.load();
+  if (const HostCopier* copier = host_leg().copier()) {
+    const HostCopier::Counts c = copier->counts();
+    bytes += c.bytes + c.fill_bytes + c.read_bytes;
+  }
+  return bytes;
+}
+
+namespace {
+
+// The copy threads' CPU time, the bytes they moved, and the time per GB (0 when none moved).
+std::string copy_threads_json(double cpu_s, std::uint64_t bytes) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "{\"cpu_seconds\": %.3f, \"bytes_moved\": %llu, \"cpu_seconds_per_gb\": %.3f}",
+                cpu_s, static_cast<unsigned long long>(bytes),
+                bytes ? cpu_s / (static_cast<double>(bytes) / 1e9) : 0.0);
+  return buf;
+}
+
+}  // namespace
+
+std::string Stats::to_json(double copy_threads_cpu_s) const {
   // seconds: the copies' times added up; in_flight_seconds: the time at least one was in the
   // engine, the measure of copies that overlap.
   auto direction = [](const char* name, const PerDirection& p, std::uint64_t in_flight_ns) {
@@ -179,13 +202,17 @@ std::string Stats::to_json() const {
       "{\n  \"taken\": {" + direction("h2d", h2d_, in_flight_[0].ns()) + ", " +
       direction("d2h", d2h_, in_flight_[1].ns()) + ", " +
       direction("gpu_to_gpu", peer_, peer_.nanoseconds.load()) +
-      "},\n  \"taken_in_flight\": " + together + ",\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
+      "},\n  \"taken_in_flight\": " + together +
+      ",\n  \"taken_via\": {\"runtime\": " + std::to_string(via_runtime_.load()) +
       ", \"driver\": " + std::to_string(via_driver_.load()) +
       ", \"batch\": " + std::to_string(via_batch_.load()) + "},\n  \"sizes\": {" + sizes_json() +
       "},\n  \"partial\": " + std::to_string(partial_.load()) +
       ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
       ", \"bytes\": " + std::to_string(fresh_bytes_.load()) +
       "},\n  \"hot_buffers\": " + register_json() +
+      (copy_threads_cpu_s >= 0
+           ? ",\n  \"copy_threads\": " + copy_threads_json(copy_threads_cpu_s, bytes_moved())
+           : std::string()) +
       ",\n  \"host_copies\": " + host_copies_json() + ",\n  \"forwarded\": {";
   bool first = true;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {
@@ -198,7 +225,7 @@ std::string Stats::to_json() const {
   return out;
 }
 
-std::string Stats::summary() const {
+std::string Stats::summary(double copy_threads_cpu_s) const {
   auto direction = [](const char* name, const PerDirection& p) {
     double bytes = static_cast<double>(p.bytes.load());
     double ns = static_cast<double>(p.nanoseconds.load());
@@ -266,6 +293,14 @@ std::string Stats::summary() const {
                   static_cast<double>(c.fill_bytes) / (1u << 30),
                   c.fill_ns ? static_cast<double>(c.fill_bytes) / static_cast<double>(c.fill_ns)
                             : 0.0);
+    out += buf;
+  }
+  if (copy_threads_cpu_s >= 0) {
+    const std::uint64_t moved = bytes_moved();
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "; cmt's copy threads: %.2f CPU s (%.2f s per GB moved)",
+                  copy_threads_cpu_s,
+                  moved ? copy_threads_cpu_s / (static_cast<double>(moved) / 1e9) : 0.0);
     out += buf;
   }
   out += "; forwarded to CUDA: " + (forwards.empty() ? std::string("none") : forwards);

@@ -266,6 +266,13 @@ std::vector<LaneInfo> CopyEngine::lanes() {
   return out;
 }
 
+double CopyEngine::copy_threads_cpu_seconds() {
+  std::lock_guard<std::mutex> lk(pools_mu_);
+  double total = 0;
+  for (auto& pool : pools_) total += pool->threads->cpu_seconds();
+  return total;
+}
+
 std::size_t CopyEngine::waiting_copies() {
   std::lock_guard<std::mutex> lk(lanes_mu_);
   return waiters_.size();

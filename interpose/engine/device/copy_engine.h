@@ -52,6 +52,8 @@ class CopyEngine {
   std::vector<LaneInfo> lanes();
   // Copies waiting for a lane now.
   std::size_t waiting_copies();
+  // The CPU time the copy threads of every GPU have used so far (WorkerPool::cpu_seconds).
+  double copy_threads_cpu_seconds();
 
   struct Lane;
   struct GpuPool;

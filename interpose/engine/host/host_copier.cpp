@@ -155,6 +155,10 @@ unsigned HostCopier::threads() const {
   return pool_->size();
 }
 
+double HostCopier::cpu_seconds() const {
+  return pool_->cpu_seconds();
+}
+
 // The copier's threads held for one job (none: another job holds them, and this one is declined),
 // the issuer's own copies while it helps left to libc, and the job counted in `tally` at its end.
 class HostCopier::Occupied {

@@ -55,6 +55,8 @@ class HostCopier {
   ReadResult read_file(int fd, void* dst, std::size_t bytes, off_t offset) noexcept;
 
   unsigned threads() const;
+  // The CPU time its threads have used so far (WorkerPool::cpu_seconds).
+  double cpu_seconds() const;
 
   struct Counts {
     std::uint64_t calls, bytes, ns, fresh_bytes, busy;  // busy: declined, threads held

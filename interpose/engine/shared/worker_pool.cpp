@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -139,6 +140,18 @@ unsigned WorkerPool::awake() const {
   const unsigned asleep =
       static_cast<unsigned>(std::max(0, sleepers_.load(std::memory_order_acquire)));
   return n - std::min(n, asleep);
+}
+
+double WorkerPool::cpu_seconds() {
+  std::lock_guard<std::mutex> lk(add_mu_);
+  double total = 0;
+  for (std::thread& t : threads_) {
+    clockid_t clock;
+    timespec ts;
+    if (pthread_getcpuclockid(t.native_handle(), &clock) == 0 && clock_gettime(clock, &ts) == 0)
+      total += static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+  }
+  return total;
 }
 
 unsigned WorkerPool::awake_cap() const {

@@ -112,6 +112,9 @@ class WorkerPool {
   void wake(unsigned most = ~0u);
   // Workers not asleep now (at work or spinning), for tests and diagnostics.
   unsigned awake() const;
+  // The CPU time its threads have used so far, at work and spinning, in seconds: what `top`
+  // shows of cmt beside the program.
+  double cpu_seconds();
 
  private:
   friend class WorkQueue;

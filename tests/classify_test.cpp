@@ -161,7 +161,7 @@ TEST(Interposer, CountsCopiesIntoFreshMemory) {
       << interposer.stats().summary();
 }
 
-// What cmt's copy threads cost the program in CPU is reported beside what they moved, and is
+// What cmt's copy threads cost the program in CPU is reported beside what cmt took, and is
 // theirs: a copy's threads work and spin (spin_us), then sleep and cost nothing more.
 TEST(Interposer, ReportsItsCopyThreadsCpuTime) {
   fake::FakeDriver fake;
@@ -188,7 +188,7 @@ TEST(Interposer, ReportsItsCopyThreadsCpuTime) {
   EXPECT_EQ(interposer.stats().to_json().find("copy_threads"), std::string::npos);
   const std::string line = interposer.stats().summary(after_copy);
   EXPECT_NE(line.find("cmt's copy threads: "), std::string::npos) << line;
-  EXPECT_NE(line.find(" s per GB moved)"), std::string::npos) << line;
+  EXPECT_NE(line.find(" s per GB taken)"), std::string::npos) << line;
 }
 
 TEST(Interposer, DisabledForwardsEverything) {

@@ -47,7 +47,7 @@ if name == "clean" and (set(fwd) - {"below_threshold", "pinned_or_managed", "eng
 # A third of the round trips are batches (cuMemcpyBatchAsync): cmt takes their large copies too.
 if name == "clean" and batch == 0:
     ok = False
-# What the copy threads cost in CPU is written beside what they moved, and is not nothing.
+# What the copy threads cost in CPU is written beside what cmt took, and is not nothing.
 if name == "clean":
     ct = s.get("copy_threads", {})
     line += f"; copy threads {ct.get('cpu_seconds')} CPU s ({ct.get('cpu_seconds_per_gb')} s/GB)"

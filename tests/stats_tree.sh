@@ -31,9 +31,9 @@ each = [f["taken"]["h2d"]["calls"] + f["taken"]["d2h"]["calls"] for f in files]
 print(f"each process's taken copies, run with CMT_STATS=...%p: {each}")
 m = re.search(r"processes that used CUDA: (\d+); copies taken: H2D (\d+) .* D2H (\d+) ", totals)
 ok = all(n > 0 for n in each) and m and int(m.group(1)) == 2 and int(m.group(2)) + int(m.group(3)) > 0
-# The copy threads' CPU time, summed over the files, per GB of what they moved.
+# The copy threads' CPU time, summed over the files, per GB taken.
 cpu = sum(f["copy_threads"]["cpu_seconds"] for f in files)
-t = re.search(r"cmt's copy threads ([0-9.]+) CPU s \(([0-9.]+) s per GB moved\)", totals)
+t = re.search(r"cmt's copy threads ([0-9.]+) CPU s \(([0-9.]+) s per GB taken\)", totals)
 print(f"copy threads' CPU in the files: {cpu:.3f} s; the sum says {t.group(0) if t else None}")
 ok = ok and t and cpu > 0 and float(t.group(2)) > 0
 print("ok: one file per process, and cmt run -v sums the tree" if ok else "FAIL: totals of the tree")

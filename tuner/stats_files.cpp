@@ -98,7 +98,7 @@ bool add_stats_file(const std::string& path, StatsSum* sum, std::string* error) 
   if (threads != std::string::npos) {
     double s = 0;
     if (number_after(json, threads, "cpu_seconds", &s)) sum->copy_threads_cpu_s += s;
-    sum->copy_threads_bytes += count_after(json, threads, "bytes_moved");
+    sum->copy_threads_bytes += count_after(json, threads, "bytes_taken");
   }
   return true;
 }
@@ -118,7 +118,7 @@ std::string describe_sum(const StatsSum& sum) {
                 static_cast<unsigned long long>(sum.fill_calls),
                 static_cast<double>(sum.fill_bytes) / (1u << 30));
   char threads[120];
-  std::snprintf(threads, sizeof(threads), "; cmt's copy threads %.2f CPU s (%.2f s per GB moved)",
+  std::snprintf(threads, sizeof(threads), "; cmt's copy threads %.2f CPU s (%.2f s per GB taken)",
                 sum.copy_threads_cpu_s,
                 sum.copy_threads_bytes
                     ? sum.copy_threads_cpu_s / (static_cast<double>(sum.copy_threads_bytes) / 1e9)

@@ -21,7 +21,7 @@ struct StatsSum {
     std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> sizes;
   } h2d, d2h;
   std::uint64_t host_calls = 0, host_bytes = 0, fill_calls = 0, fill_bytes = 0, host_faults = 0;
-  // cmt's copy threads: their CPU time and the bytes they moved (copy_threads in the files).
+  // cmt's copy threads: their CPU time and the bytes cmt took (copy_threads in the files).
   double copy_threads_cpu_s = 0;
   std::uint64_t copy_threads_bytes = 0;
 };
@@ -34,7 +34,7 @@ std::vector<std::string> stats_files(const std::string& pattern);
 bool add_stats_file(const std::string& path, StatsSum* sum, std::string* error);
 
 // One line: the processes that used CUDA, copies taken each way (count, GiB, GB/s over each copy's own time), the
-// host leg's copies and fills, and the CPU time cmt's copy threads used, per GB they moved.
+// host leg's copies and fills, and the CPU time cmt's copy threads used, per GB taken.
 std::string describe_sum(const StatsSum& sum);
 
 }  // namespace cmt

@@ -154,7 +154,7 @@ std::string Stats::register_json() const {
   return buf;
 }
 
-std::uint64_t Stats::bytes_moved() const {
+std::uint64_t Stats::bytes_taken() const {
   std::uint64_t bytes = h2d_.bytes.load() + d2h_.bytes.load() + peer_.bytes.load();
   if (const HostCopier* copier = host_leg().copier()) {
     const HostCopier::Counts c = copier->counts();
@@ -165,11 +165,11 @@ std::uint64_t Stats::bytes_moved() const {
 
 namespace {
 
-// The copy threads' CPU time, the bytes they moved, and the time per GB (0 when none moved).
+// The copy threads' CPU time, the bytes cmt took, and the time per GB (0 when none were taken).
 std::string copy_threads_json(double cpu_s, std::uint64_t bytes) {
   char buf[160];
   std::snprintf(buf, sizeof buf,
-                "{\"cpu_seconds\": %.3f, \"bytes_moved\": %llu, \"cpu_seconds_per_gb\": %.3f}",
+                "{\"cpu_seconds\": %.3f, \"bytes_taken\": %llu, \"cpu_seconds_per_gb\": %.3f}",
                 cpu_s, static_cast<unsigned long long>(bytes),
                 bytes ? cpu_s / (static_cast<double>(bytes) / 1e9) : 0.0);
   return buf;
@@ -211,7 +211,7 @@ std::string Stats::to_json(double copy_threads_cpu_s) const {
       ", \"bytes\": " + std::to_string(fresh_bytes_.load()) +
       "},\n  \"hot_buffers\": " + register_json() +
       (copy_threads_cpu_s >= 0
-           ? ",\n  \"copy_threads\": " + copy_threads_json(copy_threads_cpu_s, bytes_moved())
+           ? ",\n  \"copy_threads\": " + copy_threads_json(copy_threads_cpu_s, bytes_taken())
            : std::string()) +
       ",\n  \"host_copies\": " + host_copies_json() + ",\n  \"forwarded\": {";
   bool first = true;
@@ -296,9 +296,9 @@ std::string Stats::summary(double copy_threads_cpu_s) const {
     out += buf;
   }
   if (copy_threads_cpu_s >= 0) {
-    const std::uint64_t moved = bytes_moved();
+    const std::uint64_t moved = bytes_taken();
     char buf[128];
-    std::snprintf(buf, sizeof(buf), "; cmt's copy threads: %.2f CPU s (%.2f s per GB moved)",
+    std::snprintf(buf, sizeof(buf), "; cmt's copy threads: %.2f CPU s (%.2f s per GB taken)",
                   copy_threads_cpu_s,
                   moved ? copy_threads_cpu_s / (static_cast<double>(moved) / 1e9) : 0.0);
     out += buf;

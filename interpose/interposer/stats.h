@@ -48,7 +48,7 @@ class Stats {
   }
   void set_register_cache(const class RegisterCache* cache) { register_cache_ = cache; }
   // `copy_threads_cpu_s`: the CPU time cmt's copy threads used (Interposer::copy_threads_cpu_
-  // seconds), given with the bytes they moved, per GB: what speed cost in `top`, their spinning
+  // seconds), given with the bytes cmt took, per GB: what speed cost in `top`, their spinning
   // included. Negative: not known, left out.
   std::string to_json(double copy_threads_cpu_s = -1) const;
   // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
@@ -57,9 +57,9 @@ class Stats {
   std::string sizes_json() const;
   // The host copier's counts (memcpy/memmove calls taken, bytes, GB/s), as a JSON object.
   static std::string host_copies_json();
-  // Every byte cmt moved on its threads: copies taken (host <-> device, GPU to GPU through the
-  // host), host copies, fills and file reads.
-  std::uint64_t bytes_moved() const;
+  // Every byte cmt took: copies (host <-> device, from its registrations too, GPU to GPU through
+  // the host), host copies, fills and file reads; what the copy threads' CPU time is set against.
+  std::uint64_t bytes_taken() const;
 
  private:
   struct PerDirection {

@@ -165,13 +165,17 @@ std::uint64_t Stats::bytes_taken() const {
 
 namespace {
 
-// The copy threads' CPU time, the bytes cmt took, and the time per GB (0 when none were taken).
+// CPU seconds per GB of `bytes` (0 when none were taken).
+double per_gb(double cpu_s, std::uint64_t bytes) {
+  return bytes ? cpu_s / (static_cast<double>(bytes) / 1e9) : 0.0;
+}
+
+// The copy threads' CPU time, the bytes cmt took, and the time per GB.
 std::string copy_threads_json(double cpu_s, std::uint64_t bytes) {
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "{\"cpu_seconds\": %.3f, \"bytes_taken\": %llu, \"cpu_seconds_per_gb\": %.3f}",
-                cpu_s, static_cast<unsigned long long>(bytes),
-                bytes ? cpu_s / (static_cast<double>(bytes) / 1e9) : 0.0);
+                cpu_s, static_cast<unsigned long long>(bytes), per_gb(cpu_s, bytes));
   return buf;
 }
 
@@ -296,11 +300,9 @@ std::string Stats::summary(double copy_threads_cpu_s) const {
     out += buf;
   }
   if (copy_threads_cpu_s >= 0) {
-    const std::uint64_t moved = bytes_taken();
     char buf[128];
     std::snprintf(buf, sizeof(buf), "; cmt's copy threads: %.2f CPU s (%.2f s per GB taken)",
-                  copy_threads_cpu_s,
-                  moved ? copy_threads_cpu_s / (static_cast<double>(moved) / 1e9) : 0.0);
+                  copy_threads_cpu_s, per_gb(copy_threads_cpu_s, bytes_taken()));
     out += buf;
   }
   out += "; forwarded to CUDA: " + (forwards.empty() ? std::string("none") : forwards);

@@ -142,8 +142,10 @@ class WorkerPool {
   std::unique_ptr<WorkQueue> queues_[kMaxQueues];
   std::atomic<unsigned> queue_count_{0};
   std::mutex add_mu_;  // adding queues or threads
+  // Written as workers go idle and back, on a line of its own: stop_, below, is read by every
+  // spinning worker on every turn.
+  alignas(64) std::atomic<int> idle_{0};  // awake workers that found nothing to run, spinning
   alignas(64) std::atomic<int> sleepers_{0};
-  std::atomic<int> idle_{0};                // awake workers that found nothing to run, spinning
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};
 };

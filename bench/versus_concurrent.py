@@ -10,7 +10,9 @@ A run cut short (a device call's time limit) leaves every finished run's JSON in
 `versus_concurrent.py --runs DIR [--json FILE]` summarizes those, each configuration over the
 runs both builds finished.
 
-usage: versus_concurrent.py BEFORE_CMT AFTER_CMT --rounds N --out DIR [--json FILE]
+`--only NAME,...` runs those configurations alone (a row in doubt, many rounds in little time).
+
+usage: versus_concurrent.py BEFORE_CMT AFTER_CMT --rounds N --out DIR [--only NAME,...] [--json FILE]
        versus_concurrent.py --runs DIR [--json FILE]
 """
 import json
@@ -61,6 +63,14 @@ def main():
     else:
         before, after = sys.argv[1], sys.argv[2]
         rounds = int(sys.argv[sys.argv.index("--rounds") + 1])
+        if "--only" in sys.argv:
+            only = sys.argv[sys.argv.index("--only") + 1].split(",")
+            unknown = [n for n in only if n not in CONFIGS]
+            if unknown:
+                sys.exit(f"versus_concurrent.py: --only {','.join(unknown)}: not one of {', '.join(CONFIGS)}")
+            for n in list(CONFIGS):
+                if n not in only:
+                    del CONFIGS[n]
         out = sys.argv[sys.argv.index("--out") + 1]
         os.makedirs(out, exist_ok=True)
         runs = {"before": {n: [] for n in CONFIGS}, "after": {n: [] for n in CONFIGS}}

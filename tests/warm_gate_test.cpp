@@ -57,6 +57,15 @@ TEST(WarmGate, AnOfferThatIsNotTakenEndsTheRun) {
   }
 }
 
+TEST(WarmGate, ThreadsThatSleepBetweenCopiesAreAsleepSoonAfterOne) {
+  WarmGate gate;
+  gate.set_spin(std::chrono::microseconds(1000));
+  gate.copied(10'000 * kUs, /*threads_spin=*/false);  // the copies have come far apart
+  EXPECT_FALSE(gate.admit(10'100 * kUs));
+  gate.copied(20'000 * kUs);  // and close together again
+  EXPECT_TRUE(gate.admit(20'100 * kUs));
+}
+
 TEST(WarmGate, ThreadsThatNeverSpinTakeNothing) {
   WarmGate gate;
   gate.set_spin(std::chrono::microseconds(0));

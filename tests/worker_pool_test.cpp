@@ -183,6 +183,109 @@ TEST(WorkerPool, AGrownPoolKeepsAwakeOnlyTheThreadsItsJobsUse) {
   EXPECT_TRUE(again.each_ran_once());
 }
 
+// The gaps between jobs on a clock of their own (JobGaps): 1 ms of spin.
+constexpr std::int64_t kMs = 1'000'000;  // ns
+
+// One job from `begin` to `end` (ns).
+void job(JobGaps& gaps, std::int64_t begin, std::int64_t end) {
+  gaps.began(begin);
+  gaps.ended(end);
+}
+
+TEST(JobGaps, GapsShorterThanTheSpinKeepIt) {
+  JobGaps gaps(1 * kMs);
+  std::int64_t t = 100 * kMs;
+  for (int i = 0; i < 10; ++i, t += kMs / 2) job(gaps, t, t + kMs / 10);  // 0.4 ms apart
+  EXPECT_EQ(gaps.expected_gap_ns(), 0);
+  const std::int64_t end = t - kMs / 2 + kMs / 10;
+  EXPECT_EQ(gaps.idle(end + kMs / 2, end).kind, JobGaps::Choice::Spin);
+  EXPECT_EQ(gaps.idle(end + 2 * kMs, end).kind, JobGaps::Choice::Sleep);
+}
+
+TEST(JobGaps, TwoLongGapsNapTillTheNextIsDue) {
+  JobGaps gaps(1 * kMs);
+  job(gaps, 0, kMs / 2);
+  job(gaps, 3 * kMs, 3 * kMs + kMs / 2);  // a gap of 2.5 ms
+  EXPECT_EQ(gaps.expected_gap_ns(), 0) << "one long gap is no pattern";
+  job(gaps, 6 * kMs, 6 * kMs + kMs / 2);  // 2.5 ms again
+  EXPECT_EQ(gaps.expected_gap_ns(), 5 * kMs / 2);
+  const std::int64_t end = 6 * kMs + kMs / 2, due = end + 5 * kMs / 2;
+  // Right after the job: a nap until the lead (a quarter of the spin at most) before it is due.
+  const JobGaps::Choice c = gaps.idle(end + 10'000, end);
+  EXPECT_EQ(c.kind, JobGaps::Choice::Nap);
+  EXPECT_EQ(end + 10'000 + c.nap_ns,
+            due - std::max(JobGaps::kMinLead, gaps.expected_gap_ns() / 16));
+  EXPECT_EQ(gaps.idle(due - 100'000, end).kind, JobGaps::Choice::Spin) << "awake ahead of it";
+  EXPECT_EQ(gaps.idle(due + 100'000, end).kind, JobGaps::Choice::Spin) << "and a little after";
+  EXPECT_EQ(gaps.idle(due + kMs, end).kind, JobGaps::Choice::Sleep) << "the guess missed";
+  // While a job runs, its idle threads spin as before.
+  gaps.began(due);
+  EXPECT_EQ(gaps.idle(due + kMs / 2, due).kind, JobGaps::Choice::Spin);
+  EXPECT_EQ(gaps.idle(due + 2 * kMs, due).kind, JobGaps::Choice::Sleep);
+  gaps.ended(due + kMs / 2);
+  // The shorter of the last two gaps is the guess; one gap within the spin drops it.
+  job(gaps, due + 4 * kMs, due + 4 * kMs + kMs / 2);
+  EXPECT_EQ(gaps.expected_gap_ns(), 5 * kMs / 2);
+  job(gaps, due + 5 * kMs, due + 5 * kMs + kMs / 2);
+  EXPECT_EQ(gaps.expected_gap_ns(), 0);
+}
+
+TEST(JobGaps, ACopysOwnJobsTeachNothing) {
+  JobGaps gaps(1 * kMs);
+  std::int64_t t = 0;
+  for (int i = 0; i < 3; ++i, t += 3 * kMs) job(gaps, t, t + kMs / 2);
+  ASSERT_GT(gaps.expected_gap_ns(), 0);
+  // A device-to-host copy into fresh memory ends one job (populating) as it begins the next.
+  job(gaps, t, t + kMs / 4);
+  job(gaps, t + kMs / 4 + 10'000, t + kMs / 2);
+  EXPECT_GT(gaps.expected_gap_ns(), 0);
+  // Jobs of several queues at once: the gap is from the last one's end.
+  gaps.began(t + 3 * kMs);
+  gaps.began(t + 3 * kMs + 1000);
+  gaps.ended(t + 3 * kMs + kMs / 2);
+  EXPECT_EQ(gaps.idle(t + 4 * kMs, t + 3 * kMs + kMs / 2).kind, JobGaps::Choice::Spin);
+  gaps.ended(t + 4 * kMs);
+  EXPECT_EQ(gaps.idle(t + 4 * kMs + 10'000, t + 4 * kMs).kind, JobGaps::Choice::Nap);
+}
+
+TEST(JobGaps, ThreadsThatNeverSpinNeverNap) {
+  JobGaps gaps(0);
+  std::int64_t t = 0;
+  for (int i = 0; i < 5; ++i, t += 3 * kMs) job(gaps, t, t + kMs / 2);
+  EXPECT_EQ(gaps.expected_gap_ns(), 0);
+  EXPECT_EQ(gaps.idle(t, t).kind, JobGaps::Choice::Sleep);
+}
+
+// Jobs far apart, as a loop with work between its copies makes them: the threads do not spin
+// through the gaps (before, each spun its whole spin in every gap), and they are awake again when
+// the next job comes.
+TEST(WorkerPool, ThreadsNapThroughLongGapsAndWakeAheadOfTheNextJob) {
+  const auto spin = std::chrono::milliseconds(4);
+  WorkerPool pool(2, {}, spin);
+  WorkQueue& q = pool.queue();
+  const int jobs = 30;
+  const auto gap = std::chrono::milliseconds(24);
+  std::vector<unsigned> awake_at_start;
+  double cpu_after_warmup = 0;
+  for (int i = 0; i < jobs; ++i) {
+    if (i == 5) cpu_after_warmup = pool.cpu_seconds();
+    if (i >= 5) awake_at_start.push_back(pool.awake());
+    q.wake();
+    CountingTask task(8);
+    run_job(q, task, 8);
+    ASSERT_TRUE(task.each_ran_once());
+    std::this_thread::sleep_for(gap);
+  }
+  const double per_gap = (pool.cpu_seconds() - cpu_after_warmup) / (jobs - 5);
+  EXPECT_TRUE(pool.sleeps_between_jobs());
+  // Spinning through each gap would cost 2 threads x 4 ms; waking a lead (1 ms) ahead, 2 x 1 ms
+  // and the jobs' own work.
+  EXPECT_LT(per_gap, 0.5 * 2 * 0.004) << "the threads spun through the gaps";
+  std::sort(awake_at_start.begin(), awake_at_start.end());
+  EXPECT_GE(awake_at_start[awake_at_start.size() / 2], 1u)
+      << "the threads slept through the job's start";
+}
+
 TEST(WorkerPool, TheFirstQueueTakesEveryThreadAndQueuesRunOut) {
   WorkerPool pool(2, {});
   EXPECT_GT(pool.queue().threads(), 2u);

@@ -50,6 +50,9 @@ struct CopyOutcome {
   bool lane_built = false;
   std::int64_t first_dma_ns = -1;
   std::int64_t lane_wait_ns = -1;
+  // The copy threads sleep as soon as their copies end, instead of spinning (the gaps between
+  // copies have outlasted the spin: WorkerPool::sleeps_between_jobs).
+  bool threads_sleep_after = false;
 };
 
 // A knob's named choices: each enum's names are written once, in its table below (in the order

@@ -624,7 +624,8 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count();
     if (out.bytes_done > 0)
       warm_gate_.copied(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count());
+          std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count(),
+          !out.threads_sleep_after);
     if (out.bytes_done == 0) {
       stats_->forwarded(warm && out.status == CUDA_SUCCESS ? ForwardReason::LanesBusy
                                                           : ForwardReason::EngineUnavailable);

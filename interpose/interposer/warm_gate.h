@@ -4,7 +4,7 @@
 // and a copy that wakes them runs at 0.7-0.9x CUDA's path. The threads spin for spin_us after
 // the engine's last copy, so a copy is taken
 //   - within spin_us less a margin (kSpinMargin) of the end of the engine's last copy (they are
-//     still spinning), or
+//     still spinning; not where they sleep between copies, which have come far apart), or
 //   - as the next of a dense run: kDenseRun offers in a row, each within that time of the one
 //     before, were forwarded. Taking it wakes the threads for those that follow; a program that
 //     makes small copies now and then never pays for the wake-up.
@@ -37,8 +37,12 @@ class WarmGate {
   bool admit(std::int64_t now_ns);
   // The offer admitted last is not a copy cmt takes after all: it does not make a run.
   void not_taken() { run_.store(0, std::memory_order_relaxed); }
-  // A copy through the engine ended at `now_ns`: its threads spin from here.
-  void copied(std::int64_t now_ns) { last_copy_end_.store(now_ns, std::memory_order_relaxed); }
+  // A copy through the engine ended at `now_ns`: its threads spin from here, unless they sleep
+  // between copies (`threads_spin` false: the gaps between copies have outlasted the spin, and
+  // the threads nap until the next is due: engine/shared/worker_pool.h, JobGaps).
+  void copied(std::int64_t now_ns, bool threads_spin = true) {
+    last_copy_end_.store(threads_spin ? now_ns : kLongAgo, std::memory_order_relaxed);
+  }
 
   static std::int64_t now_ns() {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(

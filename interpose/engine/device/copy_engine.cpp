@@ -311,6 +311,7 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     out.lane_built = !had_ring;
     if (out.first_dma_ns >= 0) out.first_dma_ns -= start_ns;
     out.lane_wait_ns = start_ns - asked_ns;
+    out.threads_sleep_after = lane.pool->threads->sleeps_between_jobs();
     return out;
   } catch (...) {
     return {0, CUDA_ERROR_UNKNOWN};

@@ -27,10 +27,19 @@ namespace cmt {
 namespace {
 
 // Sleeping on a bare futex rather than a condition variable: waking all workers then costs one
-// system call, with no herd queuing on a mutex afterwards.
-void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected) {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
+// system call, with no herd queuing on a mutex afterwards. Sleeps until woken, or for at most
+// `nap_ns` if positive.
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t nap_ns = 0) {
+  timespec nap{static_cast<time_t>(nap_ns / 1'000'000'000),
+               static_cast<long>(nap_ns % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected,
+          nap_ns > 0 ? &nap : nullptr, nullptr, 0);
+}
+
+std::int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
 }
 
 void futex_wake(std::atomic<std::uint32_t>* word, unsigned most) {
@@ -43,6 +52,33 @@ void futex_wake_all(std::atomic<std::uint32_t>* word) {
 }
 
 }  // namespace
+
+void JobGaps::began(std::int64_t now) {
+  if (running_.fetch_add(1, std::memory_order_relaxed) != 0) return;
+  const std::int64_t from = idle_from_ns_.load(std::memory_order_relaxed);
+  if (from == kNever || now - from < kSameCopy) return;
+  const std::int64_t gap = now - from;
+  const std::int64_t previous = last_gap_ns_.exchange(gap, std::memory_order_relaxed);
+  const bool long_gaps = spin_ns_ > 0 && gap > spin_ns_ && previous > spin_ns_;
+  expected_gap_ns_.store(long_gaps ? std::min(gap, previous) : 0, std::memory_order_relaxed);
+}
+
+void JobGaps::ended(std::int64_t now) {
+  if (running_.fetch_sub(1, std::memory_order_relaxed) == 1)
+    idle_from_ns_.store(now, std::memory_order_relaxed);
+}
+
+JobGaps::Choice JobGaps::idle(std::int64_t now, std::int64_t idle_since) const {
+  const std::int64_t gap = expected_gap_ns();
+  if (gap == 0 || running_.load(std::memory_order_relaxed) > 0)
+    return {now - idle_since < spin_ns_ ? Choice::Spin : Choice::Sleep, 0};
+  // The lead grows with the gap (a long gap varies more), within a quarter of the spin.
+  const std::int64_t lead = std::min(spin_ns_ / 4, std::max(kMinLead, gap / 16));
+  const std::int64_t due = idle_from_ns_.load(std::memory_order_relaxed) + gap;
+  if (now < due - lead - kMinNap) return {Choice::Nap, due - lead - now};
+  if (now < due + lead) return {Choice::Spin, 0};
+  return {Choice::Sleep, 0};  // the guess missed: whatever comes wakes them
+}
 
 void Backoff::pause() {
   // A nap costs at least the kernel's timer slack (~50 us), longer than a DMA of a piece, so the
@@ -59,7 +95,11 @@ void Backoff::pause() {
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
                        std::chrono::microseconds idle_spin, FaultSignals faults)
-    : idle_spin_(idle_spin), base_threads_(std::max(1u, threads)), cpus_(cpus), faults_(faults) {
+    : idle_spin_(idle_spin),
+      gaps_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_spin).count()),
+      base_threads_(std::max(1u, threads)),
+      cpus_(cpus),
+      faults_(faults) {
   add_queue();  // queue(): every thread
   std::lock_guard<std::mutex> lk(add_mu_);
   try {
@@ -193,6 +233,7 @@ void WorkQueue::begin(UnitTask* task) {
   published_.store(0, std::memory_order_relaxed);
   claimed_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
+  pool_.gaps_.began(now_ns());
   task_.store(task, std::memory_order_release);
 }
 
@@ -215,6 +256,7 @@ void WorkQueue::end() {
   // ...and no worker may still be looking at it when the caller destroys it.
   backoff.reset();
   while (inside_.load(std::memory_order_seq_cst) != 0) backoff.pause();
+  pool_.gaps_.ended(now_ns());
 }
 
 bool WorkQueue::has_claimable() const {
@@ -257,7 +299,7 @@ bool WorkQueue::try_run_one(bool issuer) {
 }
 
 void WorkerPool::worker_main(unsigned index) {
-  auto idle_since = std::chrono::steady_clock::now();
+  std::int64_t idle_since = 0;
   unsigned spins = 0;     // turns without work since the last unit (0: not idle)
   unsigned next = index;  // where this worker looks first: the queues are taken in turn
   while (!stop_.load(std::memory_order_acquire)) {
@@ -276,26 +318,31 @@ void WorkerPool::worker_main(unsigned index) {
       continue;
     }
     if (spins++ == 0) {
-      idle_since = std::chrono::steady_clock::now();
+      idle_since = now_ns();
       idle_.fetch_add(1, std::memory_order_seq_cst);
     }
     if ((spins & 63) != 0) {
       CMT_CPU_RELAX();
       continue;
     }
-    // Every 64 turns: sleep once the spin is over, or at once if more workers are awake than
-    // the jobs running now can use.
-    bool counted = claim_early_sleep();
-    if (!counted && std::chrono::steady_clock::now() - idle_since < idle_spin_) {
-      CMT_CPU_RELAX();
-      continue;
+    // Every 64 turns: sleep at once if more workers are awake than the jobs running now can use,
+    // else as the gaps between jobs say (JobGaps: once the spin is over, or a nap till the next).
+    const bool counted = claim_early_sleep();
+    JobGaps::Choice choice{JobGaps::Choice::Sleep, 0};
+    if (!counted) {
+      choice = gaps_.idle(now_ns(), idle_since);
+      if (choice.kind == JobGaps::Choice::Spin) {
+        CMT_CPU_RELAX();
+        continue;
+      }
     }
     idle_.fetch_sub(1, std::memory_order_seq_cst);
     // Announce the sleep, then re-check: a publisher either sees us in sleepers_ and bumps the
     // futex word (so the wait returns at once), or we see its work here.
     if (!counted) sleepers_.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t seq = wake_seq_.load(std::memory_order_seq_cst);
-    if (!stop_.load() && !has_claimable()) futex_wait(&wake_seq_, seq);
+    if (!stop_.load() && !has_claimable())
+      futex_wait(&wake_seq_, seq, choice.kind == JobGaps::Choice::Nap ? choice.nap_ns : 0);
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     spins = 0;
   }

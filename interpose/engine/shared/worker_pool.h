@@ -5,7 +5,9 @@
 // on them; a pool whose units run under a fault guard takes SIGSEGV and SIGBUS, which cmt's own
 // handler catches: engine/shared/fault_guard.h), spin briefly when idle and then sleep. A pool
 // grown past the threads it started with keeps no more of them awake than its running jobs can
-// use: the rest sleep, leaving their cores to the program.
+// use: the rest sleep, leaving their cores to the program. Where the gaps between its jobs have
+// been longer than the spin, the threads sleep at once and a timer wakes them shortly before the
+// next job is due (JobGaps).
 #pragma once
 
 #include <atomic>
@@ -26,6 +28,47 @@ class UnitTask {
 };
 
 class WorkerPool;
+
+// When a pool's next job is likely to come, guessed from the gaps between its jobs (the times no
+// job of any queue ran). Threads that spin through every gap hold a core each for the whole gap
+// when the gaps outlast the spin, and then sleep just before the next job anyway: a model loader
+// with 1 ms of work between its copies spent 0.89 CPU s/GB on the H200 machine (lab/NOTES.md 72).
+// Once the last two gaps both outlasted the spin, an idle thread naps instead until a lead before
+// the shorter of the two has passed, spins from there to as long after it, and sleeps for good if
+// no job came. Gaps shorter than the spin (copies back to back) keep the spin; gaps under
+// kSameCopy are a copy's own (one job ending as the next begins) and teach nothing. Lock-free and
+// approximate: jobs racing to begin only blur one guess. Times are steady-clock nanoseconds, passed
+// in so that tests drive it on a clock of their own.
+class JobGaps {
+ public:
+  static constexpr std::int64_t kSameCopy = 50'000;  // ns
+  // A nap shorter than this is not worth a timer: spin instead.
+  static constexpr std::int64_t kMinNap = 50'000;
+  // The least a thread wakes ahead of a job: more than a timer's lateness on the H200 VM.
+  static constexpr std::int64_t kMinLead = 150'000;
+
+  explicit JobGaps(std::int64_t spin_ns) : spin_ns_(spin_ns) {}
+  void began(std::int64_t now_ns);
+  void ended(std::int64_t now_ns);
+
+  struct Choice {
+    enum Kind { Spin, Nap, Sleep } kind;
+    std::int64_t nap_ns;  // Nap: for how long
+  };
+  // What a worker idle since `idle_since_ns` does at `now_ns`: spin on, nap (a sleep any wake-up
+  // ends early), or sleep until woken.
+  Choice idle(std::int64_t now_ns, std::int64_t idle_since_ns) const;
+  // The gap the next job is expected after (0: none, the threads spin through gaps).
+  std::int64_t expected_gap_ns() const { return expected_gap_ns_.load(std::memory_order_relaxed); }
+
+ private:
+  static constexpr std::int64_t kNever = INT64_MIN / 4;
+  const std::int64_t spin_ns_;
+  std::atomic<int> running_{0};
+  std::atomic<std::int64_t> idle_from_ns_{kNever};  // when the last running job ended
+  std::atomic<std::int64_t> last_gap_ns_{0};
+  std::atomic<std::int64_t> expected_gap_ns_{0};
+};
 
 // One job at a time, its units run by the threads of the pool that made the queue. Several
 // queues share one pool: the copies of different threads and directions to one GPU each have a
@@ -115,6 +158,9 @@ class WorkerPool {
   // The CPU time its threads have used so far, at work and spinning, in seconds: what `top`
   // shows of cmt beside the program.
   double cpu_seconds();
+  // Whether its idle threads sleep as soon as the jobs end, the gaps between jobs having outlasted
+  // their spin (JobGaps): a copy that comes soon after the last will find them asleep.
+  bool sleeps_between_jobs() const { return gaps_.expected_gap_ns() > 0; }
 
  private:
   friend class WorkQueue;
@@ -133,6 +179,7 @@ class WorkerPool {
   bool claim_early_sleep();
 
   const std::chrono::microseconds idle_spin_;
+  JobGaps gaps_;
   const unsigned base_threads_;  // the threads the pool started with
   const std::vector<int> cpus_;
   const FaultSignals faults_;

@@ -255,7 +255,9 @@ std::vector<OptionSpec> build_table() {
                            "answers the next copy sooner and costs CPU time; at most " +
                                std::to_string(kMaxSpinUs / 1000) +
                                " ms, past which spinning threads take the cores the program "
-                               "needs between its copies.",
+                               "needs between its copies. Where the gaps between copies outlast "
+                               "it, the threads sleep at once and wake shortly before the next "
+                               "copy is due; 0: they never spin.",
                            &Config::spin_us, 0, kMaxSpinUs));
   t.push_back(flag_option("ramp", "CMT_RAMP", Scope::PerGpu,
                           "Start and end each copy with smaller pieces (doubling up to the piece "

@@ -210,11 +210,13 @@ TEST(JobGaps, TwoLongGapsNapTillTheNextIsDue) {
   job(gaps, 6 * kMs, 6 * kMs + kMs / 2);  // 2.5 ms again
   EXPECT_EQ(gaps.expected_gap_ns(), 5 * kMs / 2);
   const std::int64_t end = 6 * kMs + kMs / 2, due = end + 5 * kMs / 2;
-  // Right after the job: a nap until the lead (a quarter of the spin at most) before it is due.
-  const JobGaps::Choice c = gaps.idle(end + 10'000, end);
+  // Past the bridge after the job: a nap until the lead (a quarter of the spin at most) before
+  // it is due.
+  EXPECT_EQ(gaps.idle(end + 10'000, end).kind, JobGaps::Choice::Spin) << "within the bridge";
+  const std::int64_t t = end + JobGaps::kBridge + 10'000;
+  const JobGaps::Choice c = gaps.idle(t, end);
   EXPECT_EQ(c.kind, JobGaps::Choice::Nap);
-  EXPECT_EQ(end + 10'000 + c.nap_ns,
-            due - std::max(JobGaps::kMinLead, gaps.expected_gap_ns() / 16));
+  EXPECT_EQ(t + c.nap_ns, due - std::max(JobGaps::kMinLead, gaps.expected_gap_ns() / 16));
   EXPECT_EQ(gaps.idle(due - 100'000, end).kind, JobGaps::Choice::Spin) << "awake ahead of it";
   EXPECT_EQ(gaps.idle(due + 100'000, end).kind, JobGaps::Choice::Spin) << "and a little after";
   EXPECT_EQ(gaps.idle(due + kMs, end).kind, JobGaps::Choice::Sleep) << "the guess missed";
@@ -245,7 +247,21 @@ TEST(JobGaps, ACopysOwnJobsTeachNothing) {
   gaps.ended(t + 3 * kMs + kMs / 2);
   EXPECT_EQ(gaps.idle(t + 4 * kMs, t + 3 * kMs + kMs / 2).kind, JobGaps::Choice::Spin);
   gaps.ended(t + 4 * kMs);
-  EXPECT_EQ(gaps.idle(t + 4 * kMs + 10'000, t + 4 * kMs).kind, JobGaps::Choice::Nap);
+  EXPECT_EQ(gaps.idle(t + 4 * kMs + JobGaps::kBridge + 10'000, t + 4 * kMs).kind,
+            JobGaps::Choice::Nap);
+}
+
+// A guess made before a burst of copies from several threads: each copy hands its lane to the
+// next within tens of microseconds, and the threads must spin through those hand-overs.
+TEST(JobGaps, AGuessDoesNotSendThreadsToSleepBetweenCopiesHandingOverALane) {
+  JobGaps gaps(1 * kMs);
+  std::int64_t t = 0;
+  for (int i = 0; i < 3; ++i, t += 3 * kMs) job(gaps, t, t + kMs / 2);
+  ASSERT_GT(gaps.expected_gap_ns(), 0);
+  for (int i = 0; i < 20; ++i, t += kMs / 2 + 40'000) {
+    job(gaps, t, t + kMs / 2);
+    EXPECT_EQ(gaps.idle(t + kMs / 2 + 30'000, t + kMs / 2).kind, JobGaps::Choice::Spin) << i;
+  }
 }
 
 TEST(JobGaps, ThreadsThatNeverSpinNeverNap) {
@@ -284,6 +300,33 @@ TEST(WorkerPool, ThreadsNapThroughLongGapsAndWakeAheadOfTheNextJob) {
   std::sort(awake_at_start.begin(), awake_at_start.end());
   EXPECT_GE(awake_at_start[awake_at_start.size() / 2], 1u)
       << "the threads slept through the job's start";
+}
+
+// The same on real threads: after gaps long enough to make a guess, jobs 30 us apart (a lane
+// handed from copy to copy) find the threads awake.
+TEST(WorkerPool, ThreadsStayAwakeThroughHandOversAfterLongGaps) {
+  WorkerPool pool(2, {}, std::chrono::milliseconds(4));
+  WorkQueue& q = pool.queue();
+  for (int i = 0; i < 4; ++i) {
+    q.wake();
+    CountingTask task(8);
+    run_job(q, task, 8);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(pool.sleeps_between_jobs());
+  std::vector<unsigned> awake_at_start;
+  for (int i = 0; i < 200; ++i) {
+    if (i >= 20) awake_at_start.push_back(pool.awake());
+    q.wake();
+    CountingTask task(8);
+    run_job(q, task, 8);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(30);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+  }
+  std::sort(awake_at_start.begin(), awake_at_start.end());
+  EXPECT_EQ(awake_at_start[awake_at_start.size() / 2], 2u)
+      << "the threads slept between jobs handed over back to back";
 }
 
 TEST(WorkerPool, TheFirstQueueTakesEveryThreadAndQueuesRunOut) {

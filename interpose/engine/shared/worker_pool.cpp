@@ -56,7 +56,7 @@ void futex_wake_all(std::atomic<std::uint32_t>* word) {
 void JobGaps::began(std::int64_t now) {
   if (running_.fetch_add(1, std::memory_order_relaxed) != 0) return;
   const std::int64_t from = idle_from_ns_.load(std::memory_order_relaxed);
-  if (from == kNever || now - from < kSameCopy) return;
+  if (from == kNever || now - from < kBridge) return;
   const std::int64_t gap = now - from;
   const std::int64_t previous = last_gap_ns_.exchange(gap, std::memory_order_relaxed);
   const bool long_gaps = spin_ns_ > 0 && gap > spin_ns_ && previous > spin_ns_;
@@ -72,9 +72,11 @@ JobGaps::Choice JobGaps::idle(std::int64_t now, std::int64_t idle_since) const {
   const std::int64_t gap = expected_gap_ns();
   if (gap == 0 || running_.load(std::memory_order_relaxed) > 0)
     return {now - idle_since < spin_ns_ ? Choice::Spin : Choice::Sleep, 0};
+  const std::int64_t from = idle_from_ns_.load(std::memory_order_relaxed);
+  if (now - from < std::min(kBridge, spin_ns_)) return {Choice::Spin, 0};
   // The lead grows with the gap (a long gap varies more), within a quarter of the spin.
   const std::int64_t lead = std::min(spin_ns_ / 4, std::max(kMinLead, gap / 16));
-  const std::int64_t due = idle_from_ns_.load(std::memory_order_relaxed) + gap;
+  const std::int64_t due = from + gap;
   if (now < due - lead - kMinNap) return {Choice::Nap, due - lead - now};
   if (now < due + lead) return {Choice::Spin, 0};
   return {Choice::Sleep, 0};  // the guess missed: whatever comes wakes them

@@ -35,13 +35,19 @@ class WorkerPool;
 // with 1 ms of work between its copies spent 0.89 CPU s/GB on the H200 machine (lab/NOTES.md 72).
 // Once the last two gaps both outlasted the spin, an idle thread naps instead until a lead before
 // the shorter of the two has passed, spins from there to as long after it, and sleeps for good if
-// no job came. Gaps shorter than the spin (copies back to back) keep the spin; gaps under
-// kSameCopy are a copy's own (one job ending as the next begins) and teach nothing. Lock-free and
-// approximate: jobs racing to begin only blur one guess. Times are steady-clock nanoseconds, passed
-// in so that tests drive it on a clock of their own.
+// no job came. Gaps shorter than the spin (copies back to back) keep the spin. Whatever the guess,
+// the threads spin for kBridge after the last job ends: a copy's own jobs (populating a fresh
+// destination, then draining into it) and a copy handing its lane to the next come within it, so
+// gaps under it teach nothing. Lock-free and approximate: jobs racing to begin only blur one
+// guess. Times are steady-clock nanoseconds, passed in so that tests drive it on a clock of their
+// own.
 class JobGaps {
  public:
-  static constexpr std::int64_t kSameCopy = 50'000;  // ns
+  // Without it, a guess made before a burst of copies from several threads lasted through it (the
+  // lanes' hand-overs are gaps of tens of microseconds, too short to teach anything) and sent the
+  // threads to sleep at every hand-over: 8 Python threads copying a model's tensors ran 0.93-0.97
+  // of the build before (H100, lab/NOTES.md 72).
+  static constexpr std::int64_t kBridge = 100'000;  // ns
   // A nap shorter than this is not worth a timer: spin instead.
   static constexpr std::int64_t kMinNap = 50'000;
   // The least a thread wakes ahead of a job: more than a timer's lateness on the H200 VM.

@@ -97,8 +97,7 @@ void Backoff::pause() {
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
                        std::chrono::microseconds idle_spin, FaultSignals faults)
-    : idle_spin_(idle_spin),
-      gaps_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_spin).count()),
+    : gaps_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_spin).count()),
       base_threads_(std::max(1u, threads)),
       cpus_(cpus),
       faults_(faults) {

@@ -32,7 +32,8 @@ class WorkerPool;
 // When a pool's next job is likely to come, guessed from the gaps between its jobs (the times no
 // job of any queue ran). Threads that spin through every gap hold a core each for the whole gap
 // when the gaps outlast the spin, and then sleep just before the next job anyway: a model loader
-// with 1 ms of work between its copies spent 0.89 CPU s/GB on the H200 machine (lab/NOTES.md 72).
+// with 1 ms of work between its copies spent 0.86 CPU s/GB on an H100 machine, and 0.37 at the
+// same speed with the naps below (lab/NOTES.md 72).
 // Once the last two gaps both outlasted the spin, an idle thread naps instead until a lead before
 // the shorter of the two has passed, spins from there to as long after it, and sleeps for good if
 // no job came. Gaps shorter than the spin (copies back to back) keep the spin. Whatever the guess,
@@ -45,8 +46,8 @@ class JobGaps {
  public:
   // Without it, a guess made before a burst of copies from several threads lasted through it (the
   // lanes' hand-overs are gaps of tens of microseconds, too short to teach anything) and sent the
-  // threads to sleep at every hand-over: 8 Python threads copying a model's tensors ran 0.93-0.97
-  // of the build before (H100, lab/NOTES.md 72).
+  // threads to sleep at every hand-over: 8 Python threads copying a model's tensors ran 0.93-1.03
+  // of the build before, below it in 5 rounds of 6 (H100, lab/NOTES.md 72).
   static constexpr std::int64_t kBridge = 100'000;  // ns
   // A nap shorter than this is not worth a timer: spin instead.
   static constexpr std::int64_t kMinNap = 50'000;
@@ -184,8 +185,7 @@ class WorkerPool {
   // than awake_cap().
   bool claim_early_sleep();
 
-  const std::chrono::microseconds idle_spin_;
-  JobGaps gaps_;
+  JobGaps gaps_;  // the idle spin, and when the threads nap instead
   const unsigned base_threads_;  // the threads the pool started with
   const std::vector<int> cpus_;
   const FaultSignals faults_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
 
 #include <chrono>
@@ -29,11 +30,13 @@ namespace {
 // Sleeping on a bare futex rather than a condition variable: waking all workers then costs one
 // system call, with no herd queuing on a mutex afterwards. Sleeps until woken, or for at most
 // `nap_ns` if positive.
-void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t nap_ns = 0) {
+// Returns whether the nap ran out.
+bool futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t nap_ns = 0) {
   timespec nap{static_cast<time_t>(nap_ns / 1'000'000'000),
                static_cast<long>(nap_ns % 1'000'000'000)};
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected,
-          nap_ns > 0 ? &nap : nullptr, nullptr, 0);
+  return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected,
+                 nap_ns > 0 ? &nap : nullptr, nullptr, 0) != 0 &&
+         errno == ETIMEDOUT;
 }
 
 std::int64_t now_ns() {
@@ -342,8 +345,11 @@ void WorkerPool::worker_main(unsigned index) {
     // futex word (so the wait returns at once), or we see its work here.
     if (!counted) sleepers_.fetch_add(1, std::memory_order_seq_cst);
     const std::uint32_t seq = wake_seq_.load(std::memory_order_seq_cst);
-    if (!stop_.load() && !has_claimable())
-      futex_wait(&wake_seq_, seq, choice.kind == JobGaps::Choice::Nap ? choice.nap_ns : 0);
+    if (!stop_.load() && !has_claimable()) {
+      sleeps_.fetch_add(1, std::memory_order_relaxed);
+      if (futex_wait(&wake_seq_, seq, choice.kind == JobGaps::Choice::Nap ? choice.nap_ns : 0))
+        timer_wakes_.fetch_add(1, std::memory_order_relaxed);
+    }
     sleepers_.fetch_sub(1, std::memory_order_seq_cst);
     spins = 0;
   }

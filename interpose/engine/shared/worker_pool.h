@@ -162,6 +162,10 @@ class WorkerPool {
   void wake(unsigned most = ~0u);
   // Workers not asleep now (at work or spinning), for tests and diagnostics.
   unsigned awake() const;
+  // For tests and diagnostics too: the times a worker went to sleep, and of them the naps that a
+  // timer ended (the worker woke ahead of a job it expected: JobGaps).
+  unsigned sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
+  unsigned timer_wakes() const { return timer_wakes_.load(std::memory_order_relaxed); }
   // The CPU time its threads have used so far, at work and spinning, in seconds: what `top`
   // shows of cmt beside the program.
   double cpu_seconds();
@@ -199,6 +203,7 @@ class WorkerPool {
   // spinning worker on every turn.
   alignas(64) std::atomic<int> idle_{0};  // awake workers that found nothing to run, spinning
   alignas(64) std::atomic<int> sleepers_{0};
+  std::atomic<unsigned> sleeps_{0}, timer_wakes_{0};  // counted on the way to sleep only
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};
 };

@@ -57,13 +57,18 @@ TEST(WarmGate, AnOfferThatIsNotTakenEndsTheRun) {
   }
 }
 
-TEST(WarmGate, ThreadsThatSleepBetweenCopiesAreAsleepSoonAfterOne) {
+TEST(WarmGate, ThreadsThatNapBetweenCopiesAreAwakeOnlyForTheirBridge) {
   WarmGate gate;
   gate.set_spin(std::chrono::microseconds(1000));
-  gate.copied(10'000 * kUs, /*threads_spin=*/false);  // the copies have come far apart
-  EXPECT_FALSE(gate.admit(10'100 * kUs));
+  gate.copied(10'000 * kUs, 100 * kUs);  // the copies have come far apart: a 100 us bridge
+  EXPECT_TRUE(gate.admit(10'050 * kUs));
+  EXPECT_FALSE(gate.admit(10'100 * kUs)) << "past three quarters of the bridge: napping";
+  EXPECT_FALSE(gate.admit(10'500 * kUs));
   gate.copied(20'000 * kUs);  // and close together again
-  EXPECT_TRUE(gate.admit(20'100 * kUs));
+  EXPECT_TRUE(gate.admit(20'500 * kUs));
+  gate.set_spin(std::chrono::microseconds(0));  // threads that never spin: the bridge is none
+  gate.copied(30'000 * kUs, 100 * kUs);
+  EXPECT_FALSE(gate.admit(30'010 * kUs));
 }
 
 TEST(WarmGate, ThreadsThatNeverSpinTakeNothing) {

@@ -23,6 +23,7 @@
 #include "engine/device/copy_engine.h"
 #include "engine/device/copy_plan.h"
 #include "engine/shared/gpu_locality.h"
+#include "engine/shared/worker_pool.h"
 #include "interposer/host_leg.h"
 #include "interposer/host_memory.h"
 #include "engine/peer/peer_copier.h"
@@ -625,7 +626,7 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
     if (out.bytes_done > 0)
       warm_gate_.copied(
           std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count(),
-          !out.threads_sleep_after);
+          out.threads_sleep_after ? JobGaps::kBridge : -1);
     if (out.bytes_done == 0) {
       stats_->forwarded(warm && out.status == CUDA_SUCCESS ? ForwardReason::LanesBusy
                                                           : ForwardReason::EngineUnavailable);

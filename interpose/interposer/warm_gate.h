@@ -4,7 +4,8 @@
 // and a copy that wakes them runs at 0.7-0.9x CUDA's path. The threads spin for spin_us after
 // the engine's last copy, so a copy is taken
 //   - within spin_us less a margin (kSpinMargin) of the end of the engine's last copy (they are
-//     still spinning; not where they sleep between copies, which have come far apart), or
+//     still spinning; where they nap between copies that have come far apart, within the short
+//     bridge they spin first), or
 //   - as the next of a dense run: kDenseRun offers in a row, each within that time of the one
 //     before, were forwarded. Taking it wakes the threads for those that follow; a program that
 //     makes small copies now and then never pays for the wake-up.
@@ -29,19 +30,22 @@ class WarmGate {
   // `spin`: how long the engine's idle threads spin before they sleep (0: they never spin, and
   // nothing is taken warm).
   void set_spin(std::chrono::microseconds spin) {
-    const std::int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(spin).count();
-    awake_ns_.store(ns - std::min<std::int64_t>(ns / 4, kSpinMargin), std::memory_order_relaxed);
+    awake_ns_.store(awake_for(std::chrono::duration_cast<std::chrono::nanoseconds>(spin).count()),
+                    std::memory_order_relaxed);
   }
 
   // A copy in the warm range is offered at `now_ns`: take it? Counts the offer.
   bool admit(std::int64_t now_ns);
   // The offer admitted last is not a copy cmt takes after all: it does not make a run.
   void not_taken() { run_.store(0, std::memory_order_relaxed); }
-  // A copy through the engine ended at `now_ns`: its threads spin from here, unless they sleep
-  // between copies (`threads_spin` false: the gaps between copies have outlasted the spin, and
-  // the threads nap until the next is due: engine/shared/worker_pool.h, JobGaps).
-  void copied(std::int64_t now_ns, bool threads_spin = true) {
-    last_copy_end_.store(threads_spin ? now_ns : kLongAgo, std::memory_order_relaxed);
+  // A copy through the engine ended at `now_ns`: its threads spin from here, for the spin set,
+  // or for `spin_ns` if given: where the gaps between copies have outlasted the spin, the threads
+  // spin only a bridge (engine/shared/worker_pool.h, JobGaps::kBridge) and then nap until the next
+  // copy is due.
+  void copied(std::int64_t now_ns, std::int64_t spin_ns = -1) {
+    const std::int64_t awake = awake_ns_.load(std::memory_order_relaxed);
+    awake_until_.store(now_ns + (spin_ns < 0 ? awake : std::min(awake, awake_for(spin_ns))),
+                       std::memory_order_relaxed);
   }
 
   static std::int64_t now_ns() {
@@ -56,8 +60,11 @@ class WarmGate {
   // of one piece's DMA (~40 us for 2 MiB) on a host-to-device copy, and a few microseconds on a
   // device-to-host one. This much of spin_us (or a quarter of it, if less) is left as margin.
   static constexpr std::int64_t kSpinMargin = 100'000;  // ns
+  static std::int64_t awake_for(std::int64_t spin_ns) {
+    return spin_ns - std::min<std::int64_t>(spin_ns / 4, kSpinMargin);
+  }
   std::atomic<std::int64_t> awake_ns_{0};
-  std::atomic<std::int64_t> last_copy_end_{kLongAgo};
+  std::atomic<std::int64_t> awake_until_{kLongAgo};  // the last copy's end and its threads' spin
   std::atomic<std::int64_t> last_offer_{kLongAgo};
   std::atomic<unsigned> run_{0};
 };

@@ -51,7 +51,8 @@ class JobGaps {
   static constexpr std::int64_t kBridge = 100'000;  // ns
   // A nap shorter than this is not worth a timer: spin instead.
   static constexpr std::int64_t kMinNap = 50'000;
-  // The least a thread wakes ahead of a job: more than a timer's lateness on the H200 VM.
+  // The least a thread wakes ahead of a job: three times the kernel's default timer slack (50 us),
+  // for a VM's wake-up on top (a guess; how late the timers ring there was not measured).
   static constexpr std::int64_t kMinLead = 150'000;
 
   explicit JobGaps(std::int64_t spin_ns) : spin_ns_(spin_ns) {}

@@ -13,7 +13,8 @@
 // copy a cudaMemcpyBatchAsync of --batch-copies equal parts on a stream of its own, then a
 // synchronize (how libcudf, KV-cache offloaders and kvikio copy). --gap-us idles before each
 // timed copy, every mode alike: a program that computes between copies, whose threads (CUDA's
-// and cmt's) have gone cold; without it, copies follow each other within a millisecond or so.
+// and cmt's) have gone cold (with CMT_WAKE_AHEAD=0: gaps this regular let cmt's threads wake
+// ahead of each copy); without it, copies follow each other within a millisecond or so.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -94,7 +95,9 @@ int parse(int argc, char** argv, Options* o) {
   app.add_option("--gap-us", o->gap_us,
                  "Idle this many microseconds before each timed copy, every mode alike, as a "
                  "program that computes between its copies (cmt's threads sleep after spin_us, " +
-                     std::to_string(cmt::Config{}.spin_us) + " by default)")
+                     std::to_string(cmt::Config{}.spin_us) +
+                     " by default; gaps this regular, longer than that, let them wake ahead of "
+                     "each copy: CMT_WAKE_AHEAD=0 measures them cold)")
       ->capture_default_str()
       ->check(CLI::Range(0, 10000000));
   std::string api = "memcpy", order = "forward";

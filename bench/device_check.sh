@@ -4,7 +4,8 @@
 #   tests      the GPU tests (ctest) but the long suites (gpu_stress, gpu_hot_safety*), about 5 minutes
 #   sweep      `cmt bench copy` 4 KiB..4 GiB with built-in defaults, plus the page-fault cases
 #   small      the main table's sweep (`cmt bench copy`, 4 KiB..1 GiB, 10 reps, built-in defaults),
-#              then 4 KiB..16 MiB with cmt's threads asleep (--gap-us 3000, 40 reps), then one
+#              then 4 KiB..16 MiB with cmt's threads asleep (--gap-us 3000, 40 reps,
+#              CMT_WAKE_AHEAD=0), then one
 #              thread copying back to back, 64 KiB..16 MiB, async + synchronize and cudaMemcpy;
 #              about 3 minutes
 #   tunes      `cmt tune --search instant` twice and `--search full` once, each timed, profiles
@@ -90,7 +91,8 @@ for stage in "$@"; do
         --sizes 4K,16K,32K,64K,128K,256K,512K,1M,2M,4M,16M,64M,256M,1G --json "$out/sweep-warm.json" \
         --plot "$out/sweep-warm.svg" > "$out/sweep-warm.txt" 2>&1
       cat "$out/sweep-warm.txt"
-      CMT_CONFIGS_DIR= timeout 150 "$build/cmt" bench copy --reps 40 --gap-us 3000 \
+      # Cold: the gaps are all alike, so cmt's threads would wake ahead of each copy otherwise.
+      CMT_WAKE_AHEAD=0 CMT_CONFIGS_DIR= timeout 150 "$build/cmt" bench copy --reps 40 --gap-us 3000 \
         --sizes 4K,16K,64K,128K,256K,512K,1M,2M,4M,16M --json "$out/sweep-cold.json" \
         --plot "$out/sweep-cold.svg" > "$out/sweep-cold.txt" 2>&1
       cat "$out/sweep-cold.txt"

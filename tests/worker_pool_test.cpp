@@ -264,6 +264,16 @@ TEST(JobGaps, AGuessDoesNotSendThreadsToSleepBetweenCopiesHandingOverALane) {
   }
 }
 
+TEST(JobGaps, WithoutWakeAheadThreadsSpinAndSleepAsBefore) {
+  JobGaps gaps(1 * kMs, /*wake_ahead=*/false);
+  std::int64_t t = 0;
+  for (int i = 0; i < 5; ++i, t += 3 * kMs) job(gaps, t, t + kMs / 2);
+  EXPECT_EQ(gaps.expected_gap_ns(), 0);
+  const std::int64_t end = t - 3 * kMs + kMs / 2;
+  EXPECT_EQ(gaps.idle(end + kMs / 2, end).kind, JobGaps::Choice::Spin);
+  EXPECT_EQ(gaps.idle(end + 2 * kMs, end).kind, JobGaps::Choice::Sleep);
+}
+
 TEST(JobGaps, ThreadsThatNeverSpinNeverNap) {
   JobGaps gaps(0);
   std::int64_t t = 0;

@@ -80,7 +80,12 @@ Rate CopyBench::cuda_pinned(const CopyCase& c, int reps) {
   });
 }
 
-CopyEngine& CopyBench::engine_for(const Config& config) {
+CopyEngine& CopyBench::engine_for(const Config& asked) {
+  // The measurements' idles are all alike, and threads that wake ahead of a copy they expect
+  // would be awake for each: measured asleep, the engine must not wake ahead (a program's gaps
+  // are rarely so regular), and measured warm it never would (its gaps are within the spin).
+  Config config = asked;
+  config.wake_ahead = false;
   if (!engine_ || !same_lane_knobs(engine_config_, config) ||
       engine_config_.lanes != config.lanes || engine_config_.gpu_cores != config.gpu_cores) {
     engine_.reset();  // its staging memory and threads go before the next one's arrive
@@ -93,6 +98,10 @@ CopyEngine& CopyBench::engine_for(const Config& config) {
 Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps,
                     std::chrono::microseconds idle) {
   if (!pageable_ || !pageable_out_ || !pinned_ || !check_) return {};
+  // By default each copy starts with the engine's workers asleep (they spin spin_us after their
+  // last job), as in an application that does other work between copies, and as in
+  // cmt-bench-copy --gap-us, by which cmt is judged. Timed back to back, every copy but the first
+  // would find them still spinning, and a search could favour knobs that only win then.
   CopyEngine& engine = engine_for(config);
   CopyRequest req;
   req.direction = c.direction;
@@ -106,10 +115,6 @@ Rate CopyBench::cmt(const Config& config, const CopyCase& c, int reps,
     if (session_.cuda_htod(dev, pinned_, c.bytes) != CUDA_SUCCESS) return {};
     std::memset(pageable_out_, 0, c.bytes);
   }
-  // By default each copy starts with the engine's workers asleep (they spin spin_us after their
-  // last job), as in an application that does other work between copies, and as in
-  // cmt-bench-copy --gap-us, by which cmt is judged. Timed back to back, every copy but the first
-  // would find them still spinning, and a search could favour knobs that only win then.
   Rate r = time_copies(
       c.bytes, reps,
       [&] {

@@ -255,10 +255,14 @@ std::vector<OptionSpec> build_table() {
                            "answers the next copy sooner and costs CPU time; at most " +
                                std::to_string(kMaxSpinUs / 1000) +
                                " ms, past which spinning threads take the cores the program "
-                               "needs between its copies. Where the gaps between copies outlast "
-                               "it, the threads sleep at once and wake shortly before the next "
-                               "copy is due; 0: they never spin.",
+                               "needs between its copies (see wake_ahead); 0: they never spin.",
                            &Config::spin_us, 0, kMaxSpinUs));
+  t.push_back(flag_option("wake_ahead", "CMT_WAKE_AHEAD", Scope::PerGpu,
+                          "Where the gaps between copies outlast spin_us, idle copy threads "
+                          "sleep as soon as a copy ends and a timer wakes them shortly before the "
+                          "next is due; 0: they spin spin_us after every copy and then sleep "
+                          "until a copy wakes them (how benchmarks measure them cold).",
+                          &Config::wake_ahead));
   t.push_back(flag_option("ramp", "CMT_RAMP", Scope::PerGpu,
                           "Start and end each copy with smaller pieces (doubling up to the piece "
                           "size, then halving), so the first DMA starts and the last one ends "

@@ -219,7 +219,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
     const unsigned threads = pool_threads(per_copy, where.cpus.size());
     std::string why = "more lanes than a pool serves";
     try {
-      GpuPool& pool = pool_for(pci, per_copy, threads, where.cpus, c.spin_us);
+      GpuPool& pool = pool_for(pci, per_copy, threads, where.cpus, c);
       lane.queue = pool.threads->add_queue(per_copy);
       lane.pool = &pool;
     } catch (const std::exception& e) {
@@ -243,14 +243,17 @@ CUresult CopyEngine::prepare(Lane& lane) {
 }
 
 CopyEngine::GpuPool& CopyEngine::pool_for(const std::string& pci, unsigned per_copy, unsigned most,
-                                          const std::vector<int>& cpus, unsigned spin_us) {
+                                          const std::vector<int>& cpus,
+                                          const Config& gpu_config) {
   std::lock_guard<std::mutex> lk(pools_mu_);
   for (auto& pool : pools_)
     if (pool->pci == pci) return *pool;
   auto pool = std::make_unique<GpuPool>();
   pool->pci = pci;
   pool->most = std::max(most, per_copy);
-  pool->threads = std::make_unique<WorkerPool>(per_copy, cpus, std::chrono::microseconds(spin_us));
+  pool->threads = std::make_unique<WorkerPool>(
+      per_copy, cpus, std::chrono::microseconds(gpu_config.spin_us), FaultSignals::Blocked,
+      gpu_config.wake_ahead);
   pools_.push_back(std::move(pool));
   return *pools_.back();
 }

@@ -96,9 +96,10 @@ class CopyEngine {
   unsigned lanes_for(CUstream stream, std::size_t bytes) const;
   CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding the lane
   // The copy threads of the GPU at `pci`, started with the first lane that needs them: one
-  // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once.
+  // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once; idle as
+  // `gpu_config` (that GPU's knobs) says: spin_us, wake_ahead.
   GpuPool& pool_for(const std::string& pci, unsigned per_copy, unsigned most,
-                    const std::vector<int>& cpus, unsigned spin_us);
+                    const std::vector<int>& cpus, const Config& gpu_config);
   CopyOutcome host_to_device(Lane& lane, const CopyRequest& request);
   CopyOutcome device_to_host(Lane& lane, const CopyRequest& request);
 

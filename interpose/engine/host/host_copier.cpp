@@ -147,7 +147,7 @@ HostCopier::HostCopier(const Config& config, unsigned threads, const std::vector
     : fresh_pages_(config.fresh_pages),
       pool_(std::make_unique<WorkerPool>(std::max(1u, threads), cpus,
                                          std::chrono::microseconds(config.spin_us),
-                                         FaultSignals::Delivered)) {}
+                                         FaultSignals::Delivered, config.wake_ahead)) {}
 
 HostCopier::~HostCopier() = default;
 

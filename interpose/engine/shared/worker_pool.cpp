@@ -62,7 +62,7 @@ void JobGaps::began(std::int64_t now) {
   if (from == kNever || now - from < kBridge) return;
   const std::int64_t gap = now - from;
   const std::int64_t previous = last_gap_ns_.exchange(gap, std::memory_order_relaxed);
-  const bool long_gaps = spin_ns_ > 0 && gap > spin_ns_ && previous > spin_ns_;
+  const bool long_gaps = wake_ahead_ && spin_ns_ > 0 && gap > spin_ns_ && previous > spin_ns_;
   expected_gap_ns_.store(long_gaps ? std::min(gap, previous) : 0, std::memory_order_relaxed);
 }
 
@@ -99,8 +99,8 @@ void Backoff::pause() {
 }
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
-                       std::chrono::microseconds idle_spin, FaultSignals faults)
-    : gaps_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_spin).count()),
+                       std::chrono::microseconds idle_spin, FaultSignals faults, bool wake_ahead)
+    : gaps_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_spin).count(), wake_ahead),
       base_threads_(std::max(1u, threads)),
       cpus_(cpus),
       faults_(faults) {

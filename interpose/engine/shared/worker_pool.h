@@ -55,7 +55,9 @@ class JobGaps {
   // for a VM's wake-up on top (a guess; how late the timers ring there was not measured).
   static constexpr std::int64_t kMinLead = 150'000;
 
-  explicit JobGaps(std::int64_t spin_ns) : spin_ns_(spin_ns) {}
+  // `wake_ahead` false: no guess is ever made, and the threads spin `spin_ns` after every job.
+  explicit JobGaps(std::int64_t spin_ns, bool wake_ahead = true)
+      : spin_ns_(spin_ns), wake_ahead_(wake_ahead) {}
   void began(std::int64_t now_ns);
   void ended(std::int64_t now_ns);
 
@@ -72,6 +74,7 @@ class JobGaps {
  private:
   static constexpr std::int64_t kNever = INT64_MIN / 4;
   const std::int64_t spin_ns_;
+  const bool wake_ahead_;
   std::atomic<int> running_{0};
   std::atomic<std::int64_t> idle_from_ns_{kNever};  // when the last running job ended
   std::atomic<std::int64_t> last_gap_ns_{0};
@@ -136,10 +139,11 @@ class WorkerPool {
  public:
   // Starts `threads` workers allowed on `cpus` (empty: anywhere); an idle worker spins for
   // `idle_spin` before it sleeps, bridging the gaps between units and between back-to-back
-  // copies. Throws std::system_error if a thread cannot start; the caller then forwards.
+  // copies, and naps through longer gaps if `wake_ahead` (JobGaps). Throws std::system_error if
+  // a thread cannot start; the caller then forwards.
   WorkerPool(unsigned threads, const std::vector<int>& cpus,
              std::chrono::microseconds idle_spin = std::chrono::microseconds(1000),
-             FaultSignals faults = FaultSignals::Blocked);
+             FaultSignals faults = FaultSignals::Blocked, bool wake_ahead = true);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -348,9 +349,13 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   // kernel's read-ahead), one into CUDA host memory still the threads'. Dropped before each call:
   // the probe's RWF_NOWAIT read starts the kernel's read-ahead there as it says no, so the pages
   // come back soon after (asked with mincore, which starts nothing).
+  // Dropped twice, 2 ms apart: a read-ahead still in flight from an earlier read (the threads'
+  // preads) can land after the first drop (CI under AddressSanitizer saw it once, 2026-12-05).
   const auto dropped = [&] {
     if (fdatasync(file.fd) != 0 || posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
       return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED) != 0) return false;
     void* m = mmap(nullptr, 4096, PROT_READ, MAP_SHARED, file.fd, 0);
     if (m == MAP_FAILED) return false;
     unsigned char in_core = 1;

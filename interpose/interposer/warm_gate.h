@@ -20,6 +20,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "common/steady_clock.h"
+
 namespace cmt {
 
 class WarmGate {
@@ -48,11 +50,7 @@ class WarmGate {
                        std::memory_order_relaxed);
   }
 
-  static std::int64_t now_ns() {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(
-               std::chrono::steady_clock::now().time_since_epoch())
-        .count();
-  }
+  static std::int64_t now_ns() { return steady_now_ns(); }
 
  private:
   static constexpr std::int64_t kLongAgo = INT64_MIN / 4;

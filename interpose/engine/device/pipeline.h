@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "common/copy_types.h"
+#include "common/steady_clock.h"
 #include "cuda/driver_api.h"
 #include "engine/device/copy_plan.h"
 #include "engine/device/copy_trace.h"
@@ -48,13 +49,6 @@ enum class SlotState { Free, Busy, Stop };
 
 // Whatever stops the copy is kept in status() (CUDA_SUCCESS when the issuer merely declined to
 // wait on another stream).
-// The steady clock in nanoseconds, as the engine's diagnostics read it.
-inline std::int64_t steady_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 // Piece p of a copy whose first ticket is `base` passes through slot (base + p) of the ring: a
 // lane's tickets count its pieces, so each copy starts in the slot after the previous copy's
 // last, whose DMA went in longest ago. (Starting every copy at slot 0 made a copy that follows

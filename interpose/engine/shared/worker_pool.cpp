@@ -14,6 +14,7 @@
 
 #include <chrono>
 
+#include "common/steady_clock.h"
 #include "common/thread_context.h"
 #include "engine/shared/gpu_locality.h"
 
@@ -29,20 +30,13 @@ namespace {
 
 // Sleeping on a bare futex rather than a condition variable: waking all workers then costs one
 // system call, with no herd queuing on a mutex afterwards. Sleeps until woken, or for at most
-// `nap_ns` if positive.
-// Returns whether the nap ran out.
+// `nap_ns` if positive; returns whether such a nap ran out.
 bool futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected, std::int64_t nap_ns = 0) {
   timespec nap{static_cast<time_t>(nap_ns / 1'000'000'000),
                static_cast<long>(nap_ns % 1'000'000'000)};
   return syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected,
                  nap_ns > 0 ? &nap : nullptr, nullptr, 0) != 0 &&
          errno == ETIMEDOUT;
-}
-
-std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
 }
 
 void futex_wake(std::atomic<std::uint32_t>* word, unsigned most) {
@@ -237,7 +231,7 @@ void WorkQueue::begin(UnitTask* task) {
   published_.store(0, std::memory_order_relaxed);
   claimed_.store(0, std::memory_order_relaxed);
   finished_.store(0, std::memory_order_relaxed);
-  pool_.gaps_.began(now_ns());
+  pool_.gaps_.began(steady_now_ns());
   task_.store(task, std::memory_order_release);
 }
 
@@ -260,7 +254,7 @@ void WorkQueue::end() {
   // ...and no worker may still be looking at it when the caller destroys it.
   backoff.reset();
   while (inside_.load(std::memory_order_seq_cst) != 0) backoff.pause();
-  pool_.gaps_.ended(now_ns());
+  pool_.gaps_.ended(steady_now_ns());
 }
 
 bool WorkQueue::has_claimable() const {
@@ -322,7 +316,7 @@ void WorkerPool::worker_main(unsigned index) {
       continue;
     }
     if (spins++ == 0) {
-      idle_since = now_ns();
+      idle_since = steady_now_ns();
       idle_.fetch_add(1, std::memory_order_seq_cst);
     }
     if ((spins & 63) != 0) {
@@ -334,7 +328,7 @@ void WorkerPool::worker_main(unsigned index) {
     const bool counted = claim_early_sleep();
     JobGaps::Choice choice{JobGaps::Choice::Sleep, 0};
     if (!counted) {
-      choice = gaps_.idle(now_ns(), idle_since);
+      choice = gaps_.idle(steady_now_ns(), idle_since);
       if (choice.kind == JobGaps::Choice::Spin) {
         CMT_CPU_RELAX();
         continue;

@@ -39,7 +39,10 @@ in DIR.
 
 usage: loaders.py CMT [--rounds N] [--reps N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only]
                   [--files | --files-only]
-                  [--record DIR] [--json FILE] [--workdir DIR]
+                  [--record DIR] [--json FILE] [--workdir DIR] [--deadline SECONDS]
+
+--deadline S starts no further round once the longest round so far would end past S seconds,
+and reports the rounds done (a device call's limit then cuts rounds, not the report).
 """
 import json
 import os
@@ -334,10 +337,12 @@ def run_child(cmt, mode_env, record, args):
         return {"error": (p.stderr or p.stdout)[-600:]}
     doc = json.loads(p.stdout.strip().splitlines()[-1])
     # Each child's figures as it ends, so that a run cut short by a time limit still says them.
+    said = {k: ({s: round(v, 1) for s, v in doc[k].items()} if k == "gbps" else doc[k])
+            for k in ("gbps", "seconds", "first_seconds", "check") if k in doc}
+    cpu = {s: v if v is None else round(v, 2) for s, v in doc.get("cpu_s_per_gb", {}).items()}
     print(f"child {args[0]} {' '.join(f'{k}={v}' for k, v in mode_env.items()) or 'cmt'}"
           f"{' recorded' if record else ''} ({time.perf_counter() - t0:.0f} s): "
-          + json.dumps({k: ({s: round(v, 1) for s, v in doc[k].items()} if k == "gbps" else doc[k])
-                        for k in ("gbps", "seconds", "first_seconds", "check") if k in doc}),
+          + json.dumps(said) + (f" cpu s/GB {json.dumps(cpu)}" if cpu else ""),
           file=sys.stderr, flush=True)
     return doc
 
@@ -407,7 +412,18 @@ def main():
     file_runs = {m: [] for m in modes}
     copies = "--hf-only" not in sys.argv and "--files-only" not in sys.argv
     order = list(modes.items())
+    # --deadline S: start no round that would end more than S seconds after the start, judged by
+    # the longest round so far, so that a device call's time limit cuts a round, never the report.
+    deadline = (float(sys.argv[sys.argv.index("--deadline") + 1]) if "--deadline" in sys.argv
+                else None)
+    began, longest = time.perf_counter(), 0.0
     for r in range(rounds):
+        elapsed = time.perf_counter() - began
+        if deadline is not None and r > 0 and elapsed + longest > deadline:
+            print(f"--deadline {deadline:.0f} s: stopping after {r} rounds", file=sys.stderr)
+            doc["rounds"] = r
+            break
+        round_began = time.perf_counter()
         # Each round starts one mode further on, so that no mode always runs right after the same
         # one (session 32 ran default, cmt, head in every round, and could not rule out the order).
         for m, env in order[r % len(order):] + order[:r % len(order)]:
@@ -418,6 +434,7 @@ def main():
                 hf_runs[m].append(run_child(cmt, env, None, ["hf", hf]))
             if files:
                 file_runs[m].append(run_child(cmt, env, None, files_args))
+        longest = max(longest, time.perf_counter() - round_began)
     errors = [r["error"] for m in modes for r in runs[m] + hf_runs[m] + file_runs[m]
               if "error" in r]
     if errors:

@@ -11,11 +11,19 @@
 // Before the round trips, one batch with a failing copy: failIdx must name it in the program's
 // batch, also where cmt took the copies before it.
 //
-// usage: fake_engine_app THREADS ROUNDS SEED [peer]
+// With "fork" instead, the threads' round trips run, then the process forks: the child (which
+// cannot use CUDA, as a child of a process that did cannot) copies host memory and ends with
+// exit(0), so its atexit handlers run (cmt's statistics and trace included); the parent waits for
+// it, then makes ROUNDS more round trips. For record_trace.sh's check that each process writes
+// only what it did itself.
+//
+// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork]
 // Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if
 // any copy that reported success left a wrong byte.
 #include <cuda.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -248,11 +256,13 @@ bool success_leaves_no_index() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4 && !(argc == 5 && std::strcmp(argv[4], "peer") == 0)) {
-    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer]\n", argv[0]);
+  if (argc != 4 &&
+      !(argc == 5 && (std::strcmp(argv[4], "peer") == 0 || std::strcmp(argv[4], "fork") == 0))) {
+    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork]\n", argv[0]);
     return 2;
   }
-  const bool peer = argc == 5;
+  const bool peer = argc == 5 && std::strcmp(argv[4], "peer") == 0;
+  const bool forks = argc == 5 && !peer;
   int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
   unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
   if (cuInit(0) != CUDA_SUCCESS) return 2;
@@ -261,6 +271,20 @@ int main(int argc, char** argv) {
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(peer ? peer_worker : worker, t, rounds, seed);
   for (auto& t : pool) t.join();
+  if (forks) {
+    std::fflush(stdout);
+    const pid_t child = fork();
+    if (child < 0) return 2;
+    if (child == 0) {
+      std::vector<char> a(8u << 20, 'a'), b(8u << 20);
+      std::memcpy(b.data(), a.data(), a.size());
+      std::exit(b == a ? 0 : 1);  // exit, not _exit: the atexit handlers run
+    }
+    int status = 0;
+    if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      g_wrong.fetch_add(1);
+    worker(0, rounds, seed + 2);
+  }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   long dmas = 0, enqueues = 0, queries = 0, records = 0, registers = 0;

@@ -3,6 +3,10 @@
 tensors through cmt (its engine and copy threads run) when it forks the workers; the workers make
 batches on the CPU, and the main process moves each to the GPU and back. Nothing may hang (each run
 is under a timeout), every value must be right, and cmt must have taken the main process's copies.
+Before the workers, the main process also forks a child that ends with C's exit() (so its atexit
+handlers run, cmt's among them, as in a child ending with sys.exit): with CMT_STATS per pid, the
+child's statistics must count none of the parent's copies (before session 33 a forked child wrote
+the parent's counts again, and `cmt run -v` summed them twice).
 
 usage: gpu_dataloader_test.py CMT_EXECUTABLE      exit 77 where torch or a GPU is missing
 """
@@ -28,6 +32,13 @@ def child():
     # The engine starts before the fork: 64 MiB each way through cmt.
     warm = torch.arange(16 << 20, dtype=torch.float32)
     assert torch.equal(warm.to("cuda").cpu(), warm)
+    print(f"pid {os.getpid()}", flush=True)
+    pid = os.fork()
+    if pid == 0:  # no CUDA here: a child of a process that used it cannot
+        import ctypes
+        ctypes.CDLL(None).exit(0)  # C's exit: cmt's atexit handlers run, Python's finalization not
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
     loader = DataLoader(Batches(), batch_size=4, num_workers=2, multiprocessing_context="fork")
     seen = 0
     for batch in loader:
@@ -53,8 +64,7 @@ def main():
         print("no torch or no GPU: skipped")
         return 77
     with tempfile.TemporaryDirectory() as tmp:
-        stats = os.path.join(tmp, "stats.json")
-        env = dict(os.environ, CMT_STATS=stats)
+        env = dict(os.environ, CMT_STATS=os.path.join(tmp, "stats.%p.json"))
         try:
             proc = subprocess.run([cmt, "run", "--", sys.executable, os.path.abspath(__file__), "--child"],
                                   env=env, capture_output=True, text=True, timeout=180)
@@ -66,11 +76,17 @@ def main():
             sys.stdout.write(proc.stderr[-3000:])
             print(f"FAIL: exited {proc.returncode}")
             return 1
-        s = json.load(open(stats))
-        taken = s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"]
-        print(f"cmt took {taken} copies in the main process")
-        if taken == 0:
-            print("FAIL: cmt took no copy")
+        main_pid = proc.stdout.split("pid ", 1)[1].split()[0]
+        taken = {}
+        for name in os.listdir(tmp):
+            s = json.load(open(os.path.join(tmp, name)))
+            taken[name.split(".")[1]] = s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"]
+        print(f"copies cmt took, by process: {taken} (the main process: {main_pid})")
+        if taken.get(main_pid, 0) == 0:
+            print("FAIL: cmt took no copy in the main process")
+            return 1
+        if len(taken) < 2 or any(n for p, n in taken.items() if p != main_pid):
+            print("FAIL: the forked child wrote no statistics, or counted the parent's copies")
             return 1
     return 0
 

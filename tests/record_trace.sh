@@ -4,7 +4,11 @@
 # trace holds both processes; the bytes it says cmt took, per process, are exactly those of cmt's
 # own statistics (CUDA copies, and the host leg's memcpy/memset); every call ends after it starts;
 # and `cmt trace show` summarizes it. The statistics' time in flight is never more than the
-# copies' times added up.
+# copies' times added up. Then a process that forks a child ending with exit() (which runs the
+# child's atexit handlers, cmt's among them): each process writes its own trace and statistics,
+# the child's holding nothing of the parent's (before, the child wrote the parent's calls to the
+# parent's trace file, replacing it or being replaced, and its statistics counted the parent's
+# copies a second time in `cmt run -v`'s sum).
 set -u
 cmt=$1
 lib=$2
@@ -53,3 +57,34 @@ for pid, rows in sections.items():
     print(f"pid {pid}: {len(rows)} calls; cmt took {cuda} bytes of CUDA copies and {host} of host copies, as its statistics say")
 PY
 echo "ok: the trace of a process tree, true to cmt's statistics"
+rm -f "$tmp"/stats.*.json
+CMT_FAKE_CUDA= CMT_LIBRARY=$lib CMT_STATS="$tmp/stats.%p.json" CMT_LOG=error \
+  "$cmt" run --record "$tmp/fork.tsv" -- "$app" 2 4 5 fork > "$tmp/out" 2> "$tmp/err" ||
+  { echo "FAIL: the forking program under cmt run --record"; cat "$tmp/out" "$tmp/err"; exit 1; }
+python3 - "$tmp" <<'PY' || exit 1
+import glob, json, os, sys
+tmp = sys.argv[1]
+sections, pid = {}, None
+for line in open(f"{tmp}/fork.tsv"):
+    if line.startswith("# cmt trace 3 "):
+        pid = line.split("pid=")[1].split()[0]
+        sections[pid] = []
+    elif not line.startswith("start_ns"):
+        sections[pid].append(line.rstrip("\n").split("\t"))
+stats = {os.path.basename(f).split(".")[1]: json.load(open(f)) for f in glob.glob(f"{tmp}/stats.*.json")}
+assert len(sections) == 2, f"the trace holds {len(sections)} process(es), want the parent and its child"
+assert set(stats) == set(sections), (sorted(stats), sorted(sections))
+taken = {p: s["taken"]["h2d"]["calls"] + s["taken"]["d2h"]["calls"] for p, s in stats.items()}
+parent = max(taken, key=taken.get)
+child = next(p for p in stats if p != parent)
+assert taken[parent] > 0 and taken[child] == 0, f"taken copies by process: {taken}"
+assert not stats[child]["host_copies"]["armed"] and stats[child]["host_copies"]["calls"] == 0, \
+    stats[child]["host_copies"]
+assert not sections[child], f"the child's trace holds {len(sections[child])} calls it did not make"
+cuda = sum(int(r[6]) for r in sections[parent] if r[3].startswith("cu"))
+s = stats[parent]
+assert cuda == s["taken"]["h2d"]["bytes"] + s["taken"]["d2h"]["bytes"] > 0, "the parent's trace"
+print(f"fork: parent {parent} {len(sections[parent])} calls, {taken[parent]} copies taken; "
+      f"child {child}: none of them")
+PY
+echo "ok: a forked child's trace and statistics hold only its own"

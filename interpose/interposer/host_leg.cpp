@@ -89,6 +89,11 @@ void HostLeg::disarm() noexcept {
   read_threshold_.store(kNever, std::memory_order_relaxed);
 }
 
+void HostLeg::forget_in_child() noexcept {
+  disarm();
+  copier_.store(nullptr, std::memory_order_release);
+}
+
 bool HostLeg::faults_caught() noexcept {
   if (pinned_) return true;  // a test's leg
   const long long now = monotonic_ns();

@@ -51,6 +51,9 @@ class HostLeg {
   void arm(HostCopier& copier, const Config& config) noexcept;
   // Every call goes to libc again, at once (a forked child has none of the parent's threads).
   void disarm() noexcept;
+  // In a forked child (one thread): disarmed, and the parent's copier forgotten, so that the
+  // child's statistics say it has no host leg rather than report the parent's copies.
+  void forget_in_child() noexcept;
   HostCopier* copier() const { return copier_.load(std::memory_order_acquire); }
 
   // The hooks' questions: how many leading bytes cmt copied (filled). `bytes`: all; 0: none, it

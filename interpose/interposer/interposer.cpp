@@ -52,6 +52,10 @@ std::mutex& engine_mu() {
 // calls. Set whatever the parent was doing, an engine half built included, so no child builds its
 // own. (The host leg is armed only through this object, so these handlers exist before it is.)
 bool g_forked_child = false;
+// The process's instance, for the child's handler: set before the handlers are registered, so a
+// fork while instance() is still making it finds it here (instance()'s own guard would never
+// open in the child).
+std::atomic<Interposer*> g_process_instance{nullptr};
 
 // The process's cache of hot-buffer registrations, for the release hooks' reports and fork.
 std::atomic<RegisterCache*> g_register_cache{nullptr};
@@ -66,7 +70,12 @@ void after_fork_parent() {
 }
 void after_fork_child() {
   g_forked_child = true;
-  host_leg().disarm();  // the child has none of the copy threads: libc copies, as without cmt
+  // The child has none of the copy threads: libc copies, as without cmt.
+  host_leg().forget_in_child();
+  // What the child writes at exit is what it did itself.
+  if (Interposer* self = g_process_instance.load(std::memory_order_acquire))
+    self->start_stats_afresh();
+  Recorder::forget_in_child();
   if (RegisterCache* cache = g_register_cache.load()) {
     cache->forget_in_child();  // the child's pages are copies: the parent's registrations are not its
     cache->fork_lock().unlock();
@@ -296,6 +305,7 @@ Interposer::Interposer() {
     CMT_LOG(info, "using the shared profile {} ({})", loaded.shared_profile, loaded.shared_match);
   stats_ = new Stats();
   warm_gate_.set_spin(std::chrono::microseconds(config_.spin_us));
+  g_process_instance.store(this, std::memory_order_release);
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
   Recorder::start(config_.record_file);
@@ -354,6 +364,15 @@ void Interposer::use_register_cache(RegisterCache* cache) {
         16);
   register_cache_ = cache;
   stats_->set_register_cache(cache);
+}
+
+void Interposer::start_stats_afresh() {
+  try {
+    Stats* fresh = new Stats();
+    fresh->set_register_cache(register_cache_);
+    stats_ = fresh;
+  } catch (...) {  // no memory: the parent's counts stay (a child that cannot allocate ends soon)
+  }
 }
 
 bool Interposer::maybe_hot(const void* dst, const void* src, std::size_t bytes, int kind) const {

@@ -79,6 +79,11 @@ class Interposer {
 
   const Config& config() const { return config_; }
   Stats& stats() { return *stats_; }
+  // In a forked child (pthread_atfork, one thread): statistics of its own, from zero, so that a
+  // child ending with exit() does not write the parent's counts again into a file of its own
+  // (`cmt run -v` sums one file per process). The parent's are left behind, not freed: one of
+  // their locks may have been held by a thread the child does not have.
+  void start_stats_afresh();
   // The CPU time cmt's copy threads have used so far (the engine's, the host leg's), in seconds;
   // -1 (not known) in a forked child, which has none of them.
   double copy_threads_cpu_seconds();

@@ -62,8 +62,16 @@ void write_at_exit() noexcept {
   }
 }
 
+// This process's page map, opened at the first question; a forked child opens its own (the
+// parent's descriptor would answer for the parent's pages).
+std::atomic<int> g_pagemap_fd{-2};  // -2: not opened yet
+
 int pagemap_fd() {
-  static const int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  int fd = g_pagemap_fd.load(std::memory_order_acquire);
+  if (fd != -2) return fd;
+  const int opened = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  if (g_pagemap_fd.compare_exchange_strong(fd, opened, std::memory_order_acq_rel)) return opened;
+  if (opened >= 0) close(opened);  // another thread's came first
   return fd;
 }
 
@@ -145,9 +153,25 @@ void Recorder::start(const std::string& path_pattern) {
     return;
   }
   g_slots = static_cast<Slot*>(slots);  // zero pages: every slot not ready
-  g_recorder = new Recorder(path_for_this_process(path_pattern));
+  g_recorder = new Recorder(path_pattern);
   g_state.store(On, std::memory_order_release);
   std::atexit(write_at_exit);
+}
+
+void Recorder::forget_in_child() noexcept {
+  const int fd = g_pagemap_fd.exchange(-2, std::memory_order_acq_rel);
+  if (fd >= 0) close(fd);
+  if (g_state.load(std::memory_order_acquire) != On) return;
+  const std::size_t claimed = std::min(g_claimed.load(std::memory_order_relaxed), kMostCalls);
+  for (std::size_t i = 0; i < claimed; ++i)
+    g_slots[i].ready.store(false, std::memory_order_relaxed);
+  g_claimed.store(0, std::memory_order_release);
+  g_dropped.store(0, std::memory_order_relaxed);
+  try {
+    g_recorder->path_ = path_for_this_process(g_recorder->pattern_);
+  } catch (...) {  // no memory: this child records nothing rather than write the parent's file
+    g_state.store(Off, std::memory_order_release);
+  }
 }
 
 Recorder* Recorder::started() noexcept {

@@ -20,6 +20,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/output_file.h"
+
 namespace cmt {
 
 // What the host side of a copy was when the call began, from up to 16 sampled pages.
@@ -72,13 +74,20 @@ class Recorder {
   // from inside memcpy and runs only once the configuration is read.
   static Recorder* started() noexcept;
 
+  // In a forked child (pthread_atfork, one thread): forget the parent's calls and write to this
+  // process's file at exit (%p becomes the child's pid), so that a child ending with exit() neither
+  // writes the parent's calls again nor replaces the parent's trace.
+  static void forget_in_child() noexcept;
+
   void add(const CallRecord& record) noexcept;
   // The trace file's text: header, column names, then the calls sorted by start.
   std::string to_text() const;
   void write() const;
 
  private:
-  explicit Recorder(std::string path) : path_(std::move(path)) {}
+  explicit Recorder(std::string pattern)
+      : pattern_(std::move(pattern)), path_(path_for_this_process(pattern_)) {}
+  std::string pattern_;
   std::string path_;
 };
 

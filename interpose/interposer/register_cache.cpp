@@ -787,6 +787,7 @@ void RegisterCache::forget_in_child() {
   retiring_.clear();  // the parent's own to take back
   free_slots_.clear();
   registered_bytes_ = 0;
+  counts_ = RegisterCounts{};  // the child's statistics count what it does itself
 }
 
 RegisterCounts RegisterCache::counts() const {

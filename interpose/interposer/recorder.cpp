@@ -35,6 +35,10 @@ struct Slot {
 };
 Slot* g_slots = nullptr;
 std::atomic<std::size_t> g_claimed{0};
+// This process's first slot: 0, or in a forked child the parent's count at the fork (the slots
+// before it are the parent's calls, left as they are rather than cleared: clearing would copy
+// every page of them into each child, up to 128 MiB a fork of a loader's workers).
+std::atomic<std::size_t> g_first{0};
 std::atomic<std::uint64_t> g_dropped{0};
 
 struct Outcome {
@@ -162,10 +166,8 @@ void Recorder::forget_in_child() noexcept {
   const int fd = g_pagemap_fd.exchange(-2, std::memory_order_acq_rel);
   if (fd >= 0) close(fd);
   if (g_state.load(std::memory_order_acquire) != On) return;
-  const std::size_t claimed = std::min(g_claimed.load(std::memory_order_relaxed), kMostCalls);
-  for (std::size_t i = 0; i < claimed; ++i)
-    g_slots[i].ready.store(false, std::memory_order_relaxed);
-  g_claimed.store(0, std::memory_order_release);
+  g_first.store(std::min(g_claimed.load(std::memory_order_relaxed), kMostCalls),
+                std::memory_order_release);
   g_dropped.store(0, std::memory_order_relaxed);
   try {
     g_recorder->path_ = path_for_this_process(g_recorder->pattern_);
@@ -191,7 +193,8 @@ void Recorder::add(const CallRecord& record) noexcept {
 std::string Recorder::to_text() const {
   std::vector<CallRecord> sorted;
   const std::size_t claimed = std::min(g_claimed.load(std::memory_order_acquire), kMostCalls);
-  for (std::size_t i = 0; i < claimed; ++i)  // a call still being written at exit is left out
+  // From this process's first slot; a call still being written at exit is left out.
+  for (std::size_t i = g_first.load(std::memory_order_acquire); i < claimed; ++i)
     if (g_slots[i].ready.load(std::memory_order_acquire)) sorted.push_back(g_slots[i].record);
   std::stable_sort(sorted.begin(), sorted.end(), [](const CallRecord& a, const CallRecord& b) {
     return a.start_ns < b.start_ns;

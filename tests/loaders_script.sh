@@ -2,7 +2,8 @@
 # bench/workloads/loaders.py's own logic on a CPU machine, with stand-ins for torch and numpy
 # (tests/data/standins): a child runs every copy scenario --reps times and checks its bytes, one
 # whose "copy" changes a byte is caught, and the parent's summary and report read what children
-# return. So a device call is not lost to a mistake in the script.
+# return; and train_loop.py's parent with stand-in children. So a device call is not lost to a
+# mistake in the script.
 set -eu
 src=$1
 PYTHONPATH="$src/tests/data/standins" python3 - "$src/bench/workloads/loaders.py" <<'PY'
@@ -41,4 +42,32 @@ assert rows["mapped-8"]["cmt"]["vs_default"] > 0 and rows["mapped-8"]["cmt"]["vs
 L.report({"date": "d", "gpu": "g", "tensors": 6, "bytes": at, "rounds": 2, "reps": 2,
           "checks": ["ok"], "scenarios": rows})
 print("ok: loaders.py's scenarios, their check and their summary")
+PY
+# bench/workloads/train_loop.py's parent (its children need torch and a GPU): the rounds with
+# stand-in children, --deadline, the summary against default, and the report.
+python3 - "$src/bench/workloads/train_loop.py" <<'PY'
+import importlib.util, sys
+path = sys.argv[1]
+sys.argv = ["train_loop.py", "CMT", "--rounds", "3", "--json", "/dev/null"]
+spec = importlib.util.spec_from_file_location("train_loop", path)
+T = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(T)
+calls = []
+def fake_child(cmt, env, args):
+    calls.append(env)
+    slow = 2.0 if env.get("CMT_DISABLE") else 1.0
+    return {"ms": {s: 10.0 * slow for s in T.SCENARIOS}, "check": "ok",
+            "cpu_s_per_step": {s: (None if s == "loader-only" else 0.01) for s in T.SCENARIOS}}
+T.run_child = fake_child
+T.machine_meta.meta = lambda cmt, argv: {"date": "d", "gpu": "g"}
+assert T.main() == 0 and len(calls) == 6, calls
+rows = T.summarize({"default": [fake_child(None, {"CMT_DISABLE": "1"}, [])] * 2,
+                    "cmt": [fake_child(None, {}, [])] * 2})
+assert abs(rows["light"]["cmt"]["vs_default"] - 2.0) < 1e-9, rows["light"]
+assert rows["loader-only"]["cmt"]["cpu_s_per_step"] is None
+# --deadline: no round starts once the longest so far would end past it.
+calls.clear()
+sys.argv = ["train_loop.py", "CMT", "--rounds", "5", "--deadline", "0.000001"]
+assert T.main() == 0 and len(calls) == 2, len(calls)
+print("ok: train_loop.py's rounds, deadline, summary and report")
 PY

@@ -4,9 +4,10 @@ tensors through cmt (its engine and copy threads run) when it forks the workers;
 batches on the CPU, and the main process moves each to the GPU and back. Nothing may hang (each run
 is under a timeout), every value must be right, and cmt must have taken the main process's copies.
 Before the workers, the main process also forks a child that ends with C's exit() (so its atexit
-handlers run, cmt's among them, as in a child ending with sys.exit): with CMT_STATS per pid, the
-child's statistics must count none of the parent's copies (before session 33 a forked child wrote
-the parent's counts again, and `cmt run -v` summed them twice).
+handlers run, cmt's among them, as in a child ending with sys.exit): with CMT_STATS per pid, only
+the main process may write statistics with copies in them (before session 33 a forked child wrote
+the parent's counts again, and `cmt run -v` summed them twice; now one that made no copy call
+writes none).
 
 usage: gpu_dataloader_test.py CMT_EXECUTABLE      exit 77 where torch or a GPU is missing
 """
@@ -85,8 +86,8 @@ def main():
         if taken.get(main_pid, 0) == 0:
             print("FAIL: cmt took no copy in the main process")
             return 1
-        if len(taken) < 2 or any(n for p, n in taken.items() if p != main_pid):
-            print("FAIL: the forked child wrote no statistics, or counted the parent's copies")
+        if any(n for p, n in taken.items() if p != main_pid):
+            print("FAIL: another process's statistics counted the main process's copies")
             return 1
     return 0
 

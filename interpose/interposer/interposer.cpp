@@ -128,6 +128,9 @@ void write_stats_at_exit() noexcept {
   try {
     Interposer& self = Interposer::instance();
     if (self.config().stats_file.empty()) return;
+    // A forked child that offered no copy did not use CUDA: no file of its own, so that `cmt run
+    // -v` counts the processes that did.
+    if (g_forked_child && self.stats().offered_calls() == 0) return;
     // One file per process of a tree (tuner/stats_files.h sums them); without %p the last wins.
     const std::string path = path_for_this_process(self.config().stats_file);
     std::string why;

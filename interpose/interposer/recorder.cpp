@@ -39,6 +39,7 @@ std::atomic<std::size_t> g_claimed{0};
 // before it are the parent's calls, left as they are rather than cleared: clearing would copy
 // every page of them into each child, up to 128 MiB a fork of a loader's workers).
 std::atomic<std::size_t> g_first{0};
+std::atomic<bool> g_forked{false};  // a forked child's recorder: it writes only calls of its own
 std::atomic<std::uint64_t> g_dropped{0};
 
 struct Outcome {
@@ -61,6 +62,11 @@ std::uint64_t now_ns() {
 // Runs inside the program's exit: nothing may escape it (an exception there ends the process).
 void write_at_exit() noexcept {
   try {
+    // A forked child that recorded no call of its own leaves no trace (it used no CUDA).
+    if (g_forked.load(std::memory_order_acquire) && g_dropped.load() == 0 &&
+        std::min(g_claimed.load(std::memory_order_acquire), kMostCalls) ==
+            g_first.load(std::memory_order_acquire))
+      return;
     if (Recorder* r = Recorder::active()) r->write();
   } catch (...) {
   }
@@ -168,6 +174,7 @@ void Recorder::forget_in_child() noexcept {
   if (g_state.load(std::memory_order_acquire) != On) return;
   g_first.store(std::min(g_claimed.load(std::memory_order_relaxed), kMostCalls),
                 std::memory_order_release);
+  g_forked.store(true, std::memory_order_release);
   g_dropped.store(0, std::memory_order_relaxed);
   try {
     g_recorder->path_ = path_for_this_process(g_recorder->pattern_);

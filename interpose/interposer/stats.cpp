@@ -73,6 +73,12 @@ std::uint64_t Stats::taken_calls() const {
          peer_.calls.load(std::memory_order_relaxed);
 }
 
+std::uint64_t Stats::offered_calls() const {
+  std::uint64_t calls = taken_calls();
+  for (const auto& n : forwarded_) calls += n.load(std::memory_order_relaxed);
+  return calls;
+}
+
 // "h2d": [[bucket_low_bytes, calls, bytes], ...], "d2h": [...], non-empty buckets only.
 std::string Stats::sizes_json() const {
   std::string out;

@@ -54,6 +54,8 @@ class Stats {
   // One line for people: copies taken per direction (calls, bytes, GB/s) and forwards by reason.
   std::string summary(double copy_threads_cpu_s = -1) const;
   std::uint64_t taken_calls() const;
+  // Every copy call cmt was offered, taken or forwarded: 0 in a process that made none.
+  std::uint64_t offered_calls() const;
   std::string sizes_json() const;
   // The host copier's counts (memcpy/memmove calls taken, bytes, GB/s), as a JSON object.
   static std::string host_copies_json();

@@ -6,7 +6,8 @@
 # and `cmt trace show` summarizes it. The statistics' time in flight is never more than the
 # copies' times added up. Then a process that forks a child ending with exit() (which runs the
 # child's atexit handlers, cmt's among them) after copying host memory only: the parent's trace
-# and statistics hold all its copies, and the child, which used no CUDA, writes neither (before,
+# and statistics hold all its copies, and the child, which used no CUDA, writes neither, nor an exit
+# summary (before,
 # it wrote the parent's calls to the parent's trace file, replacing it or being replaced, and a
 # statistics file counting the parent's copies a second time in `cmt run -v`'s sum).
 set -u
@@ -58,9 +59,11 @@ for pid, rows in sections.items():
 PY
 echo "ok: the trace of a process tree, true to cmt's statistics"
 rm -f "$tmp"/stats.*.json
-CMT_FAKE_CUDA= CMT_LIBRARY=$lib CMT_STATS="$tmp/stats.%p.json" CMT_LOG=error \
+CMT_FAKE_CUDA= CMT_LIBRARY=$lib CMT_STATS="$tmp/stats.%p.json" CMT_LOG=info \
   "$cmt" run --record "$tmp/fork.tsv" -- "$app" 2 4 5 fork > "$tmp/out" 2> "$tmp/err" ||
   { echo "FAIL: the forking program under cmt run --record"; cat "$tmp/out" "$tmp/err"; exit 1; }
+n=$(grep -c "at exit: " "$tmp/err")
+[ "$n" -eq 1 ] || { echo "FAIL: $n exit summaries, want the parent's alone"; grep "at exit: " "$tmp/err"; exit 1; }
 python3 - "$tmp" <<'PY' || exit 1
 import glob, json, os, sys
 tmp = sys.argv[1]

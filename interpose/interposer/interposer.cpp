@@ -123,14 +123,17 @@ std::size_t default_register_max() {
   return static_cast<std::size_t>(pages) / 4 * static_cast<std::size_t>(page);
 }
 
+// A forked child that offered no copy did not use CUDA (it cannot): it says nothing at exit, no
+// statistics file and no summary, so that `cmt run -v` counts the processes that did.
+bool silent_child(Interposer& self) {
+  return g_forked_child && self.stats().offered_calls() == 0;
+}
+
 // Runs inside the program's exit: nothing may escape it (an exception there ends the process).
 void write_stats_at_exit() noexcept {
   try {
     Interposer& self = Interposer::instance();
-    if (self.config().stats_file.empty()) return;
-    // A forked child that offered no copy did not use CUDA: no file of its own, so that `cmt run
-    // -v` counts the processes that did.
-    if (g_forked_child && self.stats().offered_calls() == 0) return;
+    if (self.config().stats_file.empty() || silent_child(self)) return;
     // One file per process of a tree (tuner/stats_files.h sums them); without %p the last wins.
     const std::string path = path_for_this_process(self.config().stats_file);
     std::string why;
@@ -145,6 +148,7 @@ void write_stats_at_exit() noexcept {
 void log_summary_at_exit() noexcept {
   try {
     Interposer& self = Interposer::instance();
+    if (silent_child(self)) return;
     CMT_LOG(info, "at exit: {}", self.stats().summary(self.copy_threads_cpu_seconds()));
   } catch (...) {
   }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "bench_cli.h"
+#include "page_cache_file.h"
 
 #ifndef MADV_POPULATE_READ
 #define MADV_POPULATE_READ 22  // Linux 5.14
@@ -96,17 +97,6 @@ double one_pass(int fd, std::size_t bytes, std::size_t piece, int threads, Mode 
   return s;
 }
 
-int make_file(const std::string& dir, std::size_t bytes) {
-  std::string path = dir + "/cmt-fault-cost-XXXXXX";
-  const int fd = mkstemp(path.data());
-  if (fd < 0) return -1;
-  unlink(path.c_str());
-  std::vector<char> block(1 << 20, 7);
-  for (std::size_t done = 0; done < bytes; done += block.size())
-    if (write(fd, block.data(), std::min(block.size(), bytes - done)) < 0) return -1;
-  return fd;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -124,7 +114,7 @@ int main(int argc, char** argv) {
   if (const int rc = cmt::bench::parse_command_line(app, argc, argv); rc >= 0) return rc;
   piece = std::max<std::size_t>(4096, piece / 4096 * 4096);
   bytes = std::max(piece, bytes / piece * piece);
-  const int fd = make_file(dir, bytes);
+  const int fd = cmt::bench::page_cache_file(dir, bytes);
   if (fd < 0) {
     std::perror("cmt-lab-fault-cost: the file");
     return 1;

@@ -32,6 +32,7 @@
 
 #include "bench_cli.h"
 #include "cuda_check.h"
+#include "page_cache_file.h"
 
 namespace {
 
@@ -108,23 +109,6 @@ bool device_matches(const Setup& s, const char* want, std::size_t bytes) {
   return same;
 }
 
-// A file of `bytes` in the page cache, written with a pattern; returns its descriptor.
-int make_file(const std::string& dir, std::size_t bytes) {
-  std::string path = dir + "/cmt-register-stream-XXXXXX";
-  const int fd = mkstemp(path.data());
-  if (fd < 0) return -1;
-  unlink(path.c_str());
-  std::vector<char> block(1 << 20);
-  for (std::size_t done = 0; done < bytes; done += block.size()) {
-    for (std::size_t k = 0; k < block.size(); k += 8) {
-      const std::uint64_t v = (done + k) * 0x9E3779B97F4A7C15ull;
-      std::memcpy(block.data() + k, &v, 8);
-    }
-    if (write(fd, block.data(), std::min(block.size(), bytes - done)) < 0) return -1;
-  }
-  return fd;
-}
-
 double pinned_gbps(const Setup& s, std::size_t bytes, std::size_t piece, int reps) {
   void* pinned = nullptr;
   CMT_CHECK_CU(cuMemHostAlloc(&pinned, bytes, 0));
@@ -169,7 +153,7 @@ int main(int argc, char** argv) {
   const int most = *std::max_element(thread_counts.begin(), thread_counts.end());
   s.streams.resize(most);
   for (CUstream& st : s.streams) CMT_CHECK_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
-  const int fd = make_file(dir, bytes);
+  const int fd = cmt::bench::page_cache_file(dir, bytes);
   if (fd < 0) {
     std::perror("cmt-lab-register-stream: the file");
     return 1;

@@ -13,7 +13,10 @@
 // cudaMallocHost buffers: the link's ceiling). Each copy is cudaMemcpyAsync on the thread's own
 // non-blocking stream then cudaStreamSynchronize (--stream own), or cudaMemcpy on the legacy
 // default stream (--stream null), where CUDA orders every thread's copies one after another.
-// After each window every thread checks the bytes its last copy left.
+// After each window every thread checks the bytes its last copy left. Each window also reports the
+// process's CPU time per GB moved, from the barrier's release to the end of the last thread's
+// last copy: the copying threads' own (CUDA spins while it synchronizes, in every mode alike) and
+// cmt's copy threads' (staging), which is what a user sees in `top`.
 //
 // The host's yardstick, the staging bound: memcpy between resident buffers on every CPU, in
 // pieces claimed in turn (256 KiB and 4 MiB; the faster counts), and on one thread. A staged copy
@@ -36,11 +39,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +62,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using ForwardFn = int (*)(int);
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 constexpr double kOverlapNeeded = 0.99;
 const char* kModes[] = {"default", "cmt", "pinned"};
@@ -253,7 +264,31 @@ struct Outcome {
   std::vector<double> per_gpu;  // each GPU's threads' bytes over the same span, by set position
   double sum_of_rates = 0;      // the seeds' aggregate: meaningful only if overlap >= 0.99
   double overlap = 0;
+  double cpu_s_per_gb = 0;  // the process's CPU seconds over the window, per GB all threads moved
   bool right = true;
+};
+
+// The end of a window: the thread whose copies end last reads the process's CPU time, while the
+// others wait asleep (a thread spinning for the last one would be counted).
+class WindowEnd {
+ public:
+  explicit WindowEnd(std::size_t threads) : left_(threads) {}
+  void arrive() {
+    std::unique_lock<std::mutex> lk(m_);
+    if (--left_ == 0) {
+      cpu_end_ = process_cpu_seconds();
+      cv_.notify_all();
+    } else {
+      cv_.wait(lk, [&] { return left_ == 0; });
+    }
+  }
+  double cpu_end() const { return cpu_end_; }  // after every thread arrived
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::size_t left_;
+  double cpu_end_ = 0;
 };
 
 class Bench {
@@ -304,6 +339,7 @@ class Bench {
     std::vector<Window> w(bufs_.size());
     std::atomic<unsigned> ready{0};
     std::atomic<bool> go{false};
+    WindowEnd end(bufs_.size());
     Clock::time_point t0;
     auto body = [&](unsigned t) {
       Buffers& b = bufs_[t];
@@ -343,6 +379,7 @@ class Bench {
         ++copies;
         now = Clock::now();
       } while (now - t0 < std::chrono::duration<double>(o_.seconds));
+      end.arrive();
       forward_(0);
       mine.start = std::chrono::duration<double>(start - t0).count();
       mine.end = std::chrono::duration<double>(now - t0).count();
@@ -358,10 +395,14 @@ class Bench {
     std::vector<std::thread> pool;
     for (unsigned t = 0; t < bufs_.size(); ++t) pool.emplace_back(body, t);
     while (ready.load() < bufs_.size()) std::this_thread::yield();
+    const double cpu_start = process_cpu_seconds();
     t0 = Clock::now();
     go.store(true, std::memory_order_release);
     for (auto& t : pool) t.join();
     Outcome out;
+    double moved = 0;
+    for (const Window& x : w) moved += static_cast<double>(x.bytes);
+    out.cpu_s_per_gb = moved > 0 ? (end.cpu_end() - cpu_start) / (moved / 1e9) : 0;
     double shared_start = 0, shared_end = 1e30, first_start = 1e30, last_end = 0;
     for (const Window& x : w) {
       shared_start = std::max(shared_start, x.start);
@@ -421,7 +462,7 @@ struct Cell {
   std::size_t bytes;
   std::string pattern;
   std::vector<std::vector<double>> per_gpu[3];  // by set position, the rounds' values
-  std::vector<double> h2d[3], d2h[3], total[3], sum_of_rates[3], overlap[3];
+  std::vector<double> h2d[3], d2h[3], total[3], sum_of_rates[3], overlap[3], cpu_s_per_gb[3];
 };
 
 // `cmt bench topo`'s sets (topology.h bandwidth_sets): each GPU alone, the GPUs behind each PCIe
@@ -509,6 +550,7 @@ Cell measure_cell(Bench& bench, const Options& o, const std::vector<int>& set, s
       cell.total[mode].push_back(out.h2d + out.d2h);
       cell.sum_of_rates[mode].push_back(out.sum_of_rates);
       cell.overlap[mode].push_back(out.overlap);
+      cell.cpu_s_per_gb[mode].push_back(out.cpu_s_per_gb);
       for (std::size_t g = 0; g < set.size(); ++g) cell.per_gpu[mode][g].push_back(out.per_gpu[g]);
     }
   return cell;
@@ -534,10 +576,11 @@ void print_cell(const Options& o, const Cell& cell, double staging_bound) {
       std::printf(")");
     }
     if (ov >= kOverlapNeeded)
-      std::printf("  windows overlap %.1f%%, sum of rates %.1f\n", 100 * ov,
+      std::printf("  windows overlap %.1f%%, sum of rates %.1f", 100 * ov,
                   median(cell.sum_of_rates[m]));
     else
-      std::printf("  windows overlap %.1f%% (no sum of rates)\n", 100 * ov);
+      std::printf("  windows overlap %.1f%% (no sum of rates)", 100 * ov);
+    std::printf(", cpu %.3f s/GB\n", median(cell.cpu_s_per_gb[m]));
   }
   std::printf("  cmt/default %.2fx, cmt/pinned %.2f, cmt/staging bound %.2f\n",
               median(cell.total[1]) / median(cell.total[0]),
@@ -561,7 +604,8 @@ void write_json(const Options& o, const Setting& s, const std::vector<Cell>& cel
       "\"host_memcpy_one_thread_gbps\": %.2f,\n  \"host_memcpy_all_cpus_256k_gbps\": %.2f,\n  "
       "\"host_memcpy_all_cpus_4m_gbps\": %.2f,\n  \"staging_bound_gbps\": %.2f,\n  "
       "\"aggregate\": \"all threads' bytes over the span from the first start to the "
-      "last end\",\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
+      "last end\",\n  \"cpu\": \"the process's CPU seconds from the barrier to the last copy's "
+      "end, per GB moved\",\n  \"wrong_windows\": %ld,\n  \"results\": [\n",
       CMT_VERSION, s.date.c_str(), cmdline.c_str(), s.prop.name, s.devices, s.placement.c_str(),
       s.cpus, o.threads, o.null_stream ? "null" : "own", o.seconds, o.rounds, s.memcpy_one,
       s.memcpy_small, s.memcpy_large, s.staging_bound, wrong);
@@ -575,10 +619,12 @@ void write_json(const Options& o, const Setting& s, const std::vector<Cell>& cel
       std::fprintf(f,
                    ", \"%s\": {\"total_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f, "
                    "\"h2d_gbps\": %.3f, \"d2h_gbps\": %.3f, \"overlap_min\": %.4f, "
-                   "\"sum_of_rates_gbps\": %.3f, \"windows_overlap\": %s, \"per_gpu_gbps\": [",
+                   "\"sum_of_rates_gbps\": %.3f, \"windows_overlap\": %s, "
+                   "\"cpu_s_per_gb\": %.4f, \"per_gpu_gbps\": [",
                    kModes[m], median(t), *std::min_element(t.begin(), t.end()),
                    *std::max_element(t.begin(), t.end()), median(c.h2d[m]), median(c.d2h[m]), ov,
-                   median(c.sum_of_rates[m]), ov >= kOverlapNeeded ? "true" : "false");
+                   median(c.sum_of_rates[m]), ov >= kOverlapNeeded ? "true" : "false",
+                   median(c.cpu_s_per_gb[m]));
       for (std::size_t g = 0; g < c.gpus.size(); ++g)
         std::fprintf(f, "%s%.3f", g ? ", " : "", median(c.per_gpu[m][g]));
       std::fprintf(f, "]}");

@@ -53,6 +53,9 @@ r = json.load(open(sys.argv[1] + "/c.json"))
 assert r["wrong_windows"] == 0 and r["staging_bound_gbps"] > 0, r
 assert [x["pattern"] for x in r["results"]] == ["h2d", "d2h", "both"], r["results"]
 assert all(x[m]["total_gbps"] > 0 for x in r["results"] for m in ("default", "cmt", "pinned"))
+# The process's CPU per GB: two threads spin in cudaStreamSynchronize at least part of a window,
+# so above nothing; under 10 s/GB (that would be two cores for a window moving 0.2 GB/s).
+assert all(0 < x[m]["cpu_s_per_gb"] < 10 for x in r["results"] for m in ("default", "cmt", "pinned")), r
 assert "<rect" in open(sys.argv[1] + "/c.svg").read()
 print("ok: concurrent mode, 3 patterns")
 PY

@@ -282,10 +282,15 @@ def main():
     for m in modes:
         xs = [x["pass_s"] for x in results[m]]
         cpu = statistics.median(x["cpu_s"] for x in results[m])
+        gb = statistics.median(x["bytes"] for x in results[m]) / 1e9
+        # cmt's copy threads' share, from the per-thread counts (staging's CPU; none when the
+        # weights are registered or pinned).
+        copy = statistics.median(x["threads_cpu_s"].get("cmt-copy", 0) for x in results[m])
         against = (f", {med['default'] / med[m]:5.2f}x default" if "default" in med else "") + (
             f", {med['pinned'] / med[m]:4.2f} of pinned speed" if "pinned" in med else "")
         print(f"  {m:11s} {med[m] * 1e3:8.1f} ms (spread {min(xs) * 1e3:.1f}-{max(xs) * 1e3:.1f})"
-              f"{against}, cpu {cpu:.3f} s/pass")
+              f"{against}, cpu {cpu:.3f} s/pass, {cpu / gb:.3f} s/GB of weights moved "
+              f"(cmt's copy threads {copy / gb:.3f})")
     same = len(digests) == 1
     print(f"logits identical in every mode and round: {'yes' if same else 'NO'}")
     if "--record" in sys.argv:

@@ -517,7 +517,7 @@ Setting describe_setting(const Options& o, int devices, const std::string& place
   for (const auto& set : o.sets) sets_text += (sets_text.empty() ? "" : "; ") + set_text(set);
   std::printf(
       "cmt-bench-concurrent  %s  %d x %s  %u CPUs  GPU sets: %s  %u threads per GPU, %s "
-      "stream%s, %.1f s windows, %d rounds\n",
+      "stream%s, %g s windows, %d rounds\n",
       date, devices, s.prop.name, s.cpus, sets_text.c_str(), o.threads,
       o.null_stream ? "the legacy" : "own", o.null_stream ? "" : "s", o.seconds, o.rounds);
   if (!placement.empty()) std::printf("%s\n", placement.c_str());

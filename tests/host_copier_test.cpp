@@ -644,6 +644,56 @@ TEST(HostLeg, TakesOnlyWhatItShould) {
   EXPECT_EQ(copier.counts().calls, 3u);
 }
 
+// Under host_copy_threshold, a copy from rules::kUnmappedCopyFrom up is taken only where it fills
+// CUDA host memory from pages not mapped in yet (safetensors' load_file copying a tensor from a
+// fresh file mapping into its pinned buffer): byte-exact at an odd size and offset; the same
+// source once mapped in, a resident source, an unmapped one into pageable memory, and one under
+// kUnmappedCopyFrom are libc's. Both host_copy modes that take copies do the same.
+TEST(HostLeg, TakesSmallerCopiesIntoCudaHostMemoryFromPagesNotMappedInYet) {
+  const std::size_t file_bytes = 8u << 20, n = (1u << 20) + 4321;
+  PatternFile file(file_bytes);
+  ASSERT_GE(file.fd, 0);
+  for (HostCopy mode : {HostCopy::Pinned, HostCopy::All}) {
+    Config c = host_config(mode);
+    c.host_copy_threshold = 4u << 20;
+    HostCopier copier(c, 2, {});
+    HostMemoryMap map;
+    HostLeg leg(&map);
+    leg.arm(copier, c);
+    EXPECT_EQ(leg.copy_gate().load(), rules::kUnmappedCopyFrom);
+    std::vector<unsigned char> pinned(4u << 20, 0), pageable(4u << 20, 0);
+    map.add(pinned.data(), pinned.size());
+    auto* mapped = static_cast<unsigned char*>(
+        mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE, file.fd, 0));  // no page touched yet
+    ASSERT_NE(mapped, MAP_FAILED);
+    const std::size_t at = (1u << 20) + 77;
+    ASSERT_EQ(leg.take_copy(pinned.data() + 3, mapped + at, n), n);
+    EXPECT_EQ(std::memcmp(pinned.data() + 3, file.bytes.data() + at, n), 0);
+    EXPECT_EQ(pinned[2], 0);
+    EXPECT_EQ(pinned[3 + n], 0);
+    EXPECT_EQ(leg.unmapped_copies(), 1u);
+    // Mapped in now: libc's, as every copy under the threshold from resident memory.
+    EXPECT_EQ(leg.take_copy(pinned.data(), mapped + at, n), 0u);
+    EXPECT_EQ(leg.take_copy(pinned.data(), pageable.data(), n), 0u);
+    // Not into CUDA host memory, or under kUnmappedCopyFrom: libc's, pages unmapped or not.
+    const std::size_t fresh_at = 5u << 20;
+    EXPECT_EQ(leg.take_copy(pageable.data(), mapped + fresh_at, n), 0u);
+    EXPECT_EQ(leg.take_copy(pinned.data(), mapped + fresh_at, rules::kUnmappedCopyFrom - 1), 0u);
+    // The copy that empties CUDA host memory into the unmapped pages is no such copy (its source
+    // is resident); the mapping is read-only anyway.
+    EXPECT_EQ(leg.unmapped_copies(), 1u);
+    EXPECT_EQ(copier.counts().calls, 1u);
+    // At the threshold the old rule stands: taken whatever the pages.
+    if (mode == HostCopy::All) {
+      std::vector<unsigned char> big(4u << 20, 9);
+      EXPECT_EQ(leg.take_copy(pageable.data(), big.data(), big.size()), big.size());
+    }
+    leg.disarm();
+    EXPECT_EQ(leg.copy_gate().load(), HostLeg::kNever);
+    munmap(mapped, file_bytes);
+  }
+}
+
 TEST(HostCopier, ManyThreadsAtOnceEachGetTheirBytes) {
   HostCopier copier(host_config(HostCopy::All), 2, {});
   std::atomic<long> wrong{0}, declined{0};

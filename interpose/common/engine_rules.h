@@ -57,6 +57,13 @@ inline constexpr double kHostLegWin = 1.20;
 // Reads of a regular file into CUDA host memory from this size on are read on the host leg's
 // threads (interposer/host_leg.h): a loader's 1 MiB staging buffers and up.
 inline constexpr std::size_t kFileReadFrom = std::size_t{512} << 10;
+// memcpy and memmove calls from this size up to host_copy_threshold are taken too where they
+// fill CUDA host memory from a source whose pages are not mapped in yet (the middle one asked of
+// the page table): faulting them in on one thread costs several times the copy (safetensors'
+// load_file copying 1 MiB tensors from a fresh file mapping into its pinned buffer: 0.13-0.3 ms
+// each on one thread, 0.02 ms a MiB on eight; bench/lab/NOTES.md 73, 76), and the question is one
+// pread (interposer/page_map.h), 1.5 us, a few percent of a 512 KiB copy it leaves to libc.
+inline constexpr std::size_t kUnmappedCopyFrom = std::size_t{512} << 10;
 // readv and preadv calls of at most this many segments are offered to the host leg, which copies
 // the list onto its stack (interposer/host_leg.h's take_readv); longer lists are libc's.
 inline constexpr int kMostReadSegments = 64;

@@ -310,8 +310,13 @@ std::vector<OptionSpec> build_table() {
       "into any memory too; host_copy = off, none.",
       &Config::host_reads));
   t.push_back(size_option("host_copy_threshold", "CMT_HOST_COPY_THRESHOLD", Scope::Process, true,
-                          "memcpy and memmove calls smaller than this go straight to libc; cmt "
-                          "tune sets it where the copy threads beat one thread by " +
+                          "memcpy and memmove calls smaller than this go straight to libc, "
+                          "except those from " +
+                              format_byte_size(rules::kUnmappedCopyFrom) +
+                              " up that fill CUDA host memory from pages not mapped in yet (a "
+                              "loader copying a tensor from a fresh file mapping into its pinned "
+                              "buffer: the page faults are shared by the threads); cmt tune sets "
+                              "it where the copy threads beat one thread by " +
                               percent_over(kHostLegWin) + ".",
                           &Config::host_copy_threshold, 64u << 10, std::size_t{1} << 40));
   t.push_back(choice_option(

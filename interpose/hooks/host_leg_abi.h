@@ -31,7 +31,9 @@ struct HostRead {
 struct HostLegAbi {
   unsigned version;  // kHostLegAbiVersion
   // memcpy/memmove (copy) and memset (fill) calls below these go to libc after one compare; both
-  // are SIZE_MAX while the host leg is not armed (before a copier exists, in a forked child).
+  // are SIZE_MAX while the host leg is not armed (before a copier exists, in a forked child). The
+  // copy one is the host leg's gate (HostLeg::copy_gate), which may lie below host_copy_threshold:
+  // the leg decides past it.
   const std::atomic<std::size_t>* copy_threshold;
   const std::atomic<std::size_t>* fill_threshold;
   // Copies (fills) on cmt's threads and returns how many leading bytes are done; libc must make

@@ -42,7 +42,7 @@ int sigaction_for_program(int sig, const struct sigaction* act, struct sigaction
 const cmt::HostLegAbi* cmt::cmt_host_leg_abi() noexcept {
   // Its entries point at constant-initialized state: valid before the engine's constructors run.
   static const cmt::HostLegAbi abi{cmt::kHostLegAbiVersion,
-                                   &cmt::host_leg().copy_threshold(),
+                                   &cmt::host_leg().copy_gate(),
                                    &cmt::host_leg().fill_threshold(),
                                    cmt::hooks::copy,
                                    cmt::hooks::fill,

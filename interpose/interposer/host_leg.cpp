@@ -17,6 +17,7 @@
 #include "common/log.h"
 #include "common/thread_context.h"
 #include "engine/shared/fresh_pages.h"
+#include "interposer/page_map.h"
 #include "interposer/recorder.h"
 #include "interposer/signal_chain.h"
 
@@ -76,6 +77,8 @@ void HostLeg::arm(HostCopier& copier, const Config& config) noexcept {
   // The thresholds last: a hook that sees one below SIZE_MAX finds the copier and modes set.
   if (config.host_copy != HostCopy::Off) {
     copy_threshold_.store(config.host_copy_threshold, std::memory_order_release);
+    copy_gate_.store(std::min(config.host_copy_threshold, rules::kUnmappedCopyFrom),
+                     std::memory_order_release);
     if (config.host_reads != HostReads::Off)
       read_threshold_.store(rules::kFileReadFrom, std::memory_order_release);
   }
@@ -84,6 +87,7 @@ void HostLeg::arm(HostCopier& copier, const Config& config) noexcept {
 }
 
 void HostLeg::disarm() noexcept {
+  copy_gate_.store(kNever, std::memory_order_relaxed);
   copy_threshold_.store(kNever, std::memory_order_relaxed);
   fill_threshold_.store(kNever, std::memory_order_relaxed);
   read_threshold_.store(kNever, std::memory_order_relaxed);
@@ -91,7 +95,16 @@ void HostLeg::disarm() noexcept {
 
 void HostLeg::forget_in_child() noexcept {
   disarm();
+  unmapped_copies_.store(0, std::memory_order_relaxed);
   copier_.store(nullptr, std::memory_order_release);
+}
+
+bool HostLeg::unmapped_into_pinned(const void* dst, const void* src, std::size_t bytes) const {
+  if (!pinned().overlaps(dst, bytes) || pinned().overlaps(src, bytes)) return false;
+  // The middle page: a loader's tensors lie end to end in its file, so the first page may be one
+  // the tensor before faulted in (with the pages the kernel maps around each fault).
+  const PageEntry middle = page_entry(static_cast<const char*>(src) + bytes / 2);
+  return middle.known && !middle.present;
 }
 
 bool HostLeg::faults_caught() noexcept {
@@ -112,7 +125,9 @@ bool HostLeg::faults_caught() noexcept {
 std::size_t HostLeg::take_copy(void* dst, const void* src, std::size_t bytes,
                                CallerHold* hold) noexcept {
   const std::size_t threshold = copy_threshold_.load(std::memory_order_acquire);
-  if (bytes == 0 || bytes < threshold || threshold == kNever) return 0;  // not armed
+  if (bytes == 0 || threshold == kNever) return 0;  // not armed
+  const bool under = bytes < threshold;
+  if (under && bytes < rules::kUnmappedCopyFrom) return 0;
   // Overlapping ranges are libc's, memcpy's as well as memmove's: glibc's x86-64 memcpy moves
   // them as memmove does, and programs rely on it.
   if (!t_thread.application_call() || overlap(dst, src, bytes)) return 0;
@@ -120,10 +135,14 @@ std::size_t HostLeg::take_copy(void* dst, const void* src, std::size_t bytes,
   if (!copier) return 0;
   const HostCopy mode = copy_mode_.load(std::memory_order_relaxed);
   if (mode == HostCopy::Off) return 0;
-  // pinned: only a copy that fills or empties CUDA host memory (a library's own staging buffer).
-  if (mode == HostCopy::Pinned && !pinned().overlaps(dst, bytes) && !pinned().overlaps(src, bytes))
-    return 0;
+  if (under) {
+    if (!unmapped_into_pinned(dst, src, bytes)) return 0;
+  } else if (mode == HostCopy::Pinned && !pinned().overlaps(dst, bytes) &&
+             !pinned().overlaps(src, bytes)) {
+    return 0;  // pinned: only a copy that fills or empties CUDA host memory (a library's staging)
+  }
   if (!faults_caught()) return 0;
+  if (under) unmapped_copies_.fetch_add(1, std::memory_order_relaxed);
   Held held(hold);
   const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
   const std::size_t done = copier->copy(dst, src, bytes);

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
 #include <mutex>
 #include <type_traits>
@@ -60,6 +61,10 @@ class HostLeg {
   // touched nothing or a fault stopped it at once; between: the rest is for libc, on this thread.
   // A call taken holds the calling thread in `hold` (common/caller_hold.h) for the caller to
   // release once out of libcmt.so; without one (tests), it is not held.
+  // A copy under host_copy_threshold, from rules::kUnmappedCopyFrom up, is taken only where it
+  // fills CUDA host memory from pageable memory whose middle page is not mapped in yet (a loader
+  // copying a tensor from a fresh file mapping into its pinned buffer): the page faults are what
+  // the threads share.
   std::size_t take_copy(void* dst, const void* src, std::size_t bytes,
                         CallerHold* hold = nullptr) noexcept;
   std::size_t take_fill(void* dst, int value, std::size_t bytes,
@@ -97,7 +102,11 @@ class HostLeg {
   ReadTaken take_readv(int fd, const struct iovec* segments, int count, long long offset,
                        CallerHold* hold = nullptr) noexcept;
 
-  const std::atomic<std::size_t>& copy_threshold() const { return copy_threshold_; }
+  // The smallest memcpy or memmove take_copy may take, which the hooks compare each call with:
+  // host_copy_threshold, or rules::kUnmappedCopyFrom where that is lower; SIZE_MAX disarmed.
+  const std::atomic<std::size_t>& copy_gate() const { return copy_gate_; }
+  // Copies under host_copy_threshold taken because their source was still to be faulted in.
+  std::uint64_t unmapped_copies() const { return unmapped_copies_.load(std::memory_order_relaxed); }
   const std::atomic<std::size_t>& fill_threshold() const { return fill_threshold_; }
   const std::atomic<std::size_t>& read_threshold() const { return read_threshold_; }
 
@@ -118,10 +127,15 @@ class HostLeg {
   enum class ReadsAnywhere { Unasked, Yes, No };
   bool reads_into(const void* dst, std::size_t bytes, ReadsAnywhere& anywhere, int fd,
                   long long offset) const;
+  // Whether a copy under the threshold is one take_copy takes: it fills CUDA host memory from
+  // pageable memory whose middle page is not mapped in yet.
+  bool unmapped_into_pinned(const void* dst, const void* src, std::size_t bytes) const;
   // Whether a fault on a copy thread would reach cmt's handler (asked of the kernel now and then).
   bool faults_caught() noexcept;
 
   std::atomic<std::size_t> copy_threshold_{kNever};
+  std::atomic<std::size_t> copy_gate_{kNever};
+  std::atomic<std::uint64_t> unmapped_copies_{0};
   std::atomic<std::size_t> fill_threshold_{kNever};
   std::atomic<std::size_t> read_threshold_{kNever};
   std::atomic<HostCopier*> copier_{nullptr};

@@ -17,23 +17,24 @@
 #include "common/host_files.h"
 #include "common/log.h"
 #include "common/output_file.h"
+#include "common/release_abi.h"
 #include "common/thread_context.h"
 #include "config/profile.h"
 #include "cuda/real_dl.h"
 #include "engine/device/copy_engine.h"
 #include "engine/device/copy_plan.h"
+#include "engine/peer/peer_copier.h"
 #include "engine/shared/gpu_locality.h"
 #include "engine/shared/worker_pool.h"
+#include "interposer/classify.h"
 #include "interposer/host_leg.h"
 #include "interposer/host_memory.h"
-#include "engine/peer/peer_copier.h"
-#include "common/release_abi.h"
-#include "interposer/classify.h"
 #include "interposer/hot_copy.h"
-#include "interposer/register_cache.h"
-#include "interposer/trackable_memory.h"
+#include "interposer/page_map.h"
 #include "interposer/recorder.h"
+#include "interposer/register_cache.h"
 #include "interposer/stats.h"
+#include "interposer/trackable_memory.h"
 
 extern "C" void __libc_free(void*);  // glibc's own free, below libcmt-release.so
 
@@ -75,6 +76,7 @@ void after_fork_child() {
   // What the child writes at exit is what it did itself.
   if (Interposer* self = g_process_instance.load(std::memory_order_acquire))
     self->start_stats_afresh();
+  page_map_forget_in_child();  // the recorder's and the host leg's questions are the child's now
   Recorder::forget_in_child();
   if (RegisterCache* cache = g_register_cache.load()) {
     cache->forget_in_child();  // the child's pages are copies: the parent's registrations are not its

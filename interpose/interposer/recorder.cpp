@@ -17,6 +17,7 @@
 #include "common/output_file.h"
 #include "interposer/host_memory.h"
 #include "interposer/interposer.h"
+#include "interposer/page_map.h"
 
 namespace cmt {
 namespace {
@@ -72,26 +73,10 @@ void write_at_exit() noexcept {
   }
 }
 
-// This process's page map, opened at the first question; a forked child opens its own (the
-// parent's descriptor would answer for the parent's pages).
-std::atomic<int> g_pagemap_fd{-2};  // -2: not opened yet
-
-int pagemap_fd() {
-  int fd = g_pagemap_fd.load(std::memory_order_acquire);
-  if (fd != -2) return fd;
-  const int opened = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-  if (g_pagemap_fd.compare_exchange_strong(fd, opened, std::memory_order_acq_rel)) return opened;
-  if (opened >= 0) close(opened);  // another thread's came first
-  return fd;
-}
-
 HostKind page_kind(const char* page, long page_size) {
-  std::uint64_t entry = 0;
-  const off_t at = static_cast<off_t>(reinterpret_cast<std::uintptr_t>(page) / page_size * 8);
-  if (pagemap_fd() < 0 || pread(pagemap_fd(), &entry, sizeof entry, at) != sizeof entry)
-    return HostKind::Mixed;  // cannot tell
-  const bool present = (entry >> 63) & 1, file = (entry >> 61) & 1;
-  if (present) return file ? HostKind::FileMapped : HostKind::Resident;
+  const PageEntry entry = page_entry(page);
+  if (!entry.known) return HostKind::Mixed;  // cannot tell
+  if (entry.present) return entry.file ? HostKind::FileMapped : HostKind::Resident;
   unsigned char in_core = 0;
   if (mincore(const_cast<char*>(page), static_cast<std::size_t>(page_size), &in_core) == 0 &&
       (in_core & 1))
@@ -169,8 +154,6 @@ void Recorder::start(const std::string& path_pattern) {
 }
 
 void Recorder::forget_in_child() noexcept {
-  const int fd = g_pagemap_fd.exchange(-2, std::memory_order_acq_rel);
-  if (fd >= 0) close(fd);
   if (g_state.load(std::memory_order_acquire) != On) return;
   g_first.store(std::min(g_claimed.load(std::memory_order_relaxed), kMostCalls),
                 std::memory_order_release);

@@ -103,32 +103,34 @@ std::string Stats::host_copies_json() {
   const HostCopier* copier = host_leg().copier();
   if (copier) c = copier->counts();
   char buf[1024];
-  // faults: taken calls a fault stopped, their rest left to libc on the program's thread. reads:
+  // faults: taken calls a fault stopped, their rest left to libc on the program's thread.
+  // unmapped_sources: calls under host_copy_threshold taken because their source's pages were
+  // still to be faulted in (of `calls`). reads:
   // file reads into CUDA host memory (read, pread) read on the threads, the bytes they asked for.
-  std::snprintf(buf, sizeof(buf),
-                "{\"armed\": %s, \"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
-                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"declined_busy\": %llu, "
-                "\"faults\": %llu, \"fault_handler_displaced\": %s, "
-                "\"fills\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
-                "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"faults\": %llu}, "
-                "\"reads\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f, "
-                "\"fresh_bytes\": %llu}}",
-                copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
-                static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
-                c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
-                static_cast<unsigned long long>(c.fresh_bytes),
-                static_cast<unsigned long long>(c.busy),
-                static_cast<unsigned long long>(c.faults),
-                host_leg().handler_displaced() ? "true" : "false",
-                static_cast<unsigned long long>(c.fill_calls),
-                static_cast<unsigned long long>(c.fill_bytes), static_cast<double>(c.fill_ns) / 1e9,
-                c.fill_ns ? static_cast<double>(c.fill_bytes) / static_cast<double>(c.fill_ns) : 0.0,
-                static_cast<unsigned long long>(c.fill_fresh_bytes),
-                static_cast<unsigned long long>(c.fill_faults),
-                static_cast<unsigned long long>(c.read_calls),
-                static_cast<unsigned long long>(c.read_bytes), static_cast<double>(c.read_ns) / 1e9,
-                c.read_ns ? static_cast<double>(c.read_bytes) / static_cast<double>(c.read_ns) : 0.0,
-                static_cast<unsigned long long>(c.read_fresh_bytes));
+  std::snprintf(
+      buf, sizeof(buf),
+      "{\"armed\": %s, \"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
+      "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"declined_busy\": %llu, "
+      "\"faults\": %llu, \"unmapped_sources\": %llu, \"fault_handler_displaced\": %s, "
+      "\"fills\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
+      "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"faults\": %llu}, "
+      "\"reads\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f, "
+      "\"fresh_bytes\": %llu}}",
+      copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
+      static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
+      c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
+      static_cast<unsigned long long>(c.fresh_bytes), static_cast<unsigned long long>(c.busy),
+      static_cast<unsigned long long>(c.faults),
+      static_cast<unsigned long long>(host_leg().unmapped_copies()),
+      host_leg().handler_displaced() ? "true" : "false",
+      static_cast<unsigned long long>(c.fill_calls), static_cast<unsigned long long>(c.fill_bytes),
+      static_cast<double>(c.fill_ns) / 1e9,
+      c.fill_ns ? static_cast<double>(c.fill_bytes) / static_cast<double>(c.fill_ns) : 0.0,
+      static_cast<unsigned long long>(c.fill_fresh_bytes),
+      static_cast<unsigned long long>(c.fill_faults), static_cast<unsigned long long>(c.read_calls),
+      static_cast<unsigned long long>(c.read_bytes), static_cast<double>(c.read_ns) / 1e9,
+      c.read_ns ? static_cast<double>(c.read_bytes) / static_cast<double>(c.read_ns) : 0.0,
+      static_cast<unsigned long long>(c.read_fresh_bytes));
   return buf;
 }
 

@@ -57,6 +57,7 @@ struct CallerHold {
     pthread_setcancelstate(cancel_state, nullptr);
     const int n = deferred;
     deferred = 0;
+    if (n == 0) return;  // the usual case: no system call (every declined memcpy comes here)
     const long pid = getpid(), tid = syscall(SYS_gettid);
     for (int i = 0; i < n; ++i)
       syscall(SYS_rt_tgsigqueueinfo, pid, tid, pending[i].sig, &pending[i].info);

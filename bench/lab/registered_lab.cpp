@@ -19,7 +19,7 @@
 // page-aligned: what an unaligned host address costs the DMA (session 25: `cmt bench copy`, whose
 // buffers are malloc'd, read hot at 0.84 of pinned at 64 KiB D2H where this lab read 0.95).
 //
-// usage: cmt-lab-registered [--sizes 64K,256K,1M] [--reps 2000] [--offset 0]
+// usage: cmt-lab-registered [--sizes 64K,256K,1M] [--reps 2000] [--offset 0] [--block 1]
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -128,6 +128,11 @@ int main(int argc, char** argv) {
   cmt::bench::add_sizes(app, "--sizes", &sizes, "Copy sizes");
   app.add_option("--reps", reps, "Timed copies of each mode per size and direction")
       ->check(CLI::PositiveNumber);
+  int block = 1;
+  app.add_option("--block", block,
+                 "Copies of one mode back to back before the next mode's (1: "
+                 "the modes rotate every copy; cmt bench copy's loop is one mode for 0.2 s)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--offset", offset, "Bytes into a page where the registered and pageable "
                  "buffers start (cudaMallocHost's stay page-aligned)")
       ->check(CLI::Range(0, 4095));
@@ -165,13 +170,17 @@ int main(int argc, char** argv) {
   for (std::size_t bytes : sizes)
     for (bool h2d : {true, false}) {
       std::vector<std::vector<double>> ns(all.size());
-      for (int r = 0; r < reps + 20; ++r)  // the first 20 rounds warm every mode up
+      // Rounds of `block` copies of each mode, the first 20 copies of each warming it up.
+      for (int r = 0; r < (reps + 20 + block - 1) / block; ++r)
         for (std::size_t k = 0; k < all.size(); ++k) {
-          const Mode& m = all[(k + r) % all.size()];
-          const auto t0 = Clock::now();
-          m.copy(b.*m.buffer, bytes, h2d);
-          const double t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-          if (r >= 20) ns[(k + r) % all.size()].push_back(t);
+          const std::size_t which = (k + r) % all.size();
+          const Mode& m = all[which];
+          for (int i = 0; i < block; ++i) {
+            const auto t0 = Clock::now();
+            m.copy(b.*m.buffer, bytes, h2d);
+            const double t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+            if (r * block + i >= 20) ns[which].push_back(t);
+          }
         }
       std::printf("%-6s %s ", cmt::format_byte_size(bytes).c_str(), h2d ? "h2d" : "d2h");
       const double pinned = median(ns[0]);

@@ -13,7 +13,8 @@
 // cudaMallocHost buffers: the link's ceiling). Each copy is cudaMemcpyAsync on the thread's own
 // non-blocking stream then cudaStreamSynchronize (--stream own), or cudaMemcpy on the legacy
 // default stream (--stream null), where CUDA orders every thread's copies one after another.
-// After each window every thread checks the bytes its last copy left. Each window also reports the
+// After each window every thread checks the bytes its last copy left. Beside each mode's rate (a
+// window's mean copy) stand its median copy and the slowest first copy of a window, and the
 // process's CPU time per GB moved, from the barrier's release to the end of the last thread's
 // last copy: the copying threads' own (CUDA spins while it synchronizes, in every mode alike) and
 // cmt's copy threads' (staging), which is what a user sees in `top`.
@@ -255,6 +256,9 @@ struct Window {  // one thread's part of one timed window
   double start = 0, end = 0;  // seconds from the barrier's release
   std::size_t bytes = 0;
   bool right = true;
+  // Each copy's seconds, call to synchronize's return: the window's rate is their mean, and a
+  // slow first copy (a thread made afresh for every window) or a tail shows beside the median.
+  std::vector<double> copy_s;
   double gbps() const { return end > start ? static_cast<double>(bytes) / (end - start) / 1e9 : 0; }
 };
 
@@ -265,6 +269,8 @@ struct Outcome {
   double sum_of_rates = 0;      // the seeds' aggregate: meaningful only if overlap >= 0.99
   double overlap = 0;
   double cpu_s_per_gb = 0;  // the process's CPU seconds over the window, per GB all threads moved
+  double copy_median_us = 0;  // the threads' median copy, median over the threads
+  double first_copy_us = 0;   // the slowest thread's first copy
   bool right = true;
 };
 
@@ -364,8 +370,9 @@ class Bench {
       ready.fetch_add(1);
       while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
       const auto start = Clock::now();
-      auto now = start;
+      auto now = start, before = start;
       std::size_t copies = 0;
+      mine.copy_s.reserve(1u << 16);
       do {
         void* dst = mine.h2d ? b.dev : static_cast<void*>(host);
         const void* src = mine.h2d ? static_cast<const void*>(host) : b.dev;
@@ -378,6 +385,8 @@ class Bench {
         }
         ++copies;
         now = Clock::now();
+        mine.copy_s.push_back(std::chrono::duration<double>(now - before).count());
+        before = now;
       } while (now - t0 < std::chrono::duration<double>(o_.seconds));
       end.arrive();
       forward_(0);
@@ -403,6 +412,12 @@ class Bench {
     double moved = 0;
     for (const Window& x : w) moved += static_cast<double>(x.bytes);
     out.cpu_s_per_gb = moved > 0 ? (end.cpu_end() - cpu_start) / (moved / 1e9) : 0;
+    std::vector<double> medians;
+    for (const Window& x : w) {
+      medians.push_back(median(x.copy_s) * 1e6);
+      if (!x.copy_s.empty()) out.first_copy_us = std::max(out.first_copy_us, x.copy_s[0] * 1e6);
+    }
+    out.copy_median_us = median(medians);
     double shared_start = 0, shared_end = 1e30, first_start = 1e30, last_end = 0;
     for (const Window& x : w) {
       shared_start = std::max(shared_start, x.start);
@@ -463,6 +478,7 @@ struct Cell {
   std::string pattern;
   std::vector<std::vector<double>> per_gpu[3];  // by set position, the rounds' values
   std::vector<double> h2d[3], d2h[3], total[3], sum_of_rates[3], overlap[3], cpu_s_per_gb[3];
+  std::vector<double> copy_median_us[3], first_copy_us[3];
 };
 
 // `cmt bench topo`'s sets (topology.h bandwidth_sets): each GPU alone, the GPUs behind each PCIe
@@ -551,6 +567,8 @@ Cell measure_cell(Bench& bench, const Options& o, const std::vector<int>& set, s
       cell.sum_of_rates[mode].push_back(out.sum_of_rates);
       cell.overlap[mode].push_back(out.overlap);
       cell.cpu_s_per_gb[mode].push_back(out.cpu_s_per_gb);
+      cell.copy_median_us[mode].push_back(out.copy_median_us);
+      cell.first_copy_us[mode].push_back(out.first_copy_us);
       for (std::size_t g = 0; g < set.size(); ++g) cell.per_gpu[mode][g].push_back(out.per_gpu[g]);
     }
   return cell;
@@ -580,7 +598,9 @@ void print_cell(const Options& o, const Cell& cell, double staging_bound) {
                   median(cell.sum_of_rates[m]));
     else
       std::printf("  windows overlap %.1f%% (no sum of rates)", 100 * ov);
-    std::printf(", cpu %.3f s/GB\n", median(cell.cpu_s_per_gb[m]));
+    std::printf(", cpu %.3f s/GB, a copy %.1f us (first %.0f us)\n", median(cell.cpu_s_per_gb[m]),
+                median(cell.copy_median_us[m]),
+                *std::max_element(cell.first_copy_us[m].begin(), cell.first_copy_us[m].end()));
   }
   std::printf("  cmt/default %.2fx, cmt/pinned %.2f, cmt/staging bound %.2f\n",
               median(cell.total[1]) / median(cell.total[0]),
@@ -620,11 +640,13 @@ void write_json(const Options& o, const Setting& s, const std::vector<Cell>& cel
                    ", \"%s\": {\"total_gbps\": %.3f, \"min_gbps\": %.3f, \"max_gbps\": %.3f, "
                    "\"h2d_gbps\": %.3f, \"d2h_gbps\": %.3f, \"overlap_min\": %.4f, "
                    "\"sum_of_rates_gbps\": %.3f, \"windows_overlap\": %s, "
-                   "\"cpu_s_per_gb\": %.4f, \"per_gpu_gbps\": [",
+                   "\"cpu_s_per_gb\": %.4f, \"copy_median_us\": %.2f, "
+                   "\"first_copy_us_max\": %.1f, \"per_gpu_gbps\": [",
                    kModes[m], median(t), *std::min_element(t.begin(), t.end()),
                    *std::max_element(t.begin(), t.end()), median(c.h2d[m]), median(c.d2h[m]), ov,
                    median(c.sum_of_rates[m]), ov >= kOverlapNeeded ? "true" : "false",
-                   median(c.cpu_s_per_gb[m]));
+                   median(c.cpu_s_per_gb[m]), median(c.copy_median_us[m]),
+                   *std::max_element(c.first_copy_us[m].begin(), c.first_copy_us[m].end()));
       for (std::size_t g = 0; g < c.gpus.size(); ++g)
         std::fprintf(f, "%s%.3f", g ? ", " : "", median(c.per_gpu[m][g]));
       std::fprintf(f, "]}");

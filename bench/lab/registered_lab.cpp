@@ -13,13 +13,20 @@
 //               cuThreadExchangeStreamCaptureMode
 //   pageable    another malloc'd buffer, cudaMemcpyAsync + cudaStreamSynchronize: CUDA's staging
 //               without cmt; under `cmt run` with CMT_REGISTER=hot, cmt's hot path
-// Each mode's bytes are checked once per size and direction. Prints median ns per copy and the
-// ratio to pinned's. With --offset N the registered and pageable buffers' copies start N bytes
-// into a page, as malloc's (16) and torch's (64) buffers do, while cudaMallocHost's stay
+// Each mode's bytes are checked after each size and direction's copies. Prints median ns per copy
+// and the ratio to pinned's. With --offset N the registered and pageable buffers' copies start N
+// bytes into a page, as malloc's (16) and torch's (64) buffers do, while cudaMallocHost's stay
 // page-aligned: what an unaligned host address costs the DMA (session 25: `cmt bench copy`, whose
 // buffers are malloc'd, read hot at 0.84 of pinned at 64 KiB D2H where this lab read 0.95).
 //
+// Two switches make it copy as `cmt bench copy --threads 1` does, to find what that loop adds per
+// copy (1.3-2 us to pinned copies, 2.7-4 us to hot ones at 64-256 KiB, NOTES.md 77): --thread
+// fresh makes each size and direction's copies on a new thread kept on the GPU's local cores (the
+// stream still the main thread's), and --buffers malloc gives the pageable buffer of each size
+// from malloc(size) on such a thread (its arena's heap or an mmap'd chunk, 16 bytes into a page).
+//
 // usage: cmt-lab-registered [--sizes 64K,256K,1M] [--reps 2000] [--offset 0] [--block 1]
+//                           [--thread main|fresh] [--buffers aligned|malloc]
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -29,11 +36,14 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_cli.h"
 #include "common/byte_size.h"
 #include "cuda_check.h"
+#include "engine/shared/gpu_locality.h"
 
 namespace {
 
@@ -117,6 +127,46 @@ bool check(Buffers& b, const Mode& m, std::size_t bytes) {
   return true;
 }
 
+// Every mode's copies of `bytes` one way, `block` at a time in rotation, the first 20 of each
+// mode warming it up: ns per copy, by mode.
+std::vector<std::vector<double>> measure(const std::vector<Mode>& all, Buffers& b,
+                                         std::size_t bytes, bool h2d, int reps, int block) {
+  std::vector<std::vector<double>> ns(all.size());
+  for (int r = 0; r < (reps + 20 + block - 1) / block; ++r)
+    for (std::size_t k = 0; k < all.size(); ++k) {
+      const std::size_t which = (k + r) % all.size();
+      const Mode& m = all[which];
+      for (int i = 0; i < block; ++i) {
+        const auto t0 = Clock::now();
+        m.copy(b.*m.buffer, bytes, h2d);
+        const double t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+        if (r * block + i >= 20) ns[which].push_back(t);
+      }
+    }
+  return ns;
+}
+
+void print(const std::vector<std::vector<double>>& ns, std::size_t bytes, bool h2d) {
+  std::printf("%-6s %s ", cmt::format_byte_size(bytes).c_str(), h2d ? "h2d" : "d2h");
+  const double pinned = median(ns[0]);
+  for (const auto& v : ns) std::printf(" %6.0f (%4.2f)", median(v), pinned / median(v));
+  std::printf("\n         mean");
+  for (const auto& v : ns) std::printf(" %6.0f (%4.2f)", mean(v), mean(ns[0]) / mean(v));
+  std::printf("\n          p99");
+  for (const auto& v : ns) std::printf(" %6.0f       ", percentile(v, 0.99));
+  std::printf("\n");
+}
+
+// Runs `work` on a new thread kept on `cpus` with device 0 current, as cmt bench copy's window
+// threads are, and waits for it.
+void on_fresh_thread(const std::vector<int>& cpus, const std::function<void()>& work) {
+  std::thread([&] {
+    cmt::pin_current_thread(cpus);
+    CMT_CHECK_CUDA(cudaSetDevice(0));
+    work();
+  }).join();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -136,7 +186,17 @@ int main(int argc, char** argv) {
   app.add_option("--offset", offset, "Bytes into a page where the registered and pageable "
                  "buffers start (cudaMallocHost's stay page-aligned)")
       ->check(CLI::Range(0, 4095));
+  std::string thread = "main", buffers = "aligned";
+  app.add_option("--thread", thread,
+                 "Where the copies are made: main (this thread), or fresh (a new thread for each "
+                 "size and direction, kept on the GPU's local cores, as cmt bench copy's)")
+      ->check(CLI::IsMember({"main", "fresh"}));
+  app.add_option("--buffers", buffers,
+                 "The pageable buffer: aligned (page-aligned, one for all sizes), or malloc "
+                 "(malloc(size) for each size on a thread on the GPU's cores, as cmt bench copy's)")
+      ->check(CLI::IsMember({"aligned", "malloc"}));
   CLI11_PARSE(app, argc, argv);
+  const bool fresh_thread = thread == "fresh", malloc_buffers = buffers == "malloc";
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "cmt-lab-registered: no CUDA GPU found\n");
@@ -162,6 +222,12 @@ int main(int argc, char** argv) {
   CMT_CHECK_CU(cuMemHostRegister(b.registered, largest, CU_MEMHOSTREGISTER_PORTABLE));
   CMT_CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.device), largest));
   std::vector<Mode> all = modes(b);
+  char pci[64] = {};
+  CMT_CHECK_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), 0));
+  const std::vector<int> cpus = cmt::gpu_locality(pci).cpus;
+  std::printf("copies on the %s thread%s; pageable buffer %s\n", thread.c_str(),
+              fresh_thread ? " (on the GPU's local cores)" : "",
+              malloc_buffers ? "malloc(size) for each size" : "page-aligned");
   std::printf(
       "size   dir  %12s %12s %12s %12s %12s   (median ns per copy, then mean and 99th percentile; "
       "/ pinned)\n",
@@ -169,37 +235,29 @@ int main(int argc, char** argv) {
   bool ok = true;
   for (std::size_t bytes : sizes)
     for (bool h2d : {true, false}) {
-      std::vector<std::vector<double>> ns(all.size());
-      // Rounds of `block` copies of each mode, the first 20 copies of each warming it up.
-      for (int r = 0; r < (reps + 20 + block - 1) / block; ++r)
-        for (std::size_t k = 0; k < all.size(); ++k) {
-          const std::size_t which = (k + r) % all.size();
-          const Mode& m = all[which];
-          for (int i = 0; i < block; ++i) {
-            const auto t0 = Clock::now();
-            m.copy(b.*m.buffer, bytes, h2d);
-            const double t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-            if (r * block + i >= 20) ns[which].push_back(t);
-          }
+      char* aligned = b.pageable;
+      char* own = nullptr;
+      if (malloc_buffers) {  // the benchmark's: malloc(bytes) on a thread on the GPU's cores
+        on_fresh_thread(cpus, [&] { own = static_cast<char*>(std::malloc(bytes)); });
+        if (!own) {
+          std::fprintf(stderr, "cmt-lab-registered: out of memory\n");
+          return 1;
         }
-      std::printf("%-6s %s ", cmt::format_byte_size(bytes).c_str(), h2d ? "h2d" : "d2h");
-      const double pinned = median(ns[0]);
-      for (std::size_t k = 0; k < all.size(); ++k)
-        std::printf(" %6.0f (%4.2f)", median(ns[k]), pinned / median(ns[k]));
-      std::printf("\n         mean");
-      for (std::size_t k = 0; k < all.size(); ++k)
-        std::printf(" %6.0f (%4.2f)", mean(ns[k]), mean(ns[0]) / mean(ns[k]));
-      std::printf("\n          p99");
-      for (std::size_t k = 0; k < all.size(); ++k)
-        std::printf(" %6.0f       ", percentile(ns[k], 0.99));
-      std::printf("\n");
-    }
-  for (const Mode& m : all)
-    for (std::size_t bytes : sizes)
-      if (!check(b, m, bytes)) {
-        std::printf("WRONG BYTES: %s at %zu\n", m.name, bytes);
-        ok = false;
+        std::memset(own, 1, bytes);
+        b.pageable = own;
       }
+      std::vector<std::vector<double>> ns;
+      auto run = [&] { ns = measure(all, b, bytes, h2d, reps, block); };
+      fresh_thread ? on_fresh_thread(cpus, run) : run();
+      print(ns, bytes, h2d);
+      for (const Mode& m : all)
+        if (!check(b, m, bytes)) {
+          std::printf("WRONG BYTES: %s at %zu\n", m.name, bytes);
+          ok = false;
+        }
+      b.pageable = aligned;
+      std::free(own);
+    }
   std::printf("check %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -23,7 +23,8 @@ grep -q "the copies of 2 process(es) recorded in $tmp/trace.tsv" "$tmp/err" ||
   { echo "FAIL: cmt run said: $(cat "$tmp/err")"; exit 1; }
 "$cmt" trace show "$tmp/trace.tsv" > "$tmp/show" || { echo "FAIL: cmt trace show"; exit 1; }
 cat "$tmp/show"
-grep -q "^trace: 2 process(es)" "$tmp/show" && grep -q "^taken by cmt: " "$tmp/show" ||
+grep -q "^trace: 2 process(es)" "$tmp/show" && grep -q "^taken by cmt: " "$tmp/show" &&
+  grep -q "^host buffers copied again " "$tmp/show" ||
   { echo "FAIL: the summary"; exit 1; }
 python3 - "$tmp" <<'PY' || exit 1
 import glob, json, sys
@@ -31,7 +32,7 @@ tmp = sys.argv[1]
 sections = {}
 pid = None
 for line in open(f"{tmp}/trace.tsv"):
-    if line.startswith("# cmt trace 3 "):
+    if line.startswith("# cmt trace 4 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):
@@ -52,6 +53,15 @@ for pid, rows in sections.items():
     taken = [r for r in rows if r[3].startswith("cu") and int(r[6]) > 0]
     assert taken and all(int(r[11]) >= 0 and int(r[13]) >= 0 for r in taken), "a taken copy without its lane or first DMA"
     assert all(int(r[11]) == -1 for r in rows if int(r[6]) == 0), "a lane for a copy cmt did not take"
+    # Where each copy's host side was (version 4): an address for every host <-> device copy of
+    # the driver API's, none for the host leg's calls.
+    assert all(len(r) == 16 for r in rows), "a call line without host_at"
+    # A copy that named its direction, or that cmt took (cuMemcpy*, the host side found), says
+    # where its host side was; a batch of several copies does not.
+    assert all(int(r[15], 16) != 0 for r in rows if r[4] in ("h2d", "d2h") and r[3].startswith("cu")
+               and "Batch" not in r[3] and (r[8] != "-" or int(r[6]) > 0)), \
+        "a host <-> device copy without its host address: " + str([r for r in rows if r[4] in ("h2d", "d2h") and int(r[15], 16) == 0][:3])
+    assert all(int(r[15], 16) == 0 for r in rows if r[4] == "h2h"), "a host address for a host-leg call"
     for d in ("h2d", "d2h"):
         t = s["taken"][d]
         assert t["in_flight_seconds"] <= t["seconds"] + 1e-6, t
@@ -69,7 +79,7 @@ import glob, json, os, sys
 tmp = sys.argv[1]
 sections, pid = {}, None
 for line in open(f"{tmp}/fork.tsv"):
-    if line.startswith("# cmt trace 3 "):
+    if line.startswith("# cmt trace 4 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):

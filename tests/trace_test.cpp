@@ -147,6 +147,75 @@ TEST(TraceFile, Version3SaysHowLongCopiesWaitedForALaneAndHowBusyLanesWere) {
   EXPECT_NE(report.find("h2d lane 0 80%; h2d lane 1 50%"), std::string::npos) << report;
 }
 
+// One version-4 call line: a call of 1 ms at `start_ms` on thread 3, taken or not, `host_at` its
+// host side.
+std::string v4_call(int start_ms, const char* direction, std::size_t bytes, const char* outcome,
+                    const char* host, const char* host_at) {
+  const bool taken = std::string(outcome) == "taken" || std::string(outcome) == "hot";
+  return std::to_string(start_ms * 1000000) + "\t" + std::to_string(start_ms * 1000000 + 1000000) +
+         "\t3\tcudaMemcpyAsync\t" + direction + "\t" + std::to_string(bytes) + "\t" +
+         std::to_string(taken ? bytes : 0) + "\t" + outcome + "\t" + host +
+         "\t0x0\t0\t-1\t0\t-1\t-1\t" + host_at + "\n";
+}
+
+TEST(TraceFile, Version4SaysWhatWasCopiedAgainFromTheSameHostBuffers) {
+  const std::string columns = std::string(kHeader).substr(0, std::string(kHeader).size() - 1) +
+                              "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\n";
+  const std::size_t mib = 1 << 20;
+  std::string a = "# cmt trace 4 pid=3 exe=/bin/a\n" + columns;
+  // 1 MiB at 0x1000: to the GPU three times, then back (one buffer either way).
+  for (int i = 0; i < 3; ++i) a += v4_call(i, "h2d", mib, "taken", "resident", "0x1000");
+  a += v4_call(3, "d2h", mib, "taken", "resident", "0x1000");
+  a += v4_call(4, "h2d", 2 * mib, "taken", "resident", "0x9000000");  // once
+  // Copied twice from cmt's registration of it: counted.
+  for (int i = 5; i < 7; ++i) a += v4_call(i, "h2d", mib, "hot", "pinned", "0x7000000");
+  // Not counted: too small for a hot buffer, the program's pinned memory, no host side.
+  for (int i = 7; i < 12; ++i)
+    a += v4_call(i, "h2d", 4096, "below_threshold", "resident", "0x1000");
+  for (int i = 12; i < 15; ++i)
+    a += v4_call(i, "h2d", mib, "pinned_or_managed", "pinned", "0x5000");
+  a += v4_call(15, "d2d", mib, "taken", "-", "0x0");
+  // Another process's buffer at the same address is another buffer.
+  const std::string b = "# cmt trace 4 pid=4 exe=/bin/b\n" + columns +
+                        v4_call(0, "h2d", mib, "taken", "resident", "0x1000");
+  const std::string path = write_file(a + b);
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(read_trace_file(path, &t, &error)) << error;
+  unlink(path.c_str());
+  ASSERT_EQ(t.calls.size(), 17u);
+  EXPECT_EQ(t.calls.front().host_at, 0x1000u);
+  const std::string report = describe_trace(t);
+  EXPECT_NE(
+      report.find("  8 copies of 4 buffers; 2 copied twice or more, 0 10 times or more, 0 100 "
+                  "times or more (at most 4)\n"),
+      std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  from a buffer copied before: 4 copies, 4.0 MiB (44% of the bytes), "
+                        "0.004 s in the calls\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  from its third copy on: 2 copies, 2.0 MiB (22% of the bytes), 0.002 s"),
+            std::string::npos)
+      << report;
+  // A version-3 trace does not say where host sides were: no such section.
+  Trace old;
+  const std::string v3 = write_file(
+      "# cmt trace 3 pid=3 exe=/bin/c\n" +
+      columns.substr(0, columns.size() - std::string("\thost_at\n").size()) + "\n" +
+      "0\t4000000\t3\tcudaMemcpyAsync\th2d\t4000\t4000\ttaken\tresident\t0x0\t0\t0\t0\t100\t900\n");
+  ASSERT_TRUE(read_trace_file(v3, &old, &error)) << error;
+  unlink(v3.c_str());
+  EXPECT_EQ(describe_trace(old).find("copied again"), std::string::npos);
+  // A host_at that is not an address is named.
+  const std::string bad = write_file("# cmt trace 4 pid=3 exe=/bin/c\n" + columns +
+                                     v4_call(0, "h2d", mib, "taken", "resident", "4096"));
+  EXPECT_FALSE(read_trace_file(bad, &old, &error));
+  unlink(bad.c_str());
+  EXPECT_NE(error.find(":3: field 16 (host_at, '4096') is not an address"), std::string::npos)
+      << error;
+}
+
 TEST(TraceFile, ItsCopiesAreWhatTuneTunesFor) {
   const std::string path = write_file(
       std::string("# cmt trace 1 pid=10 exe=/bin/a\n") + kHeader +
@@ -175,7 +244,7 @@ TEST(TraceFile, NamesTheLineThatIsWrong) {
   std::string error;
   std::string path = write_file("not a trace\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));
-  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 3"), std::string::npos) << error;
+  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 4"), std::string::npos) << error;
   unlink(path.c_str());
   path = write_file(std::string("# cmt trace 1 pid=1 exe=x\n") + kHeader + "1\t2\t3\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));

@@ -7,21 +7,30 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <tuple>
 #include <utility>
 
 namespace cmt {
 namespace {
 
-// Version 1's columns, version 2's (the engine's lane and first DMA added) and version 3's (the
-// copy's wait for a lane added).
+// Version 1's columns, version 2's (the engine's lane and first DMA added), version 3's (the
+// copy's wait for a lane added) and version 4's (the host side's address added).
 const char* const kColumns1 =
     "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult";
 const std::string kColumns2 = std::string(kColumns1) + "\tlane\tlane_built\tfirst_dma_ns";
 const std::string kColumns3 = kColumns2 + "\tlane_wait_ns";
+const std::string kColumns4 = kColumns3 + "\thost_at";
+constexpr int kNewestVersion = 4;
 
 std::string columns_of(int version) {
-  return version == 1 ? std::string(kColumns1) : version == 2 ? kColumns2 : kColumns3;
+  return version == 1   ? std::string(kColumns1)
+         : version == 2 ? kColumns2
+         : version == 3 ? kColumns3
+                        : kColumns4;
 }
+
+// Copies smaller than this never make a host buffer hot (register_from's default).
+constexpr std::uint64_t kHotFrom = 64u << 10;
 
 std::vector<std::string> split_tabs(const std::string& line) {
   std::vector<std::string> fields;
@@ -57,10 +66,20 @@ std::string parse_engine_fields(const std::vector<std::string>& f, int version, 
   return {};
 }
 
+// An address as the recorder writes it, 0x and hex digits.
+bool parse_address(const std::string& text, std::uint64_t* out) {
+  if (text.size() < 3 || text.compare(0, 2, "0x") != 0 || text[2] == '-' || text[2] == '+')
+    return false;
+  char* end = nullptr;
+  errno = 0;
+  *out = std::strtoull(text.c_str() + 2, &end, 16);
+  return errno == 0 && end && *end == '\0';
+}
+
 // One call line of a section of `version` into `call`; the empty string, or what is wrong.
 std::string parse_call(const std::string& line, int version, TraceCall* call) {
   const std::vector<std::string> f = split_tabs(line);
-  const std::size_t fields = version == 1 ? 11 : version == 2 ? 14 : 15;
+  const std::size_t fields = version == 1 ? 11 : version == 2 ? 14 : version == 3 ? 15 : 16;
   if (f.size() != fields)
     return "expected " + std::to_string(fields) + " tab-separated fields, found " +
            std::to_string(f.size());
@@ -68,6 +87,9 @@ std::string parse_call(const std::string& line, int version, TraceCall* call) {
     const std::string why = parse_engine_fields(f, version, call);
     if (!why.empty()) return why;
   }
+  if (version >= 4 && !parse_address(f[15], &call->host_at))
+    return "field 16 (host_at, '" + f[15].substr(0, 40) +
+           "') is not an address (0x and hex digits)";
   unsigned long long v[5] = {};
   const int columns[5] = {0, 1, 2, 5, 6};
   for (int i = 0; i < 5; ++i)
@@ -331,23 +353,70 @@ std::string gaps(const Trace& t) {
              gap[gap.size() / 2] / 1e3, gap[gap.size() * 9 / 10] / 1e3, total / 1e9);
 }
 
+// Version 4: how much the program copied again from the same host buffers, which a registration
+// of hot buffers (CMT_REGISTER=hot, register_cache.h) would take straight from their pages: the
+// pageable host <-> device copies of 64 KiB and up (and those made from cmt's registrations), by
+// process, host address and size. The trace sees no frees, so a buffer freed and made again at
+// the same address counts as the same one here; cmt's cache starts it afresh.
+std::string reuse(const Trace& t) {
+  if (!t.host_addresses) return {};
+  // Either way: a buffer copied to the GPU and back is one registration.
+  std::map<std::tuple<int, std::uint64_t, std::uint64_t>, std::uint64_t> copies;
+  Tally all, again, from_third;         // from a range copied before; from its third copy on
+  for (const TraceCall& c : t.calls) {  // in order of start
+    if ((c.direction != "h2d" && c.direction != "d2h") || !c.host_at || c.bytes < kHotFrom ||
+        (c.host == "pinned" && c.outcome != "hot"))
+      continue;
+    const std::uint64_t n = ++copies[{c.process, c.host_at, c.bytes}];
+    all.add(c);
+    if (n >= 2) again.add(c);
+    if (n >= 3) from_third.add(c);
+  }
+  const std::string title =
+      "host buffers copied again (pageable copies of 64 KiB and up, by host address and size):";
+  if (!all.calls) return title + " none\n";
+  std::uint64_t twice = 0, ten = 0, hundred = 0, most = 0;
+  for (const auto& [range, n] : copies) {
+    twice += n >= 2, ten += n >= 10, hundred += n >= 100;
+    most = std::max(most, n);
+  }
+  std::string out = title + "\n  " + std::to_string(all.calls) + " copies of " +
+                    std::to_string(copies.size()) + " buffers; " + std::to_string(twice) +
+                    " copied twice or more, " + std::to_string(ten) + " 10 times or more, " +
+                    std::to_string(hundred) + " 100 times or more (at most " +
+                    std::to_string(most) + ")\n";
+  auto share = [&](const char* what, const Tally& part) {
+    return "  " + std::string(what) + ": " + std::to_string(part.calls) + " copies, " +
+           bytes_text(part.bytes) +
+           fmt(" (%.0f%% of the bytes), %.3f s in the calls\n",
+               all.bytes ? 100.0 * part.bytes / all.bytes : 0.0, part.ns / 1e9);
+  };
+  out += share("from a buffer copied before", again);
+  out += share("from its third copy on", from_third);
+  if (from_third.calls)
+    out +=
+        "  (CMT_REGISTER=hot registers a buffer at its second copy and copies it straight from "
+        "its pages from then on)\n";
+  return out;
+}
+
 }  // namespace
 
 namespace {
 
-// A section's header line, `# cmt trace 3 pid=... exe=... dropped=...`, into a new process;
-// the section's version (1 to 3), or 0 with `error` set.
+// A section's header line, `# cmt trace 4 pid=... exe=... dropped=...`, into a new process;
+// the section's version (1 to 4), or 0 with `error` set.
 int read_header(const std::string& path, int number, const std::string& line, Trace* trace,
                 std::string* error) {
-  const int version = line.rfind("# cmt trace 1 ", 0) == 0   ? 1
-                      : line.rfind("# cmt trace 2 ", 0) == 0 ? 2
-                      : line.rfind("# cmt trace 3 ", 0) == 0 ? 3
-                                                              : 0;
+  int version = 0;
+  for (int v = 1; v <= kNewestVersion && !version; ++v)
+    if (line.rfind("# cmt trace " + std::to_string(v) + " ", 0) == 0) version = v;
   if (!version) {
-    *error = path + ":" + std::to_string(number) +
-             ": expected '# cmt trace 3 pid=... exe=...' (a file CMT_RECORD wrote)";
+    *error = path + ":" + std::to_string(number) + ": expected '# cmt trace " +
+             std::to_string(kNewestVersion) + " pid=... exe=...' (a file CMT_RECORD wrote)";
     return 0;
   }
+  if (version >= 4) trace->host_addresses = true;
   std::string pid = "?", exe = "?";
   std::istringstream words(line.substr(14));
   for (std::string w; words >> w;) {
@@ -413,7 +482,7 @@ std::string describe_trace(const Trace& trace) {
     return "trace: " + std::to_string(trace.processes.size()) + " process(es), no copy calls\n";
   return overview(trace) + taken_and_forwarded(trace) + engine_side(trace) +
          by_key(trace, "by direction and size (sizes from the power of two shown):", size_key) +
-         by_key(trace, "by direction and host memory:", host_key) + gaps(trace);
+         by_key(trace, "by direction and host memory:", host_key) + gaps(trace) + reuse(trace);
 }
 
 StatsSum sum_of_trace(const Trace& trace) {

@@ -1,8 +1,9 @@
 // Traces that `cmt run --record FILE` writes (interposer/recorder.h: one tab-separated line per
 // copy call), read back and summarized for `cmt trace show`: how long the program spent in copies
 // and between them, how many ran at once, what cmt took and at what rate (per copy, and together
-// while copies overlapped), sizes, the host memory's kinds, and where time went to CUDA's own path
-// (the calls forwarded, by reason).
+// while copies overlapped), sizes, the host memory's kinds, where time went to CUDA's own path
+// (the calls forwarded, by reason), and how much was copied again from the same host buffers
+// (what hot buffers would take).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ struct TraceCall {
   bool lane_built = false;     // its staging ring made for this copy
   std::int64_t first_dma_ns = -1;  // the first DMA's delay in the engine (-1: none)
   std::int64_t lane_wait_ns = -1;  // its wait for a free lane before that (version 3; -1: none)
+  std::uint64_t host_at = 0;       // the host side's address (version 4; 0: none, or not known)
   int process = 0;  // index of the section it came from
 };
 
@@ -31,6 +33,7 @@ struct Trace {
   std::vector<std::string> processes;  // "pid exe" of each file read
   std::vector<TraceCall> calls;        // all files' calls, sorted by start
   std::uint64_t dropped = 0;           // calls the recorder could not keep
+  bool host_addresses = false;         // a section (version 4) says where host sides were
 };
 
 // Reads one trace file into `trace` (appending): one section per process, each a header line and

@@ -397,12 +397,13 @@ std::vector<OptionSpec> build_table() {
                           "threads used) to this file at exit; each %p in it becomes the "
                           "process's pid, one file per process of a tree.",
                           &Config::stats_file));
-  t.push_back(text_option("record_file", "CMT_RECORD", Scope::EnvOnly,
-                          "Record every CUDA copy and taken host copy the process makes (start, "
-                          "end, size, direction, entry point, stream, host memory kind, taken or "
-                          "why not) and write the trace to this file at exit, for cmt trace show; "
-                          "each %p becomes the pid (cmt run --record sets it).",
-                          &Config::record_file));
+  t.push_back(
+      text_option("record_file", "CMT_RECORD", Scope::EnvOnly,
+                  "Record every CUDA copy and taken host copy the process makes (start, "
+                  "end, size, direction, entry point, stream, host memory kind and address, "
+                  "taken or why not) and write the trace to this file at exit, for cmt trace show; "
+                  "each %p becomes the pid (cmt run --record sets it).",
+                  &Config::record_file));
   t.push_back(text_option("profile", "CMT_PROFILE", Scope::EnvOnly,
                           "A profile to apply over this machine's (cmt run --profile sets it).",
                           &Config::profile));

@@ -479,6 +479,7 @@ std::size_t Interposer::run_hot_copy(const CopyRequest& r,
                     std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
   pages ? stats_->hot(r.bytes) : stats_->beside_hot(r.bytes);
   note_outcome("hot", r.direction == Direction::HostToDevice ? "h2d" : "d2h");  // for the record
+  note_host(r.host);
   if (taken) *taken = r.direction;
   return r.bytes;
 }
@@ -665,6 +666,7 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
     }
     stats_->taken(d.request.direction, entry, out.bytes_done, static_cast<std::uint64_t>(ns));
     note_engine(out.lane, out.lane_built, out.first_dma_ns, out.lane_wait_ns);
+    note_host(d.request.host);
     if (taken) *taken = d.request.direction;
     if (out.fresh_bytes) stats_->fresh(out.fresh_bytes);
     if (out.bytes_done < bytes) {

@@ -50,6 +50,8 @@ struct Outcome {
   bool lane_built = false;
   std::int64_t first_dma_ns = -1;
   std::int64_t lane_wait_ns = -1;
+  std::uintptr_t host_at = 0;  // note_host's, where it was called once
+  int hosts = 0;               // how many times
 };
 thread_local Outcome t_outcome;
 
@@ -191,22 +193,23 @@ std::string Recorder::to_text() const {
   });
   char exe[512] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = '\0';
-  std::string out = "# cmt trace 3 pid=" + std::to_string(getpid()) + " exe=" + exe +
+  std::string out = "# cmt trace 4 pid=" + std::to_string(getpid()) + " exe=" + exe +
                     " calls=" + std::to_string(sorted.size()) +
                     " dropped=" + std::to_string(g_dropped.load()) + "\n";
-  out += "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult"
-         "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\n";
+  out +=
+      "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult"
+      "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\n";
   char line[512];
   for (const CallRecord& r : sorted) {
-    std::snprintf(line, sizeof line,
-                  "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\t%d\t%d\t%lld\t%lld\n",
-                  static_cast<unsigned long long>(r.start_ns),
-                  static_cast<unsigned long long>(r.end_ns), r.tid, r.api, r.direction,
-                  static_cast<unsigned long long>(r.bytes),
-                  static_cast<unsigned long long>(r.taken_bytes), r.outcome,
-                  host_kind_name(r.host), static_cast<unsigned long long>(r.stream), r.result,
-                  r.lane, r.lane_built ? 1 : 0, static_cast<long long>(r.first_dma_ns),
-                  static_cast<long long>(r.lane_wait_ns));
+    std::snprintf(
+        line, sizeof line,
+        "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\t%d\t%d\t%lld\t%lld\t0x%llx\n",
+        static_cast<unsigned long long>(r.start_ns), static_cast<unsigned long long>(r.end_ns),
+        r.tid, r.api, r.direction, static_cast<unsigned long long>(r.bytes),
+        static_cast<unsigned long long>(r.taken_bytes), r.outcome, host_kind_name(r.host),
+        static_cast<unsigned long long>(r.stream), r.result, r.lane, r.lane_built ? 1 : 0,
+        static_cast<long long>(r.first_dma_ns), static_cast<long long>(r.lane_wait_ns),
+        static_cast<unsigned long long>(r.host_at));
     out += line;
   }
   return out;
@@ -273,6 +276,11 @@ void note_engine(int lane, bool lane_built, std::int64_t first_dma_ns,
     t_outcome.lane_wait_ns = std::max<std::int64_t>(t_outcome.lane_wait_ns, 0) + lane_wait_ns;
 }
 
+void note_host(const void* host) noexcept {
+  if (t_outcome.hosts == 0) t_outcome.host_at = reinterpret_cast<std::uintptr_t>(host);
+  if (t_outcome.hosts < 2) ++t_outcome.hosts;  // one, or more than one
+}
+
 RecordedCall::RecordedCall(const char* api, const char* direction, const void* host,
                            std::size_t bytes, CUstream stream) noexcept
     : recorder_(Recorder::active()) {
@@ -283,6 +291,7 @@ RecordedCall::RecordedCall(const char* api, const char* direction, const void* h
   record_.stream = reinterpret_cast<std::uintptr_t>(stream);
   record_.tid = static_cast<int>(gettid());
   record_.host = sample_host_kind(host, bytes);
+  record_.host_at = reinterpret_cast<std::uintptr_t>(host);
   t_outcome = Outcome{};
   record_.start_ns = now_ns();  // after the sampling: the call's own time only
 }
@@ -306,6 +315,8 @@ void RecordedCall::finish(long result, std::size_t taken_bytes) noexcept {
   record_.lane_built = t_outcome.lane_built;
   record_.first_dma_ns = t_outcome.first_dma_ns;
   record_.lane_wait_ns = t_outcome.lane_wait_ns;
+  // A call that did not say which side was the host's (cudaMemcpyDefault), made as one copy.
+  if (!record_.host_at && t_outcome.hosts == 1) record_.host_at = t_outcome.host_at;
   recorder_->add(record_);
 }
 

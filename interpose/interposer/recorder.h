@@ -7,9 +7,10 @@
 // trace shows what they do, which `cmt trace show` summarizes (tuner/trace_file.h) and which a
 // replay can reproduce.
 //
-// The file is text, tab-separated: a header line `# cmt trace 3 pid=... exe=...`, a line naming the
+// The file is text, tab-separated: a header line `# cmt trace 4 pid=... exe=...`, a line naming the
 // columns, then one line per call in order of start. (Version 1 had no lane, lane_built and
-// first_dma_ns columns, version 2 no lane_wait_ns; `cmt trace show` reads all three.) Recording costs each recorded call a few
+// first_dma_ns columns, version 2 no lane_wait_ns, version 3 no host_at; `cmt trace show` reads
+// all four.) Recording costs each recorded call a few
 // system calls (the host memory is sampled through /proc/self/pagemap and mincore) and an atomic
 // add; a process that does not record pays one load per call. At most 1,048,576 calls are kept.
 #pragma once
@@ -52,6 +53,9 @@ struct CallRecord {
   // took it but made no byte), "libc" (a host-leg call libc made), or the reason it was left.
   const char* outcome = "";
   HostKind host = HostKind::None;
+  // The host side's address (0: none, or the call does not say which side is the host's): a
+  // buffer copied again shows as the same address and size (hot buffers, register_cache.h).
+  std::uintptr_t host_at = 0;
   long result = 0;  // what the call returned (a cudaError_t or CUresult; 0 for the host leg)
   // A copy cmt's engine took: the lane it ran on (-1: none), whether the lane's staging ring was
   // made for it, its first DMA's delay from the engine's start of the copy (-1: none), and how
@@ -98,6 +102,10 @@ void note_outcome(const char* outcome, const char* direction) noexcept;
 // And, for a copy the engine took, what the engine said of it (common/copy_types.h's CopyOutcome).
 void note_engine(int lane, bool lane_built, std::int64_t first_dma_ns,
                  std::int64_t lane_wait_ns) noexcept;
+
+// And the host side of a copy it took, where the call did not say which side that was (one
+// copy's: a batch of several keeps none).
+void note_host(const void* host) noexcept;
 
 // The recorder's clock (CLOCK_MONOTONIC, ns), and a call the host leg took (memcpy, memmove or
 // memset: `api`), begun at `start_ns`, of which cmt's threads made `done` bytes. Allocates nothing.

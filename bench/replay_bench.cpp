@@ -7,11 +7,14 @@
 // with the same sizes, directions and kind of call (cudaMemcpy, or cudaMemcpyAsync and a stream
 // synchronize), from host memory of the recorded kind: resident (the thread's buffer, written
 // once), a fresh mapping of a file in the page cache (file_cached), new anonymous memory (fresh),
-// or CUDA host memory (pinned). Between two copies it does CPU work for the recorded gap, and it
-// starts at its first copy's recorded offset. Copies through the host leg, batches and GPU-to-GPU
-// copies are not replayed. In the pinned mode every host side is the thread's pinned buffer: the
-// ceiling. Reported per mode: the wall time of a round, the bytes over it, median of the rounds,
-// their spread, and the ratios.
+// or CUDA host memory (pinned); from a trace that says where host sides were (version 4), a
+// buffer the program copied more than once from a buffer of its own and any other resident copy
+// from a place not used for thousands of copies, so that hot buffers (CMT_REGISTER=hot) register
+// what they would have in the program (tuner/replay_plan.h). Between two copies it does CPU work
+// for the recorded gap, and it starts at its first copy's recorded offset. Copies through the host
+// leg, batches and GPU-to-GPU copies are not replayed. In the pinned mode every host side is the
+// thread's pinned buffer: the ceiling. Reported per mode: the wall time of a round, the bytes over
+// it, median of the rounds, their spread, and the ratios.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -32,6 +35,7 @@
 #include "bench_process.h"
 #include "common/output_file.h"
 #include "cuda_check.h"
+#include "replay_plan.h"
 #include "trace_file.h"
 
 namespace {
@@ -39,59 +43,25 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ForwardFn = int (*)(int);
 
-struct Copy {
-  std::uint64_t gap_ns = 0;  // CPU work before it (the first: its offset from the trace's start)
-  std::size_t bytes = 0;
-  bool to_device = true;
-  bool synchronous = false;  // cudaMemcpy-like: no stream of the thread's own
-  std::string host;          // the recorded kind
-};
+using cmt::replay::Copy;
 
 struct ReplayThread {
   std::vector<Copy> copies;
   std::size_t most = 0;  // the largest copy
   // Made once, before the rounds.
-  unsigned char* resident = nullptr;
+  unsigned char* resident = nullptr;  // a source, then a destination, each most + kSpread bytes
   unsigned char* pinned = nullptr;
   void* device = nullptr;
   cudaStream_t stream = nullptr;
+  const std::vector<unsigned char*>* buffers = nullptr;  // the program's buffers copied again
+  std::size_t spread = 0;  // copies made from a buffer copied once, in all rounds so far
 };
 
-enum class Mode { Default, Cmt, Pinned };
+// The room a thread's resident source and destination take past their largest copy, for copies
+// from buffers the program copied once (replay_plan.h).
+constexpr std::size_t kSpread = cmt::replay::kSpreadPlaces * cmt::replay::kSpreadStep;
 
-// The recorded host <-> device copies that started within [from_ns, to_ns) of the trace's first
-// call, per (process, thread), in the order made.
-std::vector<ReplayThread> threads_of(const cmt::Trace& trace, std::uint64_t from_ns,
-                                     std::uint64_t to_ns, std::uint64_t* bytes) {
-  std::map<std::pair<int, int>, ReplayThread> by_thread;
-  std::map<std::pair<int, int>, std::uint64_t> last_end;
-  const std::uint64_t first =
-      (trace.calls.empty() ? 0 : trace.calls.front().start_ns) + from_ns;  // the replay's start
-  *bytes = 0;
-  for (const cmt::TraceCall& c : trace.calls) {
-    if ((c.direction != "h2d" && c.direction != "d2h") || c.bytes == 0 ||
-        c.api.rfind("cu", 0) != 0 || c.api.find("Batch") != std::string::npos)
-      continue;
-    if (c.start_ns < first || c.start_ns - first >= to_ns - from_ns) continue;
-    const auto key = std::make_pair(c.process, c.tid);
-    auto end = last_end.find(key);
-    Copy copy;
-    copy.gap_ns = end == last_end.end() ? c.start_ns - first
-                                        : (c.start_ns > end->second ? c.start_ns - end->second : 0);
-    copy.bytes = c.bytes;
-    copy.to_device = c.direction == "h2d";
-    copy.synchronous = c.api.find("Async") == std::string::npos;
-    copy.host = c.host;
-    ReplayThread& t = by_thread[key];
-    t.copies.push_back(copy);
-    t.most = std::max(t.most, copy.bytes);
-    last_end[key] = c.end_ns;
-    *bytes += c.bytes;
-  }
-  std::vector<ReplayThread> out;
-  for (auto& [key, t] : by_thread) out.push_back(std::move(t));
-  return out;
-}
+enum class Mode { Default, Cmt, Pinned };
 
 void work_for(std::uint64_t ns) {  // the program's own work between copies: the CPU kept busy
   const auto end = Clock::now() + std::chrono::nanoseconds(ns);
@@ -135,8 +105,9 @@ struct HostSide {
   std::size_t unmap = 0;
 };
 
-HostSide host_side(const ReplayThread& t, const Copy& c, Mode mode, const CachedFile& file) {
+HostSide host_side(ReplayThread& t, const Copy& c, Mode mode, const CachedFile& file) {
   if (mode == Mode::Pinned || c.host == "pinned") return {t.pinned, 0};
+  if (c.buffer >= 0) return {(*t.buffers)[static_cast<std::size_t>(c.buffer)], 0};
   if (c.host == "file_cached" && c.to_device && file.fd >= 0) {
     void* m = mmap(nullptr, c.bytes, PROT_READ, MAP_PRIVATE, file.fd, 0);
     if (m != MAP_FAILED) return {static_cast<unsigned char*>(m), c.bytes};
@@ -145,23 +116,31 @@ HostSide host_side(const ReplayThread& t, const Copy& c, Mode mode, const Cached
     void* m = mmap(nullptr, c.bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m != MAP_FAILED) return {static_cast<unsigned char*>(m), c.bytes};
   }
-  return {t.resident, 0};
+  unsigned char* resident = t.resident + (c.to_device ? 0 : t.most + kSpread);
+  if (c.spread) resident += t.spread++ % cmt::replay::kSpreadPlaces * cmt::replay::kSpreadStep;
+  return {resident, 0};
 }
 
 }  // namespace
 
 namespace {
 
+unsigned char* host_memory(std::size_t bytes) {
+  auto* p = static_cast<unsigned char*>(std::malloc(bytes));
+  if (!p) {
+    std::fprintf(stderr, "cmt-bench-replay: no memory for %zu bytes\n", bytes);
+    std::exit(1);
+  }
+  return p;
+}
+
 // Host memory of the thread, made once: its resident source (written), its resident destination
 // (touched), its pinned buffer (written), and its device buffer.
 void prepare(ReplayThread& t, unsigned seed) {
-  t.resident = static_cast<unsigned char*>(std::malloc(2 * t.most));
-  if (!t.resident) {
-    std::fprintf(stderr, "cmt-bench-replay: no memory for %zu bytes\n", 2 * t.most);
-    std::exit(1);
-  }
-  for (std::size_t i = 0; i < t.most; ++i) t.resident[i] = pattern(i, 2 + seed);
-  std::memset(t.resident + t.most, 0, t.most);
+  const std::size_t side = t.most + kSpread;
+  t.resident = host_memory(2 * side);
+  for (std::size_t i = 0; i < side; ++i) t.resident[i] = pattern(i, 2 + seed);
+  std::memset(t.resident + side, 0, side);
   CMT_CHECK_CUDA(cudaHostAlloc(reinterpret_cast<void**>(&t.pinned), t.most, 0));
   for (std::size_t i = 0; i < t.most; ++i) t.pinned[i] = pattern(i, 3 + seed);
   CMT_CHECK_CUDA(cudaMalloc(&t.device, t.most));
@@ -214,7 +193,6 @@ std::size_t replay_thread(ReplayThread& t, Mode mode, const CachedFile& file, Fo
   for (const Copy& c : t.copies) {
     work_for(c.gap_ns);
     HostSide side = host_side(t, c, mode, file);
-    if (!c.to_device && side.p == t.resident) side.p = t.resident + t.most;  // the destination
     if (check && !c.to_device && !side.unmap) std::memset(side.p, 0xa5, c.bytes);
     copy(t, c, side.p);
     if (check) wrong += wrong_bytes(t, c, side.p, forward, &scratch);
@@ -323,7 +301,22 @@ std::string fixed(double v) {
   return out;
 }
 
+// What the replay made of the program's host buffers (replay_plan.h).
+std::string buffers_line(const cmt::Trace& trace, const cmt::replay::Plan& plan) {
+  if (!trace.host_addresses)
+    return "  host buffers: not recorded (a trace before version 4): each thread's resident copies "
+           "from one buffer\n";
+  std::size_t again = 0, bytes = 0;
+  for (const cmt::replay::Thread& t : plan.threads)
+    for (const Copy& c : t.copies) again += c.buffer >= 0;
+  for (std::size_t b : plan.buffers) bytes += b;
+  return "  host buffers: " + std::to_string(plan.buffers.size()) + " the program copied again (" +
+         std::to_string(bytes) + " bytes), each replayed from its own, " + std::to_string(again) +
+         " copies from them\n";
+}
+
 std::string report(const Options& o, const std::vector<ReplayThread>& ts, std::uint64_t bytes,
+                   const std::string& buffers,
                    const std::map<std::string, std::vector<double>>& runs,
                    const std::map<std::string, std::size_t>& wrong) {
   std::size_t copies = 0;
@@ -331,9 +324,9 @@ std::string report(const Options& o, const std::vector<ReplayThread>& ts, std::u
   for (const ReplayThread& t : ts)
     for (const Copy& c : t.copies) ++copies, gaps += c.gap_ns;
   std::string out = "cmt-bench-replay: " + o.trace + ": " + std::to_string(ts.size()) +
-                    " thread(s), " + std::to_string(copies) + " copies, " +
-                    std::to_string(bytes) + " bytes; CPU work between copies " +
-                    std::to_string(gaps / 1000000) + " ms in all threads\n";
+                    " thread(s), " + std::to_string(copies) + " copies, " + std::to_string(bytes) +
+                    " bytes; CPU work between copies " + std::to_string(gaps / 1000000) +
+                    " ms in all threads\n" + buffers;
   const double base = runs.count("default") ? median(runs.at("default")) : 0;
   const double pinned = runs.count("pinned") ? median(runs.at("pinned")) : 0;
   for (const std::string& m : o.modes) {
@@ -388,12 +381,26 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cmt-bench-replay: %s\n", error.c_str());
     return 2;
   }
-  std::uint64_t bytes = 0;
-  std::vector<ReplayThread> ts =
-      threads_of(trace, static_cast<std::uint64_t>(o.from_s * 1e9),
-                 static_cast<std::uint64_t>(std::min(o.to_s, 1e9) * 1e9), &bytes);
-  for (ReplayThread& t : ts)
+  const cmt::replay::Plan plan =
+      cmt::replay::plan_replay(trace, static_cast<std::uint64_t>(o.from_s * 1e9),
+                               static_cast<std::uint64_t>(std::min(o.to_s, 1e9) * 1e9));
+  const std::uint64_t bytes = plan.bytes;
+  // The program's buffers it copied again, made once and written (they are sources as often as
+  // destinations; a checked copy compares whatever they hold).
+  std::vector<unsigned char*> buffers;
+  for (std::size_t b = 0; b < plan.buffers.size(); ++b) {
+    buffers.push_back(host_memory(plan.buffers[b]));
+    for (std::size_t i = 0; i < plan.buffers[b]; ++i) buffers[b][i] = pattern(i, 5 + b);
+  }
+  std::vector<ReplayThread> ts;
+  for (const cmt::replay::Thread& planned : plan.threads) {
+    ReplayThread t;
+    t.copies = planned.copies;
+    t.most = planned.most;
+    t.buffers = &buffers;
     for (Copy& c : t.copies) c.gap_ns = static_cast<std::uint64_t>(c.gap_ns * o.gap_scale);
+    ts.push_back(std::move(t));
+  }
   if (ts.empty()) {
     std::fprintf(stderr, "cmt-bench-replay: %s holds no host <-> device copy to replay%s\n",
                  o.trace.c_str(), o.from_s > 0 || o.to_s < 1e9 ? " in the window given" : "");
@@ -421,7 +428,7 @@ int main(int argc, char** argv) {
   for (int r = 0; r < o.rounds; ++r)
     for (const std::string& m : o.modes)
       runs[m].push_back(run_round(ts, mode_of(m), file, forward, false, 0).seconds);
-  std::fputs(report(o, ts, bytes, runs, wrong).c_str(), stdout);
+  std::fputs(report(o, ts, bytes, buffers_line(trace, plan), runs, wrong).c_str(), stdout);
   std::string why;  // written as every file of cmt's: never through a planted link, never half
   if (!o.json.empty() && !cmt::write_output_file(o.json, as_json(o, bytes, runs, wrong), &why)) {
     std::fprintf(stderr, "cmt-bench-replay: cannot write '%s': %s\n", o.json.c_str(), why.c_str());

@@ -2,8 +2,9 @@
 # `cmt bench replay`: a trace that is not one, or that holds no host <-> device copy, is refused
 # with exit 2 and its reason; then, on a GPU, a small trace written here (two threads, resident,
 # fresh, file_cached and pinned sources, copies each way, synchronous and not, gaps) replayed in
-# every mode with every byte checked (exit 0), its JSON consistent, and a window of it. Windows that
-# are not one or hold no copy are refused. Exit 77 without a GPU.
+# every mode with every byte checked (exit 0), its JSON consistent, and a window of it; and a
+# version-4 trace whose buffer copied three times is replayed from a buffer of its own. Windows
+# that are not one or hold no copy are refused. Exit 77 without a GPU.
 set -u
 cmt=$1
 tmp=$(mktemp -d)
@@ -56,3 +57,19 @@ PY
   grep -q "2 thread(s), 2 copies, 8388611 bytes" "$tmp/out" ||
   { echo "FAIL: a window's copies: $(cat "$tmp/out")"; exit 1; }
 echo "ok: a window replays its copies alone"
+# A version-4 trace (host addresses): the buffer the program copied three times (to the GPU twice,
+# back once) is replayed from one buffer of its own, under hot buffers too, every byte checked.
+row4() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\t-1\t0\t-1\t-1\t%s\n' "$@"; }
+{
+  echo '# cmt trace 4 pid=9 exe=/bin/offload calls=4 dropped=0'
+  printf '%s\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\n' "$head"
+  row4 1000000 2000000 9 cudaMemcpyAsync h2d 3000001 3000001 resident 0x7f0000001010
+  row4 3000000 4000000 9 cudaMemcpyAsync h2d 3000001 3000001 resident 0x7f0000001010
+  row4 5000000 6000000 9 cudaMemcpyAsync d2h 3000001 3000001 resident 0x7f0000001010
+  row4 7000000 8000000 9 cudaMemcpyAsync h2d 1048576 1048576 resident 0x7f0000400010
+} > "$tmp/v4.tsv"
+CMT_REGISTER=hot "$cmt" bench replay "$tmp/v4.tsv" --rounds 2 > "$tmp/out" 2>&1 &&
+  grep -q "host buffers: 1 the program copied again (3000001 bytes), each replayed from its own, 3 copies from them" "$tmp/out" ||
+  { echo "FAIL: a version-4 trace: $(cat "$tmp/out")"; exit 1; }
+cat "$tmp/out"
+echo "ok: a buffer copied again is replayed from its own"

@@ -14,6 +14,7 @@
 
 #include "interposer/host_memory.h"
 #include "interposer/recorder.h"
+#include "replay_plan.h"
 #include "trace_file.h"
 
 namespace cmt {
@@ -214,6 +215,82 @@ TEST(TraceFile, Version4SaysWhatWasCopiedAgainFromTheSameHostBuffers) {
   unlink(bad.c_str());
   EXPECT_NE(error.find(":3: field 16 (host_at, '4096') is not an address"), std::string::npos)
       << error;
+}
+
+TraceCall call(int process, int tid, std::uint64_t start_us, const char* api, const char* direction,
+               std::uint64_t bytes, const char* outcome, const char* host, std::uint64_t host_at) {
+  TraceCall c;
+  c.process = process;
+  c.tid = tid;
+  c.start_ns = start_us * 1000;
+  c.end_ns = c.start_ns + 500;
+  c.api = api;
+  c.direction = direction;
+  c.bytes = bytes;
+  c.outcome = outcome;
+  c.host = host;
+  c.host_at = host_at;
+  return c;
+}
+
+// cmt bench replay's plan (replay_plan.h): a buffer the program copied more than once is replayed
+// from one of its own, whichever thread or direction; every other resident copy from a place of
+// its own; copies from cmt's registrations as the pageable copies they were.
+TEST(ReplayPlan, EachBufferCopiedAgainHasItsOwnAndTheRestSpread) {
+  const std::uint64_t mib = 1 << 20;
+  Trace t;
+  t.processes = {"pid 1 a", "pid 2 b"};
+  t.host_addresses = true;
+  t.calls = {
+      call(0, 3, 0, "cudaMemcpyAsync", "h2d", mib, "taken", "resident", 0x1000),
+      call(0, 4, 1, "cudaMemcpyAsync", "h2d", mib, "hot", "pinned", 0x1000),
+      call(0, 3, 2, "cudaMemcpyAsync", "h2d", mib, "taken", "resident", 0x1000),
+      call(0, 3, 3, "cuMemcpyDtoH_v2", "d2h", mib, "taken", "resident", 0x1000),
+      call(0, 3, 4, "cudaMemcpyAsync", "h2d", 2 * mib, "taken", "resident", 0x9000),
+      call(0, 4, 5, "cudaMemcpyAsync", "h2d", mib, "pinned_or_managed", "pinned", 0x5000),
+      call(0, 4, 6, "cudaMemcpyAsync", "h2d", mib, "pinned_or_managed", "pinned", 0x5000),
+      call(0, 4, 7, "cudaMemcpy", "h2d", 4 * mib, "taken", "file_cached", 0x7000),
+      call(0, 4, 8, "cudaMemcpy", "d2h", mib, "taken", "file_cached", 0x7000),
+      call(0, 4, 9, "memcpy", "h2h", 8 * mib, "taken", "-", 0),
+      call(0, 4, 10, "cuMemcpyBatchAsync", "h2d", mib, "taken", "-", 0x1000),
+      call(1, 3, 11, "cudaMemcpyAsync", "h2d", mib, "taken", "resident", 0x1000),
+  };
+  replay::Plan plan = replay::plan_replay(t, 0, ~0ull >> 1);
+  ASSERT_EQ(plan.buffers.size(), 1u);
+  EXPECT_EQ(plan.buffers[0], mib);
+  EXPECT_EQ(plan.bytes, 14 * mib);
+  ASSERT_EQ(plan.threads.size(), 3u);  // process 0's threads 3 and 4, process 1's thread 3
+  const auto& t3 = plan.threads[0].copies;
+  ASSERT_EQ(t3.size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(t3[i].buffer, 0) << i;
+  EXPECT_EQ(t3[3].buffer, -1);
+  EXPECT_TRUE(t3[3].spread);  // 2 MiB at 0x9000, once
+  EXPECT_EQ(plan.threads[0].most, 2 * mib);
+  const auto& t4 = plan.threads[1].copies;
+  ASSERT_EQ(t4.size(), 5u);
+  EXPECT_EQ(t4[0].buffer, 0);  // from cmt's registration of the same buffer
+  EXPECT_EQ(t4[0].host, "resident");
+  for (int i : {1, 2, 3}) {  // the program's pinned memory, a file mapping read: not resident
+    EXPECT_EQ(t4[i].buffer, -1) << i;
+    EXPECT_FALSE(t4[i].spread) << i;
+  }
+  EXPECT_TRUE(t4[4].spread);                                  // written into resident memory, once
+  EXPECT_EQ(plan.threads[1].copies[1].gap_ns, 5000u - 1500);  // from the end of its last call
+  const auto& other = plan.threads[2].copies;
+  ASSERT_EQ(other.size(), 1u);
+  EXPECT_EQ(other[0].buffer, -1);  // another process's memory at the same address
+  EXPECT_TRUE(other[0].spread);
+  // A trace that does not say where host sides were: the thread's one buffer for all.
+  t.host_addresses = false;
+  plan = replay::plan_replay(t, 0, ~0ull >> 1);
+  EXPECT_TRUE(plan.buffers.empty());
+  for (const replay::Thread& th : plan.threads)
+    for (const replay::Copy& c : th.copies) EXPECT_TRUE(c.buffer == -1 && !c.spread);
+  // A window: the copies that started in [2, 4) us.
+  plan = replay::plan_replay(t, 2000, 4000);
+  ASSERT_EQ(plan.threads.size(), 1u);
+  EXPECT_EQ(plan.threads[0].copies.size(), 2u);
+  EXPECT_EQ(plan.threads[0].copies[0].gap_ns, 0u);
 }
 
 TEST(TraceFile, ItsCopiesAreWhatTuneTunesFor) {

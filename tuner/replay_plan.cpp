@@ -1,0 +1,82 @@
+#include "replay_plan.h"
+
+#include <map>
+#include <tuple>
+#include <utility>
+
+namespace cmt::replay {
+namespace {
+
+bool replayed(const TraceCall& c) {
+  return (c.direction == "h2d" || c.direction == "d2h") && c.bytes != 0 &&
+         c.api.rfind("cu", 0) == 0 && c.api.find("Batch") == std::string::npos;
+}
+
+// The host memory the replay gives a copy: a copy from cmt's registration of a hot buffer was
+// from the program's pageable memory, though sampled as pinned.
+std::string host_kind(const TraceCall& c) {
+  return c.outcome == "hot" ? "resident" : c.host;
+}
+
+// Which kinds the replay makes from the thread's resident buffer (replay_bench.cpp host_side):
+// all but CUDA host memory, a file mapping to be read and new anonymous memory.
+bool from_resident(const TraceCall& c) {
+  const std::string kind = host_kind(c);
+  return kind != "pinned" && kind != "fresh" && !(kind == "file_cached" && c.direction == "h2d");
+}
+
+using Range = std::tuple<int, std::uint64_t, std::uint64_t>;  // process, host_at, bytes
+
+Range range_of(const TraceCall& c) {
+  return {c.process, c.host_at, c.bytes};
+}
+
+}  // namespace
+
+Plan plan_replay(const Trace& trace, std::uint64_t from_ns, std::uint64_t to_ns) {
+  const std::uint64_t first = (trace.calls.empty() ? 0 : trace.calls.front().start_ns) + from_ns;
+  auto in_window = [&](const TraceCall& c) {
+    return replayed(c) && c.start_ns >= first && c.start_ns - first < to_ns - from_ns;
+  };
+  // The program's buffers it copied more than once, from resident memory.
+  std::map<Range, int> copies_of, buffer_of;
+  const bool addresses = trace.host_addresses;
+  for (const TraceCall& c : trace.calls)
+    if (addresses && c.host_at && in_window(c) && from_resident(c)) ++copies_of[range_of(c)];
+  Plan plan;
+  for (const auto& [range, n] : copies_of)
+    if (n > 1) {
+      buffer_of[range] = static_cast<int>(plan.buffers.size());
+      plan.buffers.push_back(std::get<2>(range));
+    }
+  std::map<std::pair<int, int>, Thread> by_thread;
+  std::map<std::pair<int, int>, std::uint64_t> last_end;
+  for (const TraceCall& c : trace.calls) {
+    if (!in_window(c)) continue;
+    const auto key = std::make_pair(c.process, c.tid);
+    auto end = last_end.find(key);
+    Copy copy;
+    copy.gap_ns = end == last_end.end() ? c.start_ns - first
+                                        : (c.start_ns > end->second ? c.start_ns - end->second : 0);
+    copy.bytes = c.bytes;
+    copy.to_device = c.direction == "h2d";
+    copy.synchronous = c.api.find("Async") == std::string::npos;
+    copy.host = host_kind(c);
+    if (addresses && from_resident(c)) {
+      const auto own = c.host_at ? buffer_of.find(range_of(c)) : buffer_of.end();
+      if (own != buffer_of.end())
+        copy.buffer = own->second;
+      else
+        copy.spread = true;
+    }
+    Thread& t = by_thread[key];
+    t.copies.push_back(copy);
+    t.most = std::max(t.most, copy.bytes);
+    last_end[key] = c.end_ns;
+    plan.bytes += c.bytes;
+  }
+  for (auto& [key, t] : by_thread) plan.threads.push_back(std::move(t));
+  return plan;
+}
+
+}  // namespace cmt::replay

@@ -237,7 +237,7 @@ int run_command(const std::vector<std::string>& command, bool verbose, const std
   }
   // libcmt-release.so (the hooks that drop registrations before pages change) only where hot
   // buffers are registered: its free() hook is paid by every free.
-  if (loaded.config.register_mode == Register::Hot && !loaded.config.disable) {
+  if (loaded.config.register_mode != Register::Off && !loaded.config.disable) {
     const std::string release = release_library_beside(library);
     if (!release.empty())
       libraries.push_back(release);

@@ -13,10 +13,13 @@
 #   HOT_SAFETY_FIRST_SEED=N: seeds N to N + SEEDS - 1 (default 1), to add runs to earlier ones
 #   HOT_SAFETY_JOBS=N: N seeds' processes at once (default 1), each its own program beside the
 #     others on the same GPU, as processes sharing a machine are
+#   HOT_SAFETY_REGISTER=auto: register = auto (a buffer registered once its copies lost what
+#     registering costs) instead of hot
 set -u
 cmt=$1 app=$2 ops=$3 seeds=$4 driver=$5
 first=${HOT_SAFETY_FIRST_SEED:-1}
 jobs_at_once=${HOT_SAFETY_JOBS:-1}
+register=${HOT_SAFETY_REGISTER:-hot}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fails=0 total_ops=0 total_copies=0 total_2d=0 total_queries=0 total_wrong_answers=0 unwatched=0
@@ -37,7 +40,7 @@ run_seed() {  # SEED: the program's output, errors and exit status, into $tmp
   # frees are still being finished while the program goes on.
   local later=$(( seed % 2 == 0 ))
   [ "$driver" = fake ] && [ "$later" = 1 ] && fake=$fake,unregister_wait_ms=2
-  CMT_FAKE_CUDA=$fake CMT_REGISTER=hot CMT_REGISTER_MAX=$max CMT_REGISTER_FREE_LATER=$later \
+  CMT_FAKE_CUDA=$fake CMT_REGISTER=$register CMT_REGISTER_MAX=$max CMT_REGISTER_FREE_LATER=$later \
     CMT_STATS=$tmp/stats-$seed.json CMT_LOG=warn timeout 600 "$cmt" run -- "$app" "$ops" "$seed" \
     > "$tmp/out-$seed" 2> "$tmp/err-$seed"
   echo $? > "$tmp/rc-$seed"

@@ -458,6 +458,73 @@ TEST(RegisterCache, BuffersCopiedInTurnAreRegisteredOnTheirSecondRound) {
   EXPECT_EQ(h.cache.counts().registrations, 300u);
 }
 
+// register = auto's rule (register_costs.h): a range is registered once the time its copies lost
+// against copies from a registration reaches what registering it is expected to cost; a range
+// whose copies lose nothing stays staged however often it is copied; a released range starts
+// over; and each registration and copy from one teaches the estimates.
+TEST(RegisterCache, UnderAutoARangeIsRegisteredOnceItsCopiesLostWhatRegisteringCosts) {
+  RegisterSettings s;
+  s.paid = true;
+  Harness h(s);
+  const std::size_t mib = 1 << 20;
+  const double cost = h.cache.costs().register_ns(mib);  // the prior: 0.2 ms
+  const double fast = h.cache.costs().hot_copy_ns(mib);  // ~50 us at 25 GB/s
+  ASSERT_NEAR(cost, 200e3, 1e3);
+  ASSERT_NEAR(fast, 8e3 + mib / 25.0, 1e3);
+  // The interposer's order for a copy not due: count it, make it, then tell its time.
+  auto staged_copy = [&](std::uintptr_t p, std::uint64_t call_ns) {
+    if (h.cache.due(at(p), mib)) return true;
+    h.cache.count(at(p), mib);
+    h.cache.lost(at(p), mib, call_ns);
+    return false;
+  };
+  const std::uintptr_t a = 0x50000000, b = 0x60000000;
+  // Each copy of a takes 100 us, about 50 more than from a registration: due at its fifth.
+  int copies = 0;
+  while (!staged_copy(a, 100000) && copies < 100) ++copies;
+  EXPECT_EQ(copies, 4);
+  bool now = false;
+  EXPECT_TRUE(h.cache.offer(at(a), mib, &now));
+  EXPECT_TRUE(now);
+  // b's copies take what copies from a registration take: never due.
+  for (int i = 0; i < 200; ++i) EXPECT_FALSE(staged_copy(b, static_cast<std::uint64_t>(fast)));
+  EXPECT_EQ(h.registered(), 1u);
+  // Released, a range starts over: its earlier losses were another buffer's.
+  h.cache.chunk_released(b, b + 10);
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(staged_copy(b, 100000)) << i;
+  h.cache.chunk_released(b, b + 10);
+  EXPECT_FALSE(staged_copy(b, 100000));
+  // The fake's registration took microseconds, not the prior's 0.2 ms: the estimate moved down.
+  EXPECT_LT(h.cache.costs().register_ns(mib), cost);
+  // A copy of a buffer that no copy of it has lost anything against is never due under auto
+  // (under hot with after = 1 a first copy is).
+  EXPECT_FALSE(h.cache.due(at(0x70000000), mib));
+}
+
+TEST(RegisterCosts, PriorsUntilMeasuredThenWhatWasMeasured) {
+  RegisterCosts c;
+  const std::size_t mib = 1 << 20;
+  EXPECT_DOUBLE_EQ(c.register_ns(0), RegisterCosts::kRegisterFixedNs);
+  EXPECT_NEAR(c.register_ns(64 * mib), 150e3 + 64 * 50e3, 1);
+  EXPECT_DOUBLE_EQ(c.hot_copy_ns(0), RegisterCosts::kHotLatencyNs);
+  EXPECT_EQ(c.lost_ns(mib, 10000), 0.0);  // faster than the estimate: nothing lost
+  EXPECT_NEAR(c.lost_ns(mib, 200000), 200000 - c.hot_copy_ns(mib), 1);
+  // A link at 50 GB/s and a 6 us latency, measured on large and small copies.
+  for (int i = 0; i < 40; ++i) {
+    c.hot_copied(64 * mib, static_cast<std::uint64_t>(6e3 + 64 * mib / 50.0));
+    c.hot_copied(64 << 10, static_cast<std::uint64_t>(6e3 + (64 << 10) / 50.0));
+  }
+  EXPECT_NEAR(c.hot_copy_ns(16 * mib), 6e3 + 16 * mib / 50.0, 0.05 * (16 * mib / 50.0));
+  EXPECT_NEAR(c.hot_copy_ns(64 << 10), 6e3 + (64 << 10) / 50.0, 500);
+  // Registrations taking three times the prior's.
+  for (int i = 0; i < 40; ++i)
+    c.registered(8 * mib, static_cast<std::uint64_t>(3 * (150e3 + 8 * 50e3)));
+  EXPECT_NEAR(c.register_ns(8 * mib), 3 * (150e3 + 8 * 50e3), 0.02 * 3 * (150e3 + 8 * 50e3));
+  // One outlier moves it a quarter of the way, not all of it.
+  c.registered(8 * mib, static_cast<std::uint64_t>(100 * (150e3 + 8 * 50e3)));
+  EXPECT_LT(c.register_ns(8 * mib), 30 * (150e3 + 8 * 50e3));
+}
+
 TEST(RegisterCache, MemoryItCannotFollowIsRefusedOnce) {
   Harness h;
   h.trackable = false;

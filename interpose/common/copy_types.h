@@ -117,10 +117,11 @@ struct Choices<HostFill> {
 // Whether cmt registers hot buffers with CUDA (interposer/register_cache.h): never, or a pageable
 // range copied again and again (and whose every release cmt sees) once it has been copied
 // register_after times.
-enum class Register { Off, Hot };
+enum class Register { Off, Hot, Auto };
 template <>
 struct Choices<Register> {
-  static constexpr Choice<Register> table[] = {{Register::Off, "off"}, {Register::Hot, "hot"}};
+  static constexpr Choice<Register> table[] = {
+      {Register::Off, "off"}, {Register::Hot, "hot"}, {Register::Auto, "auto"}};
 };
 
 // Which cores a GPU's copy threads run on where several GPUs hang off the same ones

@@ -341,32 +341,39 @@ std::vector<OptionSpec> build_table() {
       "dropped before its pages can change (free, realloc, munmap, mremap, madvise, mmap over it, "
       "brk, sbrk, shmdt, and these through syscall()): cmt run then preloads "
       "libcmt-release.so, which hooks them. "
-      "CUDA's pointer queries answer for cmt's registrations as for pageable memory. Opt-in "
-      "(the README says why it is not the default yet).",
+      "CUDA's pointer queries answer for cmt's registrations as for pageable memory. auto, as "
+      "hot, but a range is registered only once the time its copies lost against copies from a "
+      "registration (as cmt measures both in the process) reaches what registering it is "
+      "expected to cost: a buffer copied a few times then stays staged, one copied again and "
+      "again is registered after a few copies. Opt-in (the README says why neither is the "
+      "default yet).",
       &Config::register_mode));
   t.push_back(count_option("register_after", "CMT_REGISTER_AFTER", Scope::Process, false,
                            "With register = hot, the copy of a range that registers it: 2 "
                            "registers at the second copy, so the third and later run at pinned "
-                           "speed.",
+                           "speed; with register = auto, the earliest.",
                            &Config::register_after, 1, 1000));
-  t.push_back(size_option("register_from", "CMT_REGISTER_FROM", Scope::Process, false,
-                          "With register = hot, copies smaller than this never register their "
-                          "range (CUDA's own staging is as fast below it).",
-                          &Config::register_from, 4u << 10, std::size_t{1} << 40));
-  t.push_back(size_option("register_max", "CMT_REGISTER_MAX", Scope::Process, false,
-                          "With register = hot, the most bytes registered at once; to make room "
-                          "the least recently copied range is unregistered (on cmt's release "
-                          "thread), but only one not copied since the newcomer's previous copy, "
-                          "so a set of buffers larger than the bound keeps what it registered and "
-                          "stages the rest. 0: a quarter of the machine's memory.",
-                          &Config::register_max, 0, std::size_t{1} << 50));
-  t.push_back(flag_option("register_free_later", "CMT_REGISTER_FREE_LATER", Scope::Process,
-                          "With register = hot, 1: a free() of a chunk holding registrations "
-                          "returns at once, and a thread of cmt's unregisters them and then "
-                          "frees the chunk (cuMemHostUnregister waits for every kernel queued on "
-                          "the GPU); a realloc() of such a chunk moves it (malloc, copy, that "
-                          "free); 0: both wait for it.",
-                          &Config::register_free_later));
+  t.push_back(size_option(
+      "register_from", "CMT_REGISTER_FROM", Scope::Process, false,
+      "With hot buffers (register = hot or auto), copies smaller than this never register their "
+      "range (CUDA's own staging is as fast below it).",
+      &Config::register_from, 4u << 10, std::size_t{1} << 40));
+  t.push_back(size_option(
+      "register_max", "CMT_REGISTER_MAX", Scope::Process, false,
+      "With hot buffers (register = hot or auto), the most bytes registered at once; to make room "
+      "the least recently copied range is unregistered (on cmt's release "
+      "thread), but only one not copied since the newcomer's previous copy, "
+      "so a set of buffers larger than the bound keeps what it registered and "
+      "stages the rest. 0: a quarter of the machine's memory.",
+      &Config::register_max, 0, std::size_t{1} << 50));
+  t.push_back(flag_option(
+      "register_free_later", "CMT_REGISTER_FREE_LATER", Scope::Process,
+      "With hot buffers (register = hot or auto), 1: a free() of a chunk holding registrations "
+      "returns at once, and a thread of cmt's unregisters them and then "
+      "frees the chunk (cuMemHostUnregister waits for every kernel queued on "
+      "the GPU); a realloc() of such a chunk moves it (malloc, copy, that "
+      "free); 0: both wait for it.",
+      &Config::register_free_later));
   t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
                           "Copies between two GPUs that have no peer access (none possible, or "
                           "none enabled) go through a pinned ring in the host, the source GPU's "

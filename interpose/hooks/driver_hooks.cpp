@@ -105,6 +105,7 @@ CUresult take_or_forward(void* dst, const void* src, std::size_t bytes, int kind
   // Recorded from here (interposer/recorder.h): a call under a runtime hook is that hook's.
   RecordedCall record(hook<H>().name, direction_of_kind(kind), host_side_of(dst, src, kind), bytes,
                       explicit_stream<H>(stream));
+  CopyCallScope timed;
   const std::size_t done = Interposer::offer_copy(dst, src, bytes, kind,
                                                   explicit_stream<H>(stream), synchronous,
                                                   Entry::Driver);

@@ -79,6 +79,7 @@ cudaError_t RuntimeCopy(void* dst, const void* src, size_t count, cudaMemcpyKind
   if (!real) return cudaErrorInitializationError;
   RuntimeHookScope scope;  // cudart's own cuMemcpy* calls below are not offered again
   RecordedCall record = record_copy<H>(dst, src, count, kind, explicit_stream<H>(nullptr));
+  CopyCallScope timed;
   std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(nullptr),
                                             true, Entry::Runtime);
   if (done == count && count != 0) return recorded(record, cudaSuccess, done);
@@ -93,6 +94,7 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
   if (!real) return cudaErrorInitializationError;
   RuntimeHookScope scope;
   RecordedCall record = record_copy<H>(dst, src, count, kind, explicit_stream<H>(stream));
+  CopyCallScope timed;
   std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(stream),
                                             false, Entry::Runtime);
   if (done == count && count != 0) return recorded(record, cudaSuccess, done);

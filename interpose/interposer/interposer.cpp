@@ -61,6 +61,17 @@ std::atomic<Interposer*> g_process_instance{nullptr};
 // The process's cache of hot-buffer registrations, for the release hooks' reports and fork.
 std::atomic<RegisterCache*> g_register_cache{nullptr};
 
+// register = auto: the copy this thread's hook is making (open: inside a CopyCallScope), of a
+// range the cache counted without registering it (take_hot_copy), whose time copy_call_ended
+// tells the cache.
+struct PendingLoss {
+  bool open = false;
+  const void* host = nullptr;
+  std::size_t bytes = 0;
+  std::chrono::steady_clock::time_point start;
+};
+thread_local PendingLoss t_pending_loss;
+
 void before_fork() {
   engine_mu().lock();
   if (RegisterCache* cache = g_register_cache.load()) cache->fork_lock().lock();
@@ -188,6 +199,29 @@ std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexc
     return instance().take_peer_copy(call, entry);
   } catch (...) {
     return 0;
+  }
+}
+
+void Interposer::copy_call_began() noexcept {
+  t_pending_loss.open = true;
+}
+
+void Interposer::copy_call_ended() noexcept {
+  PendingLoss& pending = t_pending_loss;
+  if (!pending.host) {
+    pending.open = false;
+    return;
+  }
+  const PendingLoss done = pending;
+  pending = PendingLoss{};
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - done.start)
+                      .count();
+  InsideCmt inside;
+  try {
+    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
+      cache->lost(done.host, done.bytes, static_cast<std::uint64_t>(ns));
+  } catch (...) {
   }
 }
 
@@ -325,7 +359,7 @@ Interposer::Interposer() {
   if (config_.host_copy == HostCopy::All || config_.host_reads == HostReads::All ||
       config_.host_fill != HostFill::Off)
     arm_host_copies();
-  if (config_.register_mode == Register::Hot && !config_.disable) build_register_cache();
+  if (config_.register_mode != Register::Off && !config_.disable) build_register_cache();
 }
 
 void Interposer::build_register_cache() {
@@ -333,19 +367,23 @@ void Interposer::build_register_cache() {
   auto attach = reinterpret_cast<AttachFn>(real_dlsym(RTLD_DEFAULT, kReleaseLibraryAttachSymbol));
   const ReleaseLibrary* library = attach ? attach(&kReleaseAbi) : nullptr;
   if (!library || library->version != kReleaseAbiVersion) {
-    CMT_LOG(warn, "register = hot needs libcmt-release.so preloaded (cmt run preloads it): "
-                  "hot buffers stay staged");
+    CMT_LOG(warn,
+            "hot buffers (register = hot or auto) need libcmt-release.so preloaded (cmt "
+            "run preloads it): "
+            "hot buffers stay staged");
     return;
   }
   if (!library->glibc_malloc) {
-    CMT_LOG(warn, "register = hot: the malloc in this process is not glibc's, whose chunks cmt "
-                  "can follow: hot buffers stay staged");
+    CMT_LOG(warn,
+            "hot buffers: the malloc in this process is not glibc's, whose chunks cmt "
+            "can follow: hot buffers stay staged");
     return;
   }
   std::lock_guard<std::mutex> lk(engine_mu());
   if (!load_driver()) return;
   RegisterSettings settings;
   settings.after = config_.register_after;
+  settings.paid = config_.register_mode == Register::Auto;
   settings.from = config_.register_from;
   settings.max_bytes = config_.register_max ? config_.register_max : default_register_max();
   auto* cache = new RegisterCache(  // leaked, like this object: hooks may report at exit
@@ -438,6 +476,10 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
     }
     if (!register_cache_->due(host, bytes)) {
       register_cache_->count(host, bytes);
+      // register = auto: what this copy loses against a registered one counts, once the hook
+      // has made it (copy_call_ended).
+      if (config_.register_mode == Register::Auto && t_pending_loss.open)
+        t_pending_loss = {true, host, bytes, std::chrono::steady_clock::now()};
       return not_hot();
     }
   }
@@ -478,6 +520,10 @@ std::size_t Interposer::run_hot_copy(const CopyRequest& r,
                 static_cast<std::uint64_t>(
                     std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
   pages ? stats_->hot(r.bytes) : stats_->beside_hot(r.bytes);
+  if (pages)
+    register_cache_->hot_copied(
+        r.bytes, static_cast<std::uint64_t>(
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
   note_outcome("hot", r.direction == Direction::HostToDevice ? "h2d" : "d2h");  // for the record
   note_host(r.host);
   if (taken) *taken = r.direction;

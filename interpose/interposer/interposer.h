@@ -36,6 +36,11 @@ class Interposer {
   // stream, and `rest` filled with what CUDA must still copy (left untouched if anything fails
   // before cmt makes a copy). Never throws.
   static void offer_batch(const BatchCall& batch, BatchRest* rest) noexcept;
+  // A hook's copy call begins and returns (CopyCallScope, held around its offer and its forward):
+  // with register = auto, what a copy of a range not yet registered lost against a registered
+  // one is then told to the cache. A thread-local store and load otherwise. Never throw.
+  static void copy_call_began() noexcept;
+  static void copy_call_ended() noexcept;
   // Reads the configuration now, if no copy has yet (it sets the log level); never throws.
   static void configure() noexcept;
   // CUDA host memory handed out or registered ([p, p + bytes)), and freed or unregistered: what
@@ -128,6 +133,17 @@ class Interposer {
   class RegisterCache* register_cache_ = nullptr;
   class PinnedScratch* edge_scratch_ = nullptr;    // made with the cache (hot_copy.h)
   class PinnedScratch* beside_scratch_ = nullptr;
+};
+
+// Held by a copy hook from before it offers a copy to after it forwards what cmt left, whoever
+// made the copy: the whole call's time (Interposer::copy_call_began, copy_call_ended). Copies
+// offered outside one (a batch's) are not timed.
+class CopyCallScope {
+ public:
+  CopyCallScope() { Interposer::copy_call_began(); }
+  ~CopyCallScope() { Interposer::copy_call_ended(); }
+  CopyCallScope(const CopyCallScope&) = delete;
+  CopyCallScope& operator=(const CopyCallScope&) = delete;
 };
 
 }  // namespace cmt

@@ -223,7 +223,11 @@ RegisterCache::Use RegisterCache::offer(const void* p, std::size_t bytes, bool* 
   if (bytes < settings_.from) return {};
   Candidate& c = candidate_for(lo, hi);
   copied(c);
-  if (c.refused || c.registering || ++c.copies < settings_.after) return {};
+  if (!due_to_register(c, c.copies + 1, bytes)) {
+    if (!c.refused && !c.registering && c.copies + 1 < settings_.after) ++c.copies;
+    return {};
+  }
+  ++c.copies;
   return register_range(lo, hi, c, lock, registered_now);
 }
 
@@ -250,9 +254,9 @@ bool RegisterCache::due(const void* p, std::size_t bytes) {
   if (covering(lo, hi)) return true;
   if (bytes < settings_.from) return false;
   const auto it = candidate_index_.find({lo, hi});
-  if (it == candidate_index_.end()) return settings_.after <= 1;
+  if (it == candidate_index_.end()) return settings_.after <= 1 && !settings_.paid;
   const Candidate& c = candidates_[it->second];
-  return !c.refused && !c.registering && c.copies + 1 >= settings_.after;
+  return due_to_register(c, c.copies + 1, bytes);
 }
 
 void RegisterCache::count(const void* p, std::size_t bytes) {
@@ -265,6 +269,16 @@ void RegisterCache::count(const void* p, std::size_t bytes) {
   Candidate& c = candidate_for(lo, lo + bytes);
   copied(c);
   if (!c.refused && !c.registering && c.copies + 1 < settings_.after) ++c.copies;
+}
+
+void RegisterCache::lost(const void* p, std::size_t bytes, std::uint64_t call_ns) {
+  if (!settings_.paid) return;
+  const auto lo = reinterpret_cast<std::uintptr_t>(p);
+  if (bytes > UINTPTR_MAX - lo) return;
+  const double ns = costs_.lost_ns(bytes, call_ns);
+  InCache inside;
+  std::lock_guard<std::mutex> lk(mu_);
+  if (Candidate* c = find_candidate(lo, lo + bytes)) c->lost_ns += ns;
 }
 
 // With the lock held on entry and on return; released around the driver calls and the look at
@@ -335,7 +349,13 @@ RegisterCache::Use RegisterCache::register_range(std::uintptr_t lo, std::uintptr
   update_watch();
   lock.unlock();
   unregister_evicted(evicted);
+  const auto asked = std::chrono::steady_clock::now();
   CUresult r = register_pages(e, lo, hi);
+  if (r == CUDA_SUCCESS)
+    costs_.registered(
+        bytes, static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                              std::chrono::steady_clock::now() - asked)
+                                              .count()));
   lock.lock();
   const bool dropped = e->dropped;
   if (r != CUDA_SUCCESS || dropped) {

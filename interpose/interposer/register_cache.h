@@ -44,12 +44,16 @@
 
 #include "cuda/driver_api.h"
 #include "interposer/later_frees.h"
+#include "interposer/register_costs.h"
 #include "interposer/trackable_memory.h"
 
 namespace cmt {
 
 struct RegisterSettings {
-  unsigned after = 2;             // the copy of a range that registers it
+  unsigned after = 2;  // the copy of a range that registers it, at the earliest
+  // register = auto: also not before the time its copies lost against copies from a registration
+  // reaches what registering it is expected to cost (register_costs.h, lost()).
+  bool paid = false;
   std::size_t from = 64u << 10;   // smaller copies are never candidates
   std::size_t max_bytes = 1ull << 34;  // registered bytes at most
   // How long a release waits for registrations on its pages to be taken back before it gives
@@ -118,6 +122,12 @@ class RegisterCache {
   bool due(const void* p, std::size_t bytes);
   // Counts a copy of [p, p + bytes) that is not due, as offer would, without registering.
   void count(const void* p, std::size_t bytes);
+  // A copy of [p, p + bytes) that was counted and not made from a registration took `call_ns`:
+  // with `paid`, what it lost against a copy from one counts towards registering the range.
+  void lost(const void* p, std::size_t bytes, std::uint64_t call_ns);
+  // A copy of `bytes` from a registration took `ns` (what the next losses are measured against).
+  void hot_copied(std::size_t bytes, std::uint64_t ns) { costs_.hot_copied(bytes, ns); }
+  const RegisterCosts& costs() const { return costs_; }
   // Whether a registration of cmt's covers [p, p + bytes) (classify asks: CUDA calls it pinned).
   bool covers(const void* p, std::size_t bytes) const;
   // Whether [p, p + bytes) touches a page cmt registered: a copy CUDA would take as from pinned
@@ -178,7 +188,15 @@ class RegisterCache {
     // Ticks of its last copy and of the one before (the last, at the first): a registration
     // copied since `prev` is reused sooner than this range and is not evicted for it.
     std::uint64_t last = 0, prev = 0;
+    double lost_ns = 0;  // with `paid`: what its copies lost against copies from a registration
   };
+  // Whether candidate `c` of [lo, hi), copied `copies` times, is to be registered at its next
+  // copy: not refused or being registered, its `after`-th copy or later, and with `paid` its
+  // losses as large as the registration's expected cost.
+  bool due_to_register(const Candidate& c, unsigned copies, std::size_t bytes) const {
+    return !c.refused && !c.registering && copies >= settings_.after &&
+           (!settings_.paid || c.lost_ns >= costs_.register_ns(bytes));
+  }
   // Ranges followed at once: enough for a model's weights copied layer by layer, each of which
   // comes round again only after all the others (a 1.1B Llama has about 200).
   static constexpr int kCandidates = 4096;
@@ -289,6 +307,7 @@ class RegisterCache {
   std::size_t registered_bytes_ = 0;
   bool forked_child_ = false;
   RegisterCounts counts_;
+  RegisterCosts costs_;
   void (*free_now_)(void*) = nullptr;  // free_later's; chunk_freed takes nothing over until set
   std::unique_ptr<LaterFrees> later_;  // made by free_later; closed first at destruction
 };

@@ -137,28 +137,35 @@ std::string Stats::host_copies_json() {
 std::string Stats::register_json() const {
   RegisterCounts c;
   if (register_cache_) c = register_cache_->counts();
-  char buf[768];
-  std::snprintf(buf, sizeof buf,
-                "{\"on\": %s, \"copies\": %llu, \"bytes\": %llu, \"registrations\": %llu, "
-                "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
-                "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu, "
-                "\"release_reports\": %llu, \"release_seconds\": %.6f, \"beside_copies\": %llu, "
-                "\"beside_bytes\": %llu, \"freed_later\": %llu, \"kept_out\": %llu}",
-                register_cache_ ? "true" : "false",
-                static_cast<unsigned long long>(hot_calls_.load()),
-                static_cast<unsigned long long>(hot_bytes_.load()),
-                static_cast<unsigned long long>(c.registrations),
-                static_cast<unsigned long long>(c.invalidations),
-                static_cast<unsigned long long>(c.evictions),
-                static_cast<unsigned long long>(c.refusals),
-                static_cast<unsigned long long>(c.failures),
-                static_cast<unsigned long long>(c.handed_back),
-                static_cast<unsigned long long>(c.registered_bytes),
-                static_cast<unsigned long long>(c.reports), static_cast<double>(c.report_ns) / 1e9,
-                static_cast<unsigned long long>(beside_calls_.load()),
-                static_cast<unsigned long long>(beside_bytes_.load()),
-                static_cast<unsigned long long>(c.freed_later),
-                static_cast<unsigned long long>(c.kept_out));
+  // What registering and copies from registrations cost, as measured so far (register_costs.h:
+  // register = auto's estimates; the priors where nothing was measured).
+  const RegisterCosts none;
+  const RegisterCosts& costs = register_cache_ ? register_cache_->costs() : none;
+  const double latency_ns = costs.hot_copy_ns(0);
+  const double gib = 1u << 30;
+  char buf[1024];
+  std::snprintf(
+      buf, sizeof buf,
+      "{\"on\": %s, \"copies\": %llu, \"bytes\": %llu, \"registrations\": %llu, "
+      "\"invalidations\": %llu, \"evictions\": %llu, \"refusals\": %llu, "
+      "\"failures\": %llu, \"handed_back\": %llu, \"registered_bytes\": %llu, "
+      "\"release_reports\": %llu, \"release_seconds\": %.6f, \"beside_copies\": %llu, "
+      "\"beside_bytes\": %llu, \"freed_later\": %llu, \"kept_out\": %llu, "
+      "\"estimated_register_ms_per_mib\": %.4f, \"estimated_register_ms_fixed\": %.4f, "
+      "\"estimated_hot_gbps\": %.2f, \"estimated_hot_latency_us\": %.2f}",
+      register_cache_ ? "true" : "false", static_cast<unsigned long long>(hot_calls_.load()),
+      static_cast<unsigned long long>(hot_bytes_.load()),
+      static_cast<unsigned long long>(c.registrations),
+      static_cast<unsigned long long>(c.invalidations),
+      static_cast<unsigned long long>(c.evictions), static_cast<unsigned long long>(c.refusals),
+      static_cast<unsigned long long>(c.failures), static_cast<unsigned long long>(c.handed_back),
+      static_cast<unsigned long long>(c.registered_bytes),
+      static_cast<unsigned long long>(c.reports), static_cast<double>(c.report_ns) / 1e9,
+      static_cast<unsigned long long>(beside_calls_.load()),
+      static_cast<unsigned long long>(beside_bytes_.load()),
+      static_cast<unsigned long long>(c.freed_later), static_cast<unsigned long long>(c.kept_out),
+      (costs.register_ns(1u << 20) - costs.register_ns(0)) / 1e6, costs.register_ns(0) / 1e6,
+      gib / (costs.hot_copy_ns(1u << 30) - latency_ns), latency_ns / 1e3);
   return buf;
 }
 

@@ -1,0 +1,49 @@
+// What registering a hot buffer costs and what a copy from a registration takes, as this process
+// has measured them (from priors until it has), for register = auto (register_cache.h): there a
+// range is registered once the time its copies lost against copies from a registration reaches
+// what registering it is expected to cost. That is the ski-rental rule: a buffer copied only a few
+// times never loses more than about what its copies took anyway (register = hot, at the second
+// copy, lost up to 3x on buffers copied 2-10 times, bench/lab/NOTES.md 69), and one copied again
+// and again is registered after a few copies and gains from then on.
+//
+// Thread-safe; the estimates are updated with relaxed atomics, so two measurements at once may
+// lose one of them, which an estimate can afford.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace cmt {
+
+class RegisterCosts {
+ public:
+  // Priors, from measurements on the H100 and H200 machines (NOTES.md 69 and 74; the issue's
+  // 0.46 ms at 256 KiB to 3.0 ms at 64 MiB): cuMemHostRegister about 0.15 ms plus 0.05 ms a MiB;
+  // a copy from registered memory about 8 us plus the bytes at 25 GB/s (a PCIe 4 link, the slower
+  // of those here: a copy's loss is then underestimated, never overestimated, on a faster one).
+  static constexpr double kRegisterFixedNs = 150e3;
+  static constexpr double kRegisterNsPerByte = 50e3 / (1 << 20);
+  static constexpr double kHotLatencyNs = 8e3;
+  static constexpr double kHotBytesPerNs = 25.0;
+
+  // What registering `bytes` is expected to take, in ns.
+  double register_ns(std::size_t bytes) const;
+  // What a copy of `bytes` from a registration is expected to take, call to return, in ns.
+  double hot_copy_ns(std::size_t bytes) const;
+  // What a copy of `bytes` that took `call_ns` lost against one from a registration (0 or more).
+  double lost_ns(std::size_t bytes, std::uint64_t call_ns) const;
+
+  // A registration of `bytes` took `ns`.
+  void registered(std::size_t bytes, std::uint64_t ns);
+  // A copy of `bytes` from a registration took `ns`: small ones say the latency, large ones the
+  // link's rate.
+  void hot_copied(std::size_t bytes, std::uint64_t ns);
+
+ private:
+  std::atomic<double> register_scale_{1.0};  // measured registrations over the prior's
+  std::atomic<double> latency_ns_{kHotLatencyNs};
+  std::atomic<double> bytes_per_ns_{kHotBytesPerNs};
+};
+
+}  // namespace cmt

@@ -509,6 +509,8 @@ TEST(RegisterCosts, PriorsUntilMeasuredThenWhatWasMeasured) {
   EXPECT_DOUBLE_EQ(c.hot_copy_ns(0), RegisterCosts::kHotLatencyNs);
   EXPECT_EQ(c.lost_ns(mib, 10000), 0.0);  // faster than the estimate: nothing lost
   EXPECT_NEAR(c.lost_ns(mib, 200000), 200000 - c.hot_copy_ns(mib), 1);
+  // A copy that also waited 50 ms for a kernel counts as four copies from a registration at most.
+  EXPECT_NEAR(c.lost_ns(mib, 50000000), 4 * c.hot_copy_ns(mib), 1);
   // A link at 50 GB/s and a 6 us latency, measured on large and small copies.
   for (int i = 0; i < 40; ++i) {
     c.hot_copied(64 * mib, static_cast<std::uint64_t>(6e3 + 64 * mib / 50.0));

@@ -31,7 +31,8 @@ double RegisterCosts::hot_copy_ns(std::size_t bytes) const {
 }
 
 double RegisterCosts::lost_ns(std::size_t bytes, std::uint64_t call_ns) const {
-  return std::max(0.0, static_cast<double>(call_ns) - hot_copy_ns(bytes));
+  const double hot = hot_copy_ns(bytes);
+  return std::clamp(static_cast<double>(call_ns) - hot, 0.0, kMostLossTimes * hot);
 }
 
 void RegisterCosts::registered(std::size_t bytes, std::uint64_t ns) {

@@ -26,12 +26,18 @@ class RegisterCosts {
   static constexpr double kRegisterNsPerByte = 50e3 / (1 << 20);
   static constexpr double kHotLatencyNs = 8e3;
   static constexpr double kHotBytesPerNs = 25.0;
+  // A copy's counted loss at most this many times a copy from a registration: CUDA's own path, the
+  // slowest, took 2.5-4.2x a pinned copy's time (issue 33's table), and a copy's time may also
+  // hold a wait for the stream's earlier work (a kernel), which a copy from a registration would
+  // wait for too.
+  static constexpr double kMostLossTimes = 4.0;
 
   // What registering `bytes` is expected to take, in ns.
   double register_ns(std::size_t bytes) const;
   // What a copy of `bytes` from a registration is expected to take, call to return, in ns.
   double hot_copy_ns(std::size_t bytes) const;
-  // What a copy of `bytes` that took `call_ns` lost against one from a registration (0 or more).
+  // What a copy of `bytes` that took `call_ns` lost against one from a registration: 0 to
+  // kMostLossTimes times the latter.
   double lost_ns(std::size_t bytes, std::uint64_t call_ns) const;
 
   // A registration of `bytes` took `ns`.

@@ -202,6 +202,13 @@ std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexc
   }
 }
 
+void Interposer::time_loss(const void* host, std::size_t bytes) const {
+  // register = auto: what this copy loses against a registered one counts, once the hook has
+  // made it (copy_call_ended).
+  if (config_.register_mode == Register::Auto && t_pending_loss.open)
+    t_pending_loss = {true, host, bytes, std::chrono::steady_clock::now()};
+}
+
 void Interposer::copy_call_began() noexcept {
   t_pending_loss.open = true;
 }
@@ -476,17 +483,17 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
     }
     if (!register_cache_->due(host, bytes)) {
       register_cache_->count(host, bytes);
-      // register = auto: what this copy loses against a registered one counts, once the hook
-      // has made it (copy_call_ended).
-      if (config_.register_mode == Register::Auto && t_pending_loss.open)
-        t_pending_loss = {true, host, bytes, std::chrono::steady_clock::now()};
+      time_loss(host, bytes);
       return not_hot();
     }
   }
   CopyDecision d = classify_copy(*driver_, dst, src, bytes, kind, stream, Thresholds{1, 1},
                                  register_cache_);
   RegisterCache::Use use;
-  if (d.taken()) use = register_cache_->offer(d.request.host, bytes);
+  if (d.taken()) {
+    use = register_cache_->offer(d.request.host, bytes);
+    if (!use) time_loss(d.request.host, bytes);  // counted by offer, not registered
+  }
   if (!use) return not_hot();
   const auto pages = use.pages();
   const std::size_t done = run_hot_copy(d.request, &pages, entry, taken);

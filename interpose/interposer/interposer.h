@@ -112,6 +112,9 @@ class Interposer {
   // stream and waited for (a pageable copy's caller may write or free its buffer once the call
   // returns). Returns the bytes handled, 0: not from a registration (after dropping any
   // registration the range only touches, so that CUDA sees pageable memory again).
+  // A copy of host range [host, host + bytes) that the cache counted and will not make from a
+  // registration: with register = auto, timed to its hook's return (copy_call_ended).
+  void time_loss(const void* host, std::size_t bytes) const;
   std::size_t take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
                             CUstream stream, Entry entry, std::optional<Direction>* taken);
   // The copy itself, from (or to) a registration held for it, whose pages are `*pages`, or with

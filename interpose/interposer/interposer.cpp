@@ -374,16 +374,13 @@ void Interposer::build_register_cache() {
   auto attach = reinterpret_cast<AttachFn>(real_dlsym(RTLD_DEFAULT, kReleaseLibraryAttachSymbol));
   const ReleaseLibrary* library = attach ? attach(&kReleaseAbi) : nullptr;
   if (!library || library->version != kReleaseAbiVersion) {
-    CMT_LOG(warn,
-            "hot buffers (register = hot or auto) need libcmt-release.so preloaded (cmt "
-            "run preloads it): "
-            "hot buffers stay staged");
+    CMT_LOG(warn, "hot buffers (register = hot or auto) need libcmt-release.so preloaded (cmt "
+                  "run preloads it): they stay staged");
     return;
   }
   if (!library->glibc_malloc) {
-    CMT_LOG(warn,
-            "hot buffers: the malloc in this process is not glibc's, whose chunks cmt "
-            "can follow: hot buffers stay staged");
+    CMT_LOG(warn, "hot buffers: the malloc in this process is not glibc's, whose chunks cmt can "
+                  "follow: they stay staged");
     return;
   }
   std::lock_guard<std::mutex> lk(engine_mu());

@@ -190,9 +190,9 @@ class RegisterCache {
     std::uint64_t last = 0, prev = 0;
     double lost_ns = 0;  // with `paid`: what its copies lost against copies from a registration
   };
-  // Whether candidate `c` of [lo, hi), copied `copies` times, is to be registered at its next
-  // copy: not refused or being registered, its `after`-th copy or later, and with `paid` its
-  // losses as large as the registration's expected cost.
+  // Whether candidate `c`, of `bytes`, is to be registered at its `copies`-th copy: not refused
+  // or being registered, its `after`-th copy or later, and with `paid` its losses as large as
+  // registering `bytes` is expected to cost.
   bool due_to_register(const Candidate& c, unsigned copies, std::size_t bytes) const {
     return !c.refused && !c.registering && copies >= settings_.after &&
            (!settings_.paid || c.lost_ns >= costs_.register_ns(bytes));

@@ -128,6 +128,7 @@ class RegisterCache {
   // A copy of `bytes` from a registration took `ns` (what the next losses are measured against).
   void hot_copied(std::size_t bytes, std::uint64_t ns) { costs_.hot_copied(bytes, ns); }
   const RegisterCosts& costs() const { return costs_; }
+  bool paid() const { return settings_.paid; }
   // Whether a registration of cmt's covers [p, p + bytes) (classify asks: CUDA calls it pinned).
   bool covers(const void* p, std::size_t bytes) const;
   // Whether [p, p + bytes) touches a page cmt registered: a copy CUDA would take as from pinned

@@ -291,6 +291,17 @@ std::string Stats::summary(double copy_threads_cpu_s) const {
                   static_cast<unsigned long long>(c.kept_out),
                   static_cast<unsigned long long>(beside_calls_.load()));
     out += buf;
+    if (register_cache_->paid()) {  // what auto's rule weighed the losses against
+      const RegisterCosts& costs = register_cache_->costs();
+      std::snprintf(buf, sizeof buf,
+                    " (auto: registering estimated at %.2f ms + %.3f ms a MiB, copies from a "
+                    "registration at %.1f us + %.1f GB/s)",
+                    costs.register_ns(0) / 1e6,
+                    (costs.register_ns(1u << 20) - costs.register_ns(0)) / 1e6,
+                    costs.hot_copy_ns(0) / 1e3,
+                    (1u << 30) / (costs.hot_copy_ns(1u << 30) - costs.hot_copy_ns(0)));
+      out += buf;
+    }
   }
   std::string forwards;
   for (int i = 1; i < static_cast<int>(ForwardReason::Count); ++i) {

@@ -395,8 +395,9 @@ std::string reuse(const Trace& t) {
   out += share("from its third copy on", from_third);
   if (from_third.calls)
     out +=
-        "  (CMT_REGISTER=hot registers a buffer at its second copy and copies it straight from "
-        "its pages from then on)\n";
+        "  (CMT_REGISTER=hot registers a buffer at its second copy, and auto once its copies "
+        "have lost what registering costs, and copies it straight from its pages from then "
+        "on)\n";
   return out;
 }
 

@@ -20,12 +20,15 @@ class RegisterCosts {
  public:
   // Priors, from measurements on the H100 and H200 machines (NOTES.md 69 and 74; the issue's
   // 0.46 ms at 256 KiB to 3.0 ms at 64 MiB): cuMemHostRegister about 0.15 ms plus 0.05 ms a MiB;
-  // a copy from registered memory about 8 us plus the bytes at 25 GB/s (a PCIe 4 link, the slower
-  // of those here: a copy's loss is then underestimated, never overestimated, on a faster one).
+  // a copy from registered memory about 8 us plus the bytes at 50 GB/s (their PCIe 5 links read
+  // 51-54 GB/s pinned). Not a slower link's rate: cmt's staging beats it at 16-64 MiB (37-41 GB/s
+  // on the H100), so no copy would show a loss, nothing would be registered, and the rate would
+  // never be measured (NOTES.md 78, with 25 GB/s). On a slower link a loss is overestimated at
+  // first, which registers sooner, bounded by the rule, until a registered copy says the rate.
   static constexpr double kRegisterFixedNs = 150e3;
   static constexpr double kRegisterNsPerByte = 50e3 / (1 << 20);
   static constexpr double kHotLatencyNs = 8e3;
-  static constexpr double kHotBytesPerNs = 25.0;
+  static constexpr double kHotBytesPerNs = 50.0;
   // A copy's counted loss at most this many times a copy from a registration: CUDA's own path, the
   // slowest, took 2.5-4.2x a pinned copy's time (issue 33's table), and a copy's time may also
   // hold a wait for the stream's earlier work (a kernel), which a copy from a registration would

@@ -85,6 +85,7 @@ CUcontext current() {
 
 struct FakeEvent {
   std::atomic<long> recorded{0}, completed{0};
+  std::atomic<std::int64_t> completed_ns{0};  // steady clock, when its latest record ran
   std::atomic<long> failing_gen{-1};  // queries fail while this record is the latest
   CUcontext ctx = nullptr;
 };
@@ -340,6 +341,9 @@ CUresult event_record(CUevent e, CUstream s) {
   long gen = ev->recorded.fetch_add(1) + 1;
   if (i == g_fake->faults.query_fail_record) ev->failing_gen.store(gen);
   g_fake->stream_for(s)->enqueue([ev, gen] {
+    ev->completed_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now().time_since_epoch())
+                               .count());
     long cur = ev->completed.load();
     while (cur < gen && !ev->completed.compare_exchange_weak(cur, gen)) {
     }
@@ -355,6 +359,16 @@ CUresult event_query(CUevent e) {
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   if (ev->recorded.load() == ev->failing_gen.load()) return g_fake->faults.query_fail_code;
   return ev->completed.load() >= ev->recorded.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
+// As CUDA: both events completed, the time between them in ms, else CUDA_ERROR_NOT_READY.
+CUresult event_elapsed_time(float* ms, CUevent start, CUevent end) {
+  auto* a = reinterpret_cast<FakeEvent*>(start);
+  auto* b = reinterpret_cast<FakeEvent*>(end);
+  if (a->completed.load() < a->recorded.load() || b->completed.load() < b->recorded.load())
+    return CUDA_ERROR_NOT_READY;
+  *ms = static_cast<float>(static_cast<double>(b->completed_ns.load() - a->completed_ns.load()) /
+                           1e6);
+  return CUDA_SUCCESS;
 }
 // The stream's later work waits until the event's latest record (at the time of this call) ran.
 CUresult stream_wait_event(CUstream s, CUevent e, unsigned) {
@@ -416,6 +430,7 @@ DriverApi make_api() {
   a.event_record = event_record;
   a.event_query = event_query;
   a.event_destroy = event_destroy;
+  a.event_elapsed_time = event_elapsed_time;
   a.device_get_pci_bus_id = device_get_pci_bus_id;
   a.ctx_set_current = ctx_set_current;
   a.stream_create = stream_create;

@@ -475,7 +475,7 @@ TEST(RegisterCache, UnderAutoARangeIsRegisteredOnceItsCopiesLostWhatRegisteringC
   auto staged_copy = [&](std::uintptr_t p, std::uint64_t call_ns) {
     if (h.cache.due(at(p), mib)) return true;
     h.cache.count(at(p), mib);
-    h.cache.lost(at(p), mib, call_ns);
+    h.cache.add_loss(at(p), mib, h.cache.costs().lost_ns(mib, call_ns));
     return false;
   };
   const std::uintptr_t a = 0x50000000, b = 0x60000000;
@@ -525,6 +525,36 @@ TEST(RegisterCosts, PriorsUntilMeasuredThenWhatWasMeasured) {
   // One outlier moves it a quarter of the way, not all of it.
   c.registered(8 * mib, static_cast<std::uint64_t>(100 * (150e3 + 8 * 50e3)));
   EXPECT_LT(c.register_ns(8 * mib), 30 * (150e3 + 8 * 50e3));
+}
+
+// Copies not made from a registration are weighed by what copies of their size and direction
+// took on their streams: each size's first few are timed, then one in kTimeEvery; until one is
+// timed nothing is expected (the interposer then uses the call's time).
+TEST(RegisterCosts, CopiesNotFromARegistrationAreWeighedByTheTimedOnesOfTheirSize) {
+  RegisterCosts c;
+  const std::size_t mib = 1 << 20;
+  EXPECT_LT(c.expected_loss_ns(true, mib), 0);
+  int timed = 0;
+  for (unsigned i = 0; i < RegisterCosts::kFirstTimed + 10 * RegisterCosts::kTimeEvery; ++i)
+    timed += c.time_this(true, mib + i);  // all in 1 MiB's size class
+  EXPECT_EQ(timed, static_cast<int>(RegisterCosts::kFirstTimed) + 10);
+  EXPECT_TRUE(c.time_this(false, mib));     // the other direction counts on its own
+  EXPECT_TRUE(c.time_this(true, 4 * mib));  // and so does another size
+  // 1 MiB copies to the device taking 100 us on their streams (about 10 GB/s): each loses what
+  // they take beyond a copy from a registration.
+  for (int i = 0; i < 3; ++i) c.staged_timed(true, mib, 100000);
+  EXPECT_EQ(c.timed_copies(), 3u);
+  EXPECT_NEAR(c.expected_loss_ns(true, mib), 100000 - c.hot_copy_ns(mib), 10);
+  // A copy of 1.5 MiB, in the same class, at the same rate.
+  EXPECT_NEAR(c.expected_loss_ns(true, 3 * mib / 2), 150000 - c.hot_copy_ns(3 * mib / 2), 10);
+  // Nothing timed from the device, nor at 64 KiB.
+  EXPECT_LT(c.expected_loss_ns(false, mib), 0);
+  EXPECT_LT(c.expected_loss_ns(true, 64 << 10), 0);
+  // Copies as fast as from a registration lose nothing; a stalled one at most kMostLossTimes.
+  for (int i = 0; i < 40; ++i) c.staged_timed(false, mib, 1000);
+  EXPECT_EQ(c.expected_loss_ns(false, mib), 0.0);
+  c.staged_timed(true, 16 * mib, 1000000000);
+  EXPECT_NEAR(c.expected_loss_ns(true, 16 * mib), 4 * c.hot_copy_ns(16 * mib), 10);
 }
 
 TEST(RegisterCache, MemoryItCannotFollowIsRefusedOnce) {

@@ -10,46 +10,47 @@
 #include <string>
 
 // X(libcuda name, member, parameter types...): every entry returns CUresult.
-#define CMT_DRIVER_FUNCTIONS(X)                                                             \
-  /* the engine and the classifier */                                                       \
-  X(cuCtxGetCurrent, ctx_get_current, CUcontext*)                                           \
-  X(cuCtxGetDevice, ctx_get_device, CUdevice*)                                              \
-  X(cuStreamGetCtx, stream_get_ctx, CUstream, CUcontext*)                                   \
-  X(cuStreamIsCapturing, stream_is_capturing, CUstream, CUstreamCaptureStatus*)             \
-  X(cuStreamSynchronize, stream_synchronize, CUstream)                                      \
-  X(cuThreadExchangeStreamCaptureMode, thread_exchange_capture_mode, CUstreamCaptureMode*)  \
-  X(cuPointerGetAttributes, pointer_get_attributes, unsigned, CUpointer_attribute*, void**, \
-    CUdeviceptr)                                                                            \
-  X(cuMemGetAddressRange, mem_get_address_range, CUdeviceptr*, size_t*, CUdeviceptr)        \
-  X(cuMemHostRegister, mem_host_register, void*, size_t, unsigned)                          \
-  X(cuMemHostUnregister, mem_host_unregister, void*)                                        \
-  X(cuMemcpyHtoDAsync, memcpy_htod_async, CUdeviceptr, const void*, size_t, CUstream)       \
-  X(cuMemcpyDtoHAsync, memcpy_dtoh_async, void*, CUdeviceptr, size_t, CUstream)             \
-  X(cuEventCreate, event_create, CUevent*, unsigned)                                        \
-  X(cuEventRecord, event_record, CUevent, CUstream)                                         \
-  X(cuEventQuery, event_query, CUevent)                                                     \
-  X(cuEventDestroy, event_destroy, CUevent)                                                 \
-  X(cuDeviceGetPCIBusId, device_get_pci_bus_id, char*, int, CUdevice)                       \
-  /* GPU-to-GPU copies through the host (engine/peer/peer_copier.h) */                           \
-  X(cuCtxSetCurrent, ctx_set_current, CUcontext)                                            \
-  X(cuStreamCreate, stream_create, CUstream*, unsigned)                                     \
-  X(cuStreamWaitEvent, stream_wait_event, CUstream, CUevent, unsigned)                      \
-  X(cuDeviceGet, device_get, CUdevice*, int)                                                \
-  X(cuDeviceGetCount, device_get_count, int*)                                               \
-  X(cuDevicePrimaryCtxGetState, primary_ctx_get_state, CUdevice, unsigned*, int*)           \
-  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUcontext*, CUdevice)                     \
-  X(cuDevicePrimaryCtxRelease, primary_ctx_release, CUdevice)                               \
+#define CMT_DRIVER_FUNCTIONS(X)                                                                \
+  /* the engine and the classifier */                                                          \
+  X(cuCtxGetCurrent, ctx_get_current, CUcontext*)                                              \
+  X(cuCtxGetDevice, ctx_get_device, CUdevice*)                                                 \
+  X(cuStreamGetCtx, stream_get_ctx, CUstream, CUcontext*)                                      \
+  X(cuStreamIsCapturing, stream_is_capturing, CUstream, CUstreamCaptureStatus*)                \
+  X(cuStreamSynchronize, stream_synchronize, CUstream)                                         \
+  X(cuThreadExchangeStreamCaptureMode, thread_exchange_capture_mode, CUstreamCaptureMode*)     \
+  X(cuPointerGetAttributes, pointer_get_attributes, unsigned, CUpointer_attribute*, void**,    \
+    CUdeviceptr)                                                                               \
+  X(cuMemGetAddressRange, mem_get_address_range, CUdeviceptr*, size_t*, CUdeviceptr)           \
+  X(cuMemHostRegister, mem_host_register, void*, size_t, unsigned)                             \
+  X(cuMemHostUnregister, mem_host_unregister, void*)                                           \
+  X(cuMemcpyHtoDAsync, memcpy_htod_async, CUdeviceptr, const void*, size_t, CUstream)          \
+  X(cuMemcpyDtoHAsync, memcpy_dtoh_async, void*, CUdeviceptr, size_t, CUstream)                \
+  X(cuEventCreate, event_create, CUevent*, unsigned)                                           \
+  X(cuEventRecord, event_record, CUevent, CUstream)                                            \
+  X(cuEventQuery, event_query, CUevent)                                                        \
+  X(cuEventDestroy, event_destroy, CUevent)                                                    \
+  X(cuEventElapsedTime, event_elapsed_time, float*, CUevent, CUevent)                          \
+  X(cuDeviceGetPCIBusId, device_get_pci_bus_id, char*, int, CUdevice)                          \
+  /* GPU-to-GPU copies through the host (engine/peer/peer_copier.h) */                         \
+  X(cuCtxSetCurrent, ctx_set_current, CUcontext)                                               \
+  X(cuStreamCreate, stream_create, CUstream*, unsigned)                                        \
+  X(cuStreamWaitEvent, stream_wait_event, CUstream, CUevent, unsigned)                         \
+  X(cuDeviceGet, device_get, CUdevice*, int)                                                   \
+  X(cuDeviceGetCount, device_get_count, int*)                                                  \
+  X(cuDevicePrimaryCtxGetState, primary_ctx_get_state, CUdevice, unsigned*, int*)              \
+  X(cuDevicePrimaryCtxRetain, primary_ctx_retain, CUcontext*, CUdevice)                        \
+  X(cuDevicePrimaryCtxRelease, primary_ctx_release, CUdevice)                                  \
   X(cuMemPoolGetAccess, mem_pool_get_access, CUmemAccess_flags*, CUmemoryPool, CUmemLocation*) \
-  X(cuGetErrorName, error_name, CUresult, const char**)                                     \
-  /* the tuner: open a GPU, allocate, and time CUDA's own copies */                         \
-  X(cuInit, init, unsigned)                                                                 \
-  X(cuDeviceGetName, device_get_name, char*, int, CUdevice)                                 \
-  X(cuCtxSynchronize, ctx_synchronize, void)                                                \
-  X(cuMemAlloc, mem_alloc, CUdeviceptr*, size_t)                                            \
-  X(cuMemFree, mem_free, CUdeviceptr)                                                       \
-  X(cuMemAllocHost, mem_alloc_host, void**, size_t)                                         \
-  X(cuMemFreeHost, mem_free_host, void*)                                                    \
-  X(cuMemcpyHtoD, memcpy_htod, CUdeviceptr, const void*, size_t)                            \
+  X(cuGetErrorName, error_name, CUresult, const char**)                                        \
+  /* the tuner: open a GPU, allocate, and time CUDA's own copies */                            \
+  X(cuInit, init, unsigned)                                                                    \
+  X(cuDeviceGetName, device_get_name, char*, int, CUdevice)                                    \
+  X(cuCtxSynchronize, ctx_synchronize, void)                                                   \
+  X(cuMemAlloc, mem_alloc, CUdeviceptr*, size_t)                                               \
+  X(cuMemFree, mem_free, CUdeviceptr)                                                          \
+  X(cuMemAllocHost, mem_alloc_host, void**, size_t)                                            \
+  X(cuMemFreeHost, mem_free_host, void*)                                                       \
+  X(cuMemcpyHtoD, memcpy_htod, CUdeviceptr, const void*, size_t)                               \
   X(cuMemcpyDtoH, memcpy_dtoh, void*, CUdeviceptr, size_t)
 
 namespace cmt {

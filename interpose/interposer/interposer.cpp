@@ -34,6 +34,7 @@
 #include "interposer/recorder.h"
 #include "interposer/register_cache.h"
 #include "interposer/stats.h"
+#include "interposer/stream_timer.h"
 #include "interposer/trackable_memory.h"
 
 extern "C" void __libc_free(void*);  // glibc's own free, below libcmt-release.so
@@ -60,14 +61,19 @@ std::atomic<Interposer*> g_process_instance{nullptr};
 
 // The process's cache of hot-buffer registrations, for the release hooks' reports and fork.
 std::atomic<RegisterCache*> g_register_cache{nullptr};
+// register = auto's timer of copies on their streams (stream_timer.h), made with the cache.
+std::atomic<StreamTimer*> g_stream_timer{nullptr};
 
 // register = auto: the copy this thread's hook is making (open: inside a CopyCallScope), of a
-// range the cache counted without registering it (take_hot_copy), whose time copy_call_ended
-// tells the cache.
+// range the cache counted without registering it (take_hot_copy), whose loss copy_call_ended
+// tells the cache; `timing`, its slot of the stream timer (-1: not timed on its stream).
 struct PendingLoss {
   bool open = false;
   const void* host = nullptr;
   std::size_t bytes = 0;
+  bool to_device = false;
+  CUstream stream = nullptr;
+  int timing = -1;
   std::chrono::steady_clock::time_point start;
 };
 thread_local PendingLoss t_pending_loss;
@@ -202,11 +208,16 @@ std::size_t Interposer::offer_peer_copy(const PeerCall& call, Entry entry) noexc
   }
 }
 
-void Interposer::time_loss(const void* host, std::size_t bytes) const {
+void Interposer::time_loss(const void* host, std::size_t bytes, bool to_device,
+                           CUstream stream) const {
   // register = auto: what this copy loses against a registered one counts, once the hook has
-  // made it (copy_call_ended).
-  if (config_.register_mode == Register::Auto && t_pending_loss.open)
-    t_pending_loss = {true, host, bytes, std::chrono::steady_clock::now()};
+  // made it (copy_call_ended). Some are timed on their streams, which says what such copies lose.
+  PendingLoss& pending = t_pending_loss;
+  if (config_.register_mode != Register::Auto || !pending.open || pending.host) return;
+  pending = {true, host, bytes, to_device, stream, -1, std::chrono::steady_clock::now()};
+  StreamTimer* timer = g_stream_timer.load(std::memory_order_acquire);
+  if (timer && register_cache_->costs().time_this(to_device, bytes))
+    pending.timing = timer->begin(stream);
 }
 
 void Interposer::copy_call_began() noexcept {
@@ -215,19 +226,42 @@ void Interposer::copy_call_began() noexcept {
 
 void Interposer::copy_call_ended() noexcept {
   PendingLoss& pending = t_pending_loss;
+  StreamTimer* timer = g_stream_timer.load(std::memory_order_acquire);
   if (!pending.host) {
     pending.open = false;
+    if (timer && timer->waiting() && !g_forked_child) collect_timings(*timer);
     return;
   }
   const PendingLoss done = pending;
   pending = PendingLoss{};
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now() - done.start)
-                      .count();
+  const auto call_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - done.start)
+                           .count();
   InsideCmt inside;
   try {
-    if (RegisterCache* cache = g_register_cache.load(std::memory_order_acquire))
-      cache->lost(done.host, done.bytes, static_cast<std::uint64_t>(ns));
+    RegisterCache* cache = g_register_cache.load(std::memory_order_acquire);
+    if (!cache) return;
+    if (timer && done.timing >= 0) timer->end(done.timing, done.stream, done.to_device, done.bytes);
+    // What copies of its size and direction took on their streams; the call's own time until one
+    // of them is timed (a pageable cudaMemcpyAsync's return is earlier than its end).
+    const RegisterCosts& costs = cache->costs();
+    const double expected = costs.expected_loss_ns(done.to_device, done.bytes);
+    cache->add_loss(
+        done.host, done.bytes,
+        expected >= 0 ? expected : costs.lost_ns(done.bytes, static_cast<std::uint64_t>(call_ns)));
+    if (timer && timer->waiting()) collect_timings(*timer);
+  } catch (...) {
+  }
+}
+
+void Interposer::collect_timings(StreamTimer& timer) noexcept {
+  InsideCmt inside;
+  try {
+    RegisterCache* cache = g_register_cache.load(std::memory_order_acquire);
+    if (!cache) return;
+    timer.collect([cache](bool to_device, std::size_t bytes, std::uint64_t ns) {
+      cache->costs().staged_timed(to_device, bytes, ns);
+    });
   } catch (...) {
   }
 }
@@ -400,6 +434,7 @@ void Interposer::build_register_cache() {
   // the one below libcmt-release.so (library->glibc_malloc).
   if (config_.register_free_later) cache->free_later(&__libc_free, true);
   use_register_cache(cache);
+  if (settings.paid) g_stream_timer.store(new StreamTimer(*driver_), std::memory_order_release);
   g_register_cache.store(cache, std::memory_order_release);
 }
 
@@ -480,7 +515,7 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
     }
     if (!register_cache_->due(host, bytes)) {
       register_cache_->count(host, bytes);
-      time_loss(host, bytes);
+      time_loss(host, bytes, kind == kHostToDevice, stream);
       return not_hot();
     }
   }
@@ -489,7 +524,8 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
   RegisterCache::Use use;
   if (d.taken()) {
     use = register_cache_->offer(d.request.host, bytes);
-    if (!use) time_loss(d.request.host, bytes);  // counted by offer, not registered
+    if (!use)  // counted by offer, not registered
+      time_loss(d.request.host, bytes, d.request.direction == Direction::HostToDevice, stream);
   }
   if (!use) return not_hot();
   const auto pages = use.pages();

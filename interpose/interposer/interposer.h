@@ -113,8 +113,11 @@ class Interposer {
   // returns). Returns the bytes handled, 0: not from a registration (after dropping any
   // registration the range only touches, so that CUDA sees pageable memory again).
   // A copy of host range [host, host + bytes) that the cache counted and will not make from a
-  // registration: with register = auto, timed to its hook's return (copy_call_ended).
-  void time_loss(const void* host, std::size_t bytes) const;
+  // registration, on `stream`: with register = auto, what it lost is told to the cache when its
+  // hook returns (copy_call_ended), and some such copies are timed on their streams.
+  void time_loss(const void* host, std::size_t bytes, bool to_device, CUstream stream) const;
+  // Tells the cache's estimates what the stream timer's finished timings took.
+  static void collect_timings(class StreamTimer& timer) noexcept;
   std::size_t take_hot_copy(void* dst, const void* src, std::size_t bytes, int kind,
                             CUstream stream, Entry entry, std::optional<Direction>* taken);
   // The copy itself, from (or to) a registration held for it, whose pages are `*pages`, or with

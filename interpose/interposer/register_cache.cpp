@@ -271,11 +271,10 @@ void RegisterCache::count(const void* p, std::size_t bytes) {
   if (!c.refused && !c.registering && c.copies + 1 < settings_.after) ++c.copies;
 }
 
-void RegisterCache::lost(const void* p, std::size_t bytes, std::uint64_t call_ns) {
-  if (!settings_.paid) return;
+void RegisterCache::add_loss(const void* p, std::size_t bytes, double ns) {
+  if (!settings_.paid || !(ns > 0)) return;
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
   if (bytes > UINTPTR_MAX - lo) return;
-  const double ns = costs_.lost_ns(bytes, call_ns);
   InCache inside;
   std::lock_guard<std::mutex> lk(mu_);
   if (Candidate* c = find_candidate(lo, lo + bytes)) c->lost_ns += ns;

@@ -122,12 +122,13 @@ class RegisterCache {
   bool due(const void* p, std::size_t bytes);
   // Counts a copy of [p, p + bytes) that is not due, as offer would, without registering.
   void count(const void* p, std::size_t bytes);
-  // A copy of [p, p + bytes) that was counted and not made from a registration took `call_ns`:
-  // with `paid`, what it lost against a copy from one counts towards registering the range.
-  void lost(const void* p, std::size_t bytes, std::uint64_t call_ns);
+  // A copy of [p, p + bytes) that was counted and not made from a registration lost `ns` against
+  // a copy from one (costs()): with `paid`, it counts towards registering the range.
+  void add_loss(const void* p, std::size_t bytes, double ns);
   // A copy of `bytes` from a registration took `ns` (what the next losses are measured against).
   void hot_copied(std::size_t bytes, std::uint64_t ns) { costs_.hot_copied(bytes, ns); }
   const RegisterCosts& costs() const { return costs_; }
+  RegisterCosts& costs() { return costs_; }
   bool paid() const { return settings_.paid; }
   // Whether a registration of cmt's covers [p, p + bytes) (classify asks: CUDA calls it pinned).
   bool covers(const void* p, std::size_t bytes) const;

@@ -19,7 +19,37 @@ double prior_register_ns(std::size_t bytes) {
          RegisterCosts::kRegisterNsPerByte * static_cast<double>(bytes);
 }
 
+// The size class of a copy of `bytes`: its power of two.
+int size_class(std::size_t bytes) {
+  return bytes ? 63 - __builtin_clzll(static_cast<unsigned long long>(bytes)) : 0;
+}
+
 }  // namespace
+
+bool RegisterCosts::time_this(bool to_device, std::size_t bytes) {
+  const std::uint32_t n =
+      seen_[to_device ? 0 : 1][size_class(bytes)].fetch_add(1, std::memory_order_relaxed);
+  return n < kFirstTimed || n % kTimeEvery == 0;
+}
+
+void RegisterCosts::staged_timed(bool to_device, std::size_t bytes, std::uint64_t ns) {
+  if (!bytes) return;
+  timed_.fetch_add(1, std::memory_order_relaxed);
+  std::atomic<double>& estimate = staged_ns_per_byte_[to_device ? 0 : 1][size_class(bytes)];
+  const double measured = static_cast<double>(ns) / static_cast<double>(bytes);
+  if (estimate.load(std::memory_order_relaxed) == 0)
+    estimate.store(measured, std::memory_order_relaxed);  // the first: taken as it is
+  else
+    move_towards(estimate, measured, 0.0, 1e12);
+}
+
+double RegisterCosts::expected_loss_ns(bool to_device, std::size_t bytes) const {
+  const double per_byte =
+      staged_ns_per_byte_[to_device ? 0 : 1][size_class(bytes)].load(std::memory_order_relaxed);
+  if (per_byte <= 0) return -1;
+  const double hot = hot_copy_ns(bytes);
+  return std::clamp(per_byte * static_cast<double>(bytes) - hot, 0.0, kMostLossTimes * hot);
+}
 
 double RegisterCosts::register_ns(std::size_t bytes) const {
   return register_scale_.load(std::memory_order_relaxed) * prior_register_ns(bytes);

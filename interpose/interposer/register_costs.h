@@ -6,6 +6,11 @@
 // copy, lost up to 3x on buffers copied 2-10 times, bench/lab/NOTES.md 69), and one copied again
 // and again is registered after a few copies and gains from then on.
 //
+// A copy that is not made from a registration is weighed by what such copies of its size and
+// direction took on their streams, from the stream reaching them to their last DMA's end
+// (stream_timer.h times some of them): a call's own time says too little, as a cudaMemcpyAsync
+// from pageable memory returns, staged by cmt or by CUDA, before its last DMA ends (NOTES.md 78).
+//
 // Thread-safe; the estimates are updated with relaxed atomics, so two measurements at once may
 // lose one of them, which an estimate can afford.
 #pragma once
@@ -29,6 +34,10 @@ class RegisterCosts {
   static constexpr double kRegisterNsPerByte = 50e3 / (1 << 20);
   static constexpr double kHotLatencyNs = 8e3;
   static constexpr double kHotBytesPerNs = 50.0;
+  // Of the copies not made from a registration, each size's (power of two) and direction's first
+  // kFirstTimed are timed on their streams, then one in kTimeEvery.
+  static constexpr unsigned kFirstTimed = 4;
+  static constexpr unsigned kTimeEvery = 8;
   // A copy's counted loss at most this many times a copy from a registration: CUDA's own path, the
   // slowest, took 2.5-4.2x a pinned copy's time (issue 33's table), and a copy's time may also
   // hold a wait for the stream's earlier work (a kernel), which a copy from a registration would
@@ -43,6 +52,17 @@ class RegisterCosts {
   // kMostLossTimes times the latter.
   double lost_ns(std::size_t bytes, std::uint64_t call_ns) const;
 
+  // Whether the copy of `bytes` about to be made not from a registration is one to time.
+  bool time_this(bool to_device, std::size_t bytes);
+  // A copy of `bytes` not made from a registration took `ns` on its stream.
+  void staged_timed(bool to_device, std::size_t bytes, std::uint64_t ns);
+  // What a copy of `bytes` not made from a registration is expected to lose against one that is,
+  // from the timed copies of its size and direction (0 to kMostLossTimes times the latter); below
+  // 0 while none of them is timed.
+  double expected_loss_ns(bool to_device, std::size_t bytes) const;
+  // How many copies not made from a registration were timed.
+  std::uint64_t timed_copies() const { return timed_.load(std::memory_order_relaxed); }
+
   // A registration of `bytes` took `ns`.
   void registered(std::size_t bytes, std::uint64_t ns);
   // A copy of `bytes` from a registration took `ns`: small ones say the latency, large ones the
@@ -53,6 +73,12 @@ class RegisterCosts {
   std::atomic<double> register_scale_{1.0};  // measured registrations over the prior's
   std::atomic<double> latency_ns_{kHotLatencyNs};
   std::atomic<double> bytes_per_ns_{kHotBytesPerNs};
+  // By direction (0: to the device) and size (log2 of the bytes): copies not made from a
+  // registration seen so far, and their timed ns a byte (0: none timed).
+  static constexpr int kSizes = 64;
+  std::atomic<std::uint32_t> seen_[2][kSizes] = {};
+  std::atomic<double> staged_ns_per_byte_[2][kSizes] = {};
+  std::atomic<std::uint64_t> timed_{0};
 };
 
 }  // namespace cmt

@@ -152,7 +152,8 @@ std::string Stats::register_json() const {
       "\"release_reports\": %llu, \"release_seconds\": %.6f, \"beside_copies\": %llu, "
       "\"beside_bytes\": %llu, \"freed_later\": %llu, \"kept_out\": %llu, "
       "\"estimated_register_ms_per_mib\": %.4f, \"estimated_register_ms_fixed\": %.4f, "
-      "\"estimated_hot_gbps\": %.2f, \"estimated_hot_latency_us\": %.2f}",
+      "\"estimated_hot_gbps\": %.2f, \"estimated_hot_latency_us\": %.2f, "
+      "\"staged_copies_timed\": %llu}",
       register_cache_ ? "true" : "false", static_cast<unsigned long long>(hot_calls_.load()),
       static_cast<unsigned long long>(hot_bytes_.load()),
       static_cast<unsigned long long>(c.registrations),
@@ -165,7 +166,8 @@ std::string Stats::register_json() const {
       static_cast<unsigned long long>(beside_bytes_.load()),
       static_cast<unsigned long long>(c.freed_later), static_cast<unsigned long long>(c.kept_out),
       (costs.register_ns(1u << 20) - costs.register_ns(0)) / 1e6, costs.register_ns(0) / 1e6,
-      gib / (costs.hot_copy_ns(1u << 30) - latency_ns), latency_ns / 1e3);
+      gib / (costs.hot_copy_ns(1u << 30) - latency_ns), latency_ns / 1e3,
+      static_cast<unsigned long long>(costs.timed_copies()));
   return buf;
 }
 
@@ -295,11 +297,13 @@ std::string Stats::summary(double copy_threads_cpu_s) const {
       const RegisterCosts& costs = register_cache_->costs();
       std::snprintf(buf, sizeof buf,
                     " (auto: registering estimated at %.2f ms + %.3f ms a MiB, copies from a "
-                    "registration at %.1f us + %.1f GB/s)",
+                    "registration at %.1f us + %.1f GB/s; %llu other copies timed on their "
+                    "streams)",
                     costs.register_ns(0) / 1e6,
                     (costs.register_ns(1u << 20) - costs.register_ns(0)) / 1e6,
                     costs.hot_copy_ns(0) / 1e3,
-                    (1u << 30) / (costs.hot_copy_ns(1u << 30) - costs.hot_copy_ns(0)));
+                    (1u << 30) / (costs.hot_copy_ns(1u << 30) - costs.hot_copy_ns(0)),
+                    static_cast<unsigned long long>(costs.timed_copies()));
       out += buf;
     }
   }

@@ -2,6 +2,10 @@
 
 namespace cmt {
 
+StreamTimer::~StreamTimer() {
+  for (Slot& slot : slots_) drop_events(slot);
+}
+
 int StreamTimer::begin(CUstream stream) {
   if (!driver_.event_elapsed_time) return -1;  // a table without it (a test's): not timed
   RelaxedCaptureMode relaxed(driver_);         // another thread's global capture stays valid

@@ -24,6 +24,8 @@ class StreamTimer {
   static constexpr int kSlots = 16;
 
   explicit StreamTimer(const DriverApi& driver) : driver_(driver) {}
+  // The process's is never destroyed (hooks may run at exit); a test's gives its events back.
+  ~StreamTimer();
   StreamTimer(const StreamTimer&) = delete;
   StreamTimer& operator=(const StreamTimer&) = delete;
 

@@ -345,9 +345,10 @@ std::vector<OptionSpec> build_table() {
       "hot, but a range is registered only once the time its copies lost against copies from a "
       "registration (as cmt measures both in the process) reaches what registering it is "
       "expected to cost: a buffer copied a few times then stays staged, one copied again and "
-      "again is registered after a few copies (experimental: on an H100 it registered nothing "
-      "copied with cudaMemcpyAsync, whose call returns before its DMA ends). Opt-in (the README "
-      "says why neither is the default yet).",
+      "again is registered after a few copies (experimental; a copy is weighed by what copies "
+      "of its size took on their streams, some timed with CUDA events, since a "
+      "cudaMemcpyAsync returns before its DMA ends). Opt-in (the README says why neither is "
+      "the default yet).",
       &Config::register_mode));
   t.push_back(count_option("register_after", "CMT_REGISTER_AFTER", Scope::Process, false,
                            "With register = hot, the copy of a range that registers it: 2 "

@@ -5,7 +5,8 @@
 #  2. cmt-lab-copied-few under off, hot and auto (processes alternating, counts to 100), and what
 #     auto learned (CMT_STATS hot_buffers: estimates, staged_copies_timed, registrations);
 #  3. offloaded inference: staged, hot, pinned and auto side by side, logits compared;
-#  4. the GPU safety suite under auto (2 seeds x 3000 operations).
+#  4. the offloaded inference recorded under staging (trace version 4), `cmt trace show` of it;
+#  5. the GPU safety suite under auto (2 seeds x 1500 operations).
 start=$(date +%s)
 o=$OUT/r; mkdir -p $o
 pack() { (cd $OUT && tar czf r.tgz r); }
@@ -32,7 +33,17 @@ CMT_CONFIGS_DIR= CMT_REGISTER=auto CMT_STATS=$o/offload-auto-stats.json timeout 
 echo "offload auto -v rc $?"; grep -E "at exit|hot buffers" $o/offload-auto-v.txt | tail -3
 echo "offload done at $(( $(date +%s) - start )) s"
 pack
-HOT_SAFETY_REGISTER=auto HOT_SAFETY_JOBS=2 timeout 150 tests/hot_safety.sh $b/cmt $b/tests/cmt_hot_safety_gpu 3000 2 gpu > $o/hot-safety-auto.txt 2>&1
+# Issue 32: the version-4 trace of the offloaded inference under cmt's staging, and what
+# `cmt trace show` says of its host buffers copied again.
+mkdir -p $o/rec
+CMT_CONFIGS_DIR= CMT_REGISTER=off timeout 100 $b/cmt run --record $o/rec/offload-off.tsv -- \
+  python3 bench/workloads/offload.py --child hot 10 > $o/rec/offload-off.out 2>&1
+echo "record rc $?"
+$b/cmt trace show $o/rec/offload-off.tsv > $o/rec/offload-off.show.txt 2>&1
+grep -A8 -i "copied again" $o/rec/offload-off.show.txt | head -12
+gzip $o/rec/offload-off.tsv
+pack
+HOT_SAFETY_REGISTER=auto HOT_SAFETY_JOBS=2 timeout 150 tests/hot_safety.sh $b/cmt $b/tests/cmt_hot_safety_gpu 1500 2 gpu > $o/hot-safety-auto.txt 2>&1
 echo "hot safety auto rc $?"; tail -4 $o/hot-safety-auto.txt
 echo "done at $(( $(date +%s) - start )) s"; date -u
 pack

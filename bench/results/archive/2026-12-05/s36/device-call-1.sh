@@ -1,4 +1,6 @@
 #!/bin/sh
+# Not run: no machine came for 85 minutes, and the refused starts left too little device time;
+# device-call-1b.sh (its parts 2 and 3) and device-calls-2-3.sh (parts 4 and 5, by hand) ran instead.
 # Session 36's first device call: register = auto with copies timed on their streams
 # (interpose/interposer/stream_timer.h; NOTES 79). Carry [".deps"].
 #  1. the unit tests that changed, on the GPU build (StreamTimer, RegisterCosts, RegisterCache);

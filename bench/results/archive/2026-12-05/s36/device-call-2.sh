@@ -1,4 +1,6 @@
 #!/bin/sh
+# Not run (device time): its recording and replays were made by hand on the warm machine after
+# device-call-1b.sh, as device-calls-2-3.sh says.
 # Session 36's second device call (issue 32: version-4 traces of a real program; issue 33: auto on
 # a replayed trace). Carry [".deps"].
 #  1. offloaded inference recorded under cmt's staging (register off) and under auto: the

@@ -239,9 +239,10 @@ void Interposer::copy_call_ended() noexcept {
                            .count();
   InsideCmt inside;
   try {
+    // A timing begun is always ended, or its slot would stay taken.
+    if (timer && done.timing >= 0) timer->end(done.timing, done.stream, done.to_device, done.bytes);
     RegisterCache* cache = g_register_cache.load(std::memory_order_acquire);
     if (!cache) return;
-    if (timer && done.timing >= 0) timer->end(done.timing, done.stream, done.to_device, done.bytes);
     // What copies of its size and direction took on their streams; the call's own time until one
     // of them is timed (a pageable cudaMemcpyAsync's return is earlier than its end).
     const RegisterCosts& costs = cache->costs();

@@ -349,9 +349,13 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   // kernel's read-ahead), one into CUDA host memory still the threads'. Dropped before each call:
   // the probe's RWF_NOWAIT read starts the kernel's read-ahead there as it says no, so the pages
   // come back soon after (asked with mincore, which starts nothing).
-  // Dropped twice, 2 ms apart: a read-ahead still in flight from an earlier read (the threads'
-  // preads) can land after the first drop (CI under AddressSanitizer saw it once, 2026-12-05).
+  // The first page read (blocking) before the drops: a read the probe started as it said no is
+  // then over. A page still being read is locked, which the drop skips, and reads as absent to
+  // mincore, so it came back after the check (CI under AddressSanitizer saw it twice, 2026-12-05
+  // and 06). Dropped twice, 2 ms apart, for a read-ahead of the threads' preads still in flight.
   const auto dropped = [&] {
+    char first[4096];
+    if (pread(file.fd, first, sizeof first, 0) < 0) return false;
     if (fdatasync(file.fd) != 0 || posix_fadvise(file.fd, 0, 0, POSIX_FADV_DONTNEED) != 0)
       return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

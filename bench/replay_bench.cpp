@@ -11,7 +11,12 @@
 // buffer the program copied more than once from a buffer of its own and any other resident copy
 // from a place not used for thousands of copies, so that hot buffers (CMT_REGISTER=hot) register
 // what they would have in the program (tuner/replay_plan.h). Between two copies it does CPU work
-// for the recorded gap, and it starts at its first copy's recorded offset. Copies through the host
+// for the recorded gap, and it starts at its first copy's recorded offset. Where the trace says how
+// long each copy's stream ran other work since the copy before (version 5: the program's kernels),
+// the replay has the GPU busy that long on the copy's stream as the CPU work starts, with a kernel
+// that waits on the GPU's clock, so that a copy waits for the stream as the program's did (a copy
+// staged by cmt or CUDA cannot start its DMAs before the stream reaches it; --gpu-work off leaves
+// the stream idle). Copies through the host
 // leg, batches and GPU-to-GPU copies are not replayed. In the pinned mode every host side is the
 // thread's pinned buffer: the ceiling. Reported per mode: the wall time of a round, the bytes over
 // it, median of the rounds, their spread, and the ratios.
@@ -62,6 +67,53 @@ struct ReplayThread {
 constexpr std::size_t kSpread = cmt::replay::kSpreadPlaces * cmt::replay::kSpreadStep;
 
 enum class Mode { Default, Cmt, Pinned };
+
+// The GPU work the program did on a copy's stream between copies, replayed as a kernel of one
+// thread that waits until the GPU's clock (%globaltimer, ns) has moved on by its argument. PTX,
+// compiled by the driver when loaded: the benchmark needs no device compiler.
+const char* const kBusyPtx = R"(
+.version 8.0
+.target sm_75
+.address_size 64
+.visible .entry cmt_replay_busy(.param .u64 cmt_replay_busy_ns)
+{
+  .reg .pred %p<2>;
+  .reg .b64 %rd<5>;
+  ld.param.u64 %rd1, [cmt_replay_busy_ns];
+  mov.u64 %rd2, %globaltimer;
+  add.s64 %rd3, %rd2, %rd1;
+BUSY:
+  mov.u64 %rd4, %globaltimer;
+  setp.lt.u64 %p1, %rd4, %rd3;
+  @%p1 bra BUSY;
+  ret;
+}
+)";
+
+struct GpuWork {
+  cudaKernel_t kernel = nullptr;  // null: the streams stay idle between copies
+};
+
+// The busy kernel, or none with `why` set.
+GpuWork load_gpu_work(std::string* why) {
+  GpuWork w;
+  cudaLibrary_t library = nullptr;
+  cudaError_t e = cudaLibraryLoadData(&library, kBusyPtx, nullptr, nullptr, 0, nullptr, nullptr, 0);
+  if (e == cudaSuccess) e = cudaLibraryGetKernel(&w.kernel, library, "cmt_replay_busy");
+  if (e != cudaSuccess) {
+    *why = cudaGetErrorString(e);
+    w.kernel = nullptr;
+  }
+  return w;
+}
+
+// `ns` of GPU work on `stream`, queued now.
+void busy(const GpuWork& w, cudaStream_t stream, std::uint64_t ns) {
+  unsigned long long arg = ns;
+  void* args[] = {&arg};
+  CMT_CHECK_CUDA(
+      cudaLaunchKernel(reinterpret_cast<const void*>(w.kernel), dim3(1), dim3(1), args, 0, stream));
+}
 
 void work_for(std::uint64_t ns) {  // the program's own work between copies: the CPU kept busy
   const auto end = Clock::now() + std::chrono::nanoseconds(ns);
@@ -186,11 +238,15 @@ struct Round {
 
 // One replay thread's copies in `mode`; with `check`, every copy's bytes are compared.
 std::size_t replay_thread(ReplayThread& t, Mode mode, const CachedFile& file, ForwardFn forward,
-                          bool check) {
+                          const GpuWork& gpu, bool check) {
   if (forward) forward(mode == Mode::Default ? 1 : 0);
   std::vector<unsigned char> scratch;
   std::size_t wrong = 0;
   for (const Copy& c : t.copies) {
+    // The stream the copy goes on (copy()): a synchronous one, the legacy default stream.
+    if (gpu.kernel && c.gpu_gap_ns > 0)
+      busy(gpu, c.synchronous ? cudaStreamLegacy : t.stream,
+           static_cast<std::uint64_t>(c.gpu_gap_ns));
     work_for(c.gap_ns);
     HostSide side = host_side(t, c, mode, file);
     if (check && !c.to_device && !side.unmap) std::memset(side.p, 0xa5, c.bytes);
@@ -202,8 +258,8 @@ std::size_t replay_thread(ReplayThread& t, Mode mode, const CachedFile& file, Fo
   return wrong;
 }
 
-Round run_round(std::vector<ReplayThread>& ts, Mode mode, const CachedFile& file,
-                ForwardFn forward, bool check, int device) {
+Round run_round(std::vector<ReplayThread>& ts, Mode mode, const CachedFile& file, ForwardFn forward,
+                const GpuWork& gpu, bool check, int device) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false};
   std::atomic<std::size_t> wrong{0};
@@ -213,7 +269,7 @@ Round run_round(std::vector<ReplayThread>& ts, Mode mode, const CachedFile& file
       CMT_CHECK_CUDA(cudaSetDevice(device));
       ready.fetch_add(1);
       while (!go.load()) std::this_thread::yield();
-      wrong.fetch_add(replay_thread(*tp, mode, file, forward, check));
+      wrong.fetch_add(replay_thread(*tp, mode, file, forward, gpu, check));
     });
   while (ready.load() < static_cast<int>(ts.size())) std::this_thread::yield();
   const auto t0 = Clock::now();
@@ -240,6 +296,7 @@ struct Options {
   std::vector<std::string> modes = {"default", "cmt", "pinned"};
   std::string json;
   double gap_scale = 1.0;
+  bool gpu_work = true;           // --gpu-work: the streams' recorded work between copies
   double from_s = 0, to_s = 1e9;  // --window: seconds from the trace's first call
 };
 
@@ -269,8 +326,16 @@ int parse(int argc, char** argv, Options* o) {
       ->check(CLI::IsMember({"default", "cmt", "pinned"}));
   app.add_option("--json", o->json, "Write the results here as JSON");
   app.add_option("--gap-scale", o->gap_scale,
-                 "The recorded gaps (CPU work) times this: 0 replays the copies back to back")
+                 "The recorded gaps (CPU work, and GPU work on the copies' streams) times this: "
+                 "0 replays the copies back to back")
       ->check(CLI::Range(0.0, 100.0));
+  app.add_option_function<std::string>(
+         "--gpu-work", [o](const std::string& v) { o->gpu_work = v == "on"; },
+         "Replay the GPU work the trace (version 5) says each copy's stream did since the copy "
+         "before it, as a kernel that keeps the stream busy that long (on, the default), or leave "
+         "the streams idle between copies (off)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->type_name("on|off");
   app.add_option_function<std::string>(
          "--window",
          [o](const std::string& text) {
@@ -313,6 +378,23 @@ std::string buffers_line(const cmt::Trace& trace, const cmt::replay::Plan& plan)
   return "  host buffers: " + std::to_string(plan.buffers.size()) + " the program copied again (" +
          std::to_string(bytes) + " bytes), each replayed from its own, " + std::to_string(again) +
          " copies from them\n";
+}
+
+// What the replay does on the GPU between copies: the recorded streams' work, or why not.
+std::string gpu_work_line(const std::vector<ReplayThread>& ts, const GpuWork& gpu,
+                          const std::string& why_not) {
+  std::size_t gaps = 0;
+  std::uint64_t ns = 0;
+  for (const ReplayThread& t : ts)
+    for (const Copy& c : t.copies)
+      if (c.gpu_gap_ns >= 0) ++gaps, ns += static_cast<std::uint64_t>(c.gpu_gap_ns);
+  if (!gaps)
+    return "  GPU work between copies: not in the trace (one before version 5): streams idle\n";
+  return "  GPU work between copies: " + std::to_string(ns / 1000000) + " ms on the streams (" +
+         std::to_string(gaps) + " gaps), " +
+         (gpu.kernel ? std::string("replayed as kernels that wait")
+                     : "not replayed (" + why_not + ")") +
+         "\n";
 }
 
 std::string report(const Options& o, const std::vector<ReplayThread>& ts, std::uint64_t bytes,
@@ -398,7 +480,10 @@ int main(int argc, char** argv) {
     t.copies = planned.copies;
     t.most = planned.most;
     t.buffers = &buffers;
-    for (Copy& c : t.copies) c.gap_ns = static_cast<std::uint64_t>(c.gap_ns * o.gap_scale);
+    for (Copy& c : t.copies) {
+      c.gap_ns = static_cast<std::uint64_t>(c.gap_ns * o.gap_scale);
+      if (c.gpu_gap_ns > 0) c.gpu_gap_ns = static_cast<std::int64_t>(c.gpu_gap_ns * o.gap_scale);
+    }
     ts.push_back(std::move(t));
   }
   if (ts.empty()) {
@@ -419,16 +504,21 @@ int main(int argc, char** argv) {
     most = std::max(most, ts[i].most);
   }
   const CachedFile file = make_cached_file(most);
+  std::string why_not = "--gpu-work off";
+  const GpuWork gpu = o.gpu_work ? load_gpu_work(&why_not) : GpuWork{};
   std::map<std::string, std::vector<double>> runs;
   std::map<std::string, std::size_t> wrong;
   // The checked round first: it also warms each mode up (CUDA's and cmt's pinned buffers, cmt's
   // lanes and threads), which the timed rounds then do not pay.
   for (const std::string& m : o.modes)
-    wrong[m] = run_round(ts, mode_of(m), file, forward, true, 0).wrong;
+    wrong[m] = run_round(ts, mode_of(m), file, forward, gpu, true, 0).wrong;
   for (int r = 0; r < o.rounds; ++r)
     for (const std::string& m : o.modes)
-      runs[m].push_back(run_round(ts, mode_of(m), file, forward, false, 0).seconds);
-  std::fputs(report(o, ts, bytes, buffers_line(trace, plan), runs, wrong).c_str(), stdout);
+      runs[m].push_back(run_round(ts, mode_of(m), file, forward, gpu, false, 0).seconds);
+  std::fputs(
+      report(o, ts, bytes, buffers_line(trace, plan) + gpu_work_line(ts, gpu, why_not), runs, wrong)
+          .c_str(),
+      stdout);
   std::string why;  // written as every file of cmt's: never through a planted link, never half
   if (!o.json.empty() && !cmt::write_output_file(o.json, as_json(o, bytes, runs, wrong), &why)) {
     std::fprintf(stderr, "cmt-bench-replay: cannot write '%s': %s\n", o.json.c_str(), why.c_str());

@@ -3,8 +3,11 @@
 # with exit 2 and its reason; then, on a GPU, a small trace written here (two threads, resident,
 # fresh, file_cached and pinned sources, copies each way, synchronous and not, gaps) replayed in
 # every mode with every byte checked (exit 0), its JSON consistent, and a window of it; and a
-# version-4 trace whose buffer copied three times is replayed from a buffer of its own. Windows
-# that are not one or hold no copy are refused. Exit 77 without a GPU.
+# version-4 trace whose buffer copied three times is replayed from a buffer of its own; and a
+# version-5 trace whose streams ran 30 ms of other work before each copy is replayed with the GPU
+# busy that long (a round takes 30 ms a copy more than with --gpu-work off). Windows that are not
+# one or hold no copy, and a --gpu-work that is neither on nor off, are refused. Exit 77 without a
+# GPU.
 set -u
 cmt=$1
 tmp=$(mktemp -d)
@@ -12,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 head='start_ns	end_ns	tid	api	direction	bytes	taken_bytes	outcome	host	stream	result'
 printf 'nothing here\n' > "$tmp/bad.tsv"
 "$cmt" bench replay "$tmp/bad.tsv" 2> "$tmp/err"; rc=$?
-[ $rc -eq 2 ] && grep -q "bad.tsv:1: expected '# cmt trace 4" "$tmp/err" ||
+[ $rc -eq 2 ] && grep -q "bad.tsv:1: expected '# cmt trace 5" "$tmp/err" ||
   { echo "FAIL: a non-trace (rc $rc): $(cat "$tmp/err")"; exit 1; }
 printf '# cmt trace 1 pid=1 exe=x\n%s\n1000\t2000\t1\tmemcpy\th2h\t8388608\t8388608\ttaken\t-\t0x0\t0\n' \
   "$head" > "$tmp/host.tsv"
@@ -39,6 +42,9 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\n' "$@"; }
 "$cmt" bench replay "$tmp/small.tsv" --window 0.5:1 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "no host <-> device copy to replay in the window given" "$tmp/err" ||
   { echo "FAIL: an empty window (rc $rc): $(cat "$tmp/err")"; exit 1; }
+"$cmt" bench replay "$tmp/small.tsv" --gpu-work maybe 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--gpu-work" "$tmp/err" && grep -q "maybe" "$tmp/err" ||
+  { echo "FAIL: --gpu-work maybe (rc $rc): $(cat "$tmp/err")"; exit 1; }
 "$cmt" bench replay "$tmp/small.tsv" --rounds 2 --json "$tmp/r.json" > "$tmp/out" 2>&1; rc=$?
 cat "$tmp/out"
 grep -q "no CUDA GPU found" "$tmp/out" && exit 77
@@ -73,3 +79,31 @@ CMT_REGISTER=hot "$cmt" bench replay "$tmp/v4.tsv" --rounds 2 > "$tmp/out" 2>&1 
   { echo "FAIL: a version-4 trace: $(cat "$tmp/out")"; exit 1; }
 cat "$tmp/out"
 echo "ok: a buffer copied again is replayed from its own"
+# A version-5 trace: each copy after the first waited on its stream for 30 ms of the program's
+# kernels (gpu_gap_ns) with no CPU work between the calls. Replayed with that GPU work, a round of
+# its 4 synchronous-on-stream copies takes at least 90 ms more than with the streams left idle.
+row5() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\t-1\t0\t-1\t-1\t%s\t%s\t%s\n' "$@"; }
+{
+  echo '# cmt trace 5 pid=9 exe=/bin/infer calls=4 dropped=0'
+  printf '%s\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\tgpu_ns\tgpu_gap_ns\n' "$head"
+  row5 1000000 2000000 9 cudaMemcpyAsync h2d 4194304 4194304 resident 0x7f0000001000 900000 -1
+  row5 2000000 33000000 9 cudaMemcpyAsync h2d 4194304 4194304 resident 0x7f0000401000 900000 30000000
+  row5 33000000 64000000 9 cudaMemcpyAsync h2d 4194304 4194304 resident 0x7f0000801000 900000 30000000
+  row5 64000000 95000000 9 cudaMemcpyAsync h2d 4194304 4194304 resident 0x7f0000c01000 900000 30000000
+} > "$tmp/v5.tsv"
+"$cmt" bench replay "$tmp/v5.tsv" --rounds 3 --modes cmt,pinned --json "$tmp/on.json" > "$tmp/out" 2>&1 &&
+  grep -q "GPU work between copies: 90 ms on the streams (3 gaps), replayed as kernels that wait" "$tmp/out" ||
+  { echo "FAIL: a version-5 trace: $(cat "$tmp/out")"; exit 1; }
+cat "$tmp/out"
+"$cmt" bench replay "$tmp/v5.tsv" --rounds 3 --modes cmt,pinned --gpu-work off --json "$tmp/off.json" > "$tmp/out" 2>&1 &&
+  grep -q "not replayed (--gpu-work off)" "$tmp/out" ||
+  { echo "FAIL: --gpu-work off: $(cat "$tmp/out")"; exit 1; }
+python3 - "$tmp/on.json" "$tmp/off.json" <<'PY' || exit 1
+import json, sys
+on, off = (json.load(open(f)) for f in sys.argv[1:3])
+for m in ("cmt", "pinned"):
+    a, b = on["modes"][m]["median_s"], off["modes"][m]["median_s"]
+    assert a >= b + 0.085, f"{m}: a round took {a:.4f} s with the GPU work, {b:.4f} s without"
+    assert on["modes"][m]["wrong_bytes"] == 0
+print("ok: the streams' recorded work replayed, each copy waiting for it")
+PY

@@ -4,12 +4,12 @@
 # trace holds both processes; the bytes it says cmt took, per process, are exactly those of cmt's
 # own statistics (CUDA copies, and the host leg's memcpy/memset); every call ends after it starts;
 # and `cmt trace show` summarizes it. The statistics' time in flight is never more than the
-# copies' times added up. Then a process that forks a child ending with exit() (which runs the
-# child's atexit handlers, cmt's among them) after copying host memory only: the parent's trace
-# and statistics hold all its copies, and the child, which used no CUDA, writes neither, nor an exit
-# summary (before,
-# it wrote the parent's calls to the parent's trace file, replacing it or being replaced, and a
-# statistics file counting the parent's copies a second time in `cmt run -v`'s sum).
+# copies' times added up; the CUDA copies are timed on their streams. Then a process that forks a
+# child ending with exit() (which runs the child's atexit handlers, cmt's among them) after
+# copying host memory only: the parent's trace and statistics hold all its copies, and the child,
+# which used no CUDA, writes neither, nor an exit summary (before, it wrote the parent's calls to
+# the parent's trace file, replacing it or being replaced, and a statistics file counting the
+# parent's copies a second time in `cmt run -v`'s sum).
 set -u
 cmt=$1
 lib=$2
@@ -32,7 +32,7 @@ tmp = sys.argv[1]
 sections = {}
 pid = None
 for line in open(f"{tmp}/trace.tsv"):
-    if line.startswith("# cmt trace 4 "):
+    if line.startswith("# cmt trace 5 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):
@@ -55,13 +55,22 @@ for pid, rows in sections.items():
     assert all(int(r[11]) == -1 for r in rows if int(r[6]) == 0), "a lane for a copy cmt did not take"
     # Where each copy's host side was (version 4): an address for every host <-> device copy of
     # the driver API's, none for the host leg's calls.
-    assert all(len(r) == 16 for r in rows), "a call line without host_at"
+    assert all(len(r) == 18 for r in rows), "a call line without host_at, gpu_ns and gpu_gap_ns"
     # A copy that named its direction, or that cmt took (cuMemcpy*, the host side found), says
     # where its host side was; a batch of several copies does not.
     assert all(int(r[15], 16) != 0 for r in rows if r[4] in ("h2d", "d2h") and r[3].startswith("cu")
                and "Batch" not in r[3] and (r[8] != "-" or int(r[6]) > 0)), \
         "a host <-> device copy without its host address: " + str([r for r in rows if r[4] in ("h2d", "d2h") and int(r[15], 16) == 0][:3])
     assert all(int(r[15], 16) == 0 for r in rows if r[4] == "h2h"), "a host address for a host-leg call"
+    # Each CUDA copy timed on its stream (version 5), all but those the GPU had not yet run at
+    # exit; its stream's other work since the copy before, where there was one; the host leg's
+    # calls are not on a stream.
+    cu = [r for r in rows if r[3].startswith("cu")]
+    timed = [r for r in cu if int(r[16]) >= 0]
+    assert len(timed) >= len(cu) * 3 // 4 and all(int(r[16]) < 60e9 for r in timed), \
+        f"{len(timed)} of {len(cu)} CUDA copies timed on their streams"
+    assert any(int(r[17]) >= 0 for r in cu), "no stream gap between copies"
+    assert all(int(r[16]) == -1 and int(r[17]) == -1 for r in rows if not r[3].startswith("cu")), "a host-leg call timed on a stream"
     for d in ("h2d", "d2h"):
         t = s["taken"][d]
         assert t["in_flight_seconds"] <= t["seconds"] + 1e-6, t
@@ -79,7 +88,7 @@ import glob, json, os, sys
 tmp = sys.argv[1]
 sections, pid = {}, None
 for line in open(f"{tmp}/fork.tsv"):
-    if line.startswith("# cmt trace 4 "):
+    if line.startswith("# cmt trace 5 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):

@@ -217,6 +217,66 @@ TEST(TraceFile, Version4SaysWhatWasCopiedAgainFromTheSameHostBuffers) {
       << error;
 }
 
+// Version 5: each copy's time on its stream and its stream's other work before it. The report
+// weighs copies by their streams' time beside their calls' (a staged async copy's call returns
+// before its DMA ends), and says how long the streams ran other work between copies; -1 is "not
+// known"; a field that is neither -1 nor a whole number is named.
+TEST(TraceFile, Version5SaysWhatCopiesTookOnTheirStreams) {
+  const std::string columns =
+      std::string(kHeader).substr(0, std::string(kHeader).size() - 1) +
+      "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\tgpu_ns\tgpu_gap_ns\n";
+  const std::size_t mib = 1 << 20;
+  auto v5 = [&](int start_ms, const char* outcome, const char* host, const char* gpu,
+                const char* gap) {
+    std::string line = v4_call(start_ms, "h2d", 8 * mib, outcome, host, "0x1000");
+    line.pop_back();
+    return line + "\t" + gpu + "\t" + gap + "\n";
+  };
+  // Staged by cmt: calls of 1 ms, 2 ms each on the stream, after 3 and 5 ms of kernels.
+  const std::string text = "# cmt trace 5 pid=3 exe=/bin/a\n" + columns +
+                           v5(0, "taken", "resident", "2000000", "-1") +
+                           v5(10, "taken", "resident", "2000000", "3000000") +
+                           v5(20, "pinned_or_managed", "pinned", "1000000", "5000000") +
+                           v5(30, "taken", "resident", "-1", "-1");
+  const std::string path = write_file(text);
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(read_trace_file(path, &t, &error)) << error;
+  unlink(path.c_str());
+  ASSERT_EQ(t.calls.size(), 4u);
+  EXPECT_EQ(t.calls[1].gpu_ns, 2000000);
+  EXPECT_EQ(t.calls[1].gpu_gap_ns, 3000000);
+  EXPECT_EQ(t.calls[3].gpu_ns, -1);
+  const std::string report = describe_trace(t);
+  EXPECT_NE(report.find("  staged by cmt: 2 copies, 0.004 s on the stream (4.2 GB/s), 0.002 s in "
+                        "their calls (8.4 GB/s)\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  from CUDA host memory: 1 copies, 0.001 s on the stream (8.4 GB/s)"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("  the streams' other work (or idle time) between copies: 2 gaps, median "
+                        "5000 us, 90th percentile 5000 us, 0.008 s in all\n"),
+            std::string::npos)
+      << report;
+  // The replay's plan: the GPU work before each copy after the thread's first.
+  const replay::Plan plan = replay::plan_replay(t, 0, ~0ull >> 1);
+  ASSERT_EQ(plan.threads.size(), 1u);
+  const auto& copies = plan.threads[0].copies;
+  ASSERT_EQ(copies.size(), 4u);
+  EXPECT_EQ(copies[0].gpu_gap_ns, -1);
+  EXPECT_EQ(copies[1].gpu_gap_ns, 3000000);
+  EXPECT_EQ(copies[2].gpu_gap_ns, 5000000);
+  EXPECT_EQ(copies[3].gpu_gap_ns, -1);
+  const std::string bad = write_file("# cmt trace 5 pid=3 exe=/bin/c\n" + columns +
+                                     v5(0, "taken", "resident", "-2", "0"));
+  EXPECT_FALSE(read_trace_file(bad, &t, &error));
+  unlink(bad.c_str());
+  EXPECT_NE(error.find(":3: fields 17-18 (gpu_ns, gpu_gap_ns) are not -1 or a whole number"),
+            std::string::npos)
+      << error;
+}
+
 TraceCall call(int process, int tid, std::uint64_t start_us, const char* api, const char* direction,
                std::uint64_t bytes, const char* outcome, const char* host, std::uint64_t host_at) {
   TraceCall c;
@@ -321,7 +381,7 @@ TEST(TraceFile, NamesTheLineThatIsWrong) {
   std::string error;
   std::string path = write_file("not a trace\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));
-  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 4"), std::string::npos) << error;
+  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 5"), std::string::npos) << error;
   unlink(path.c_str());
   path = write_file(std::string("# cmt trace 1 pid=1 exe=x\n") + kHeader + "1\t2\t3\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));

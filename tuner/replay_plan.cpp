@@ -56,6 +56,7 @@ Plan plan_replay(const Trace& trace, std::uint64_t from_ns, std::uint64_t to_ns)
     const auto key = std::make_pair(c.process, c.tid);
     auto end = last_end.find(key);
     Copy copy;
+    if (end != last_end.end()) copy.gpu_gap_ns = c.gpu_gap_ns;
     copy.gap_ns = end == last_end.end() ? c.start_ns - first
                                         : (c.start_ns > end->second ? c.start_ns - end->second : 0);
     copy.bytes = c.bytes;

@@ -1,8 +1,10 @@
 // What `cmt bench replay` (bench/replay_bench.cpp) makes again of a recorded trace
 // (trace_file.h), planned without CUDA so that tests can check it: per recorded thread, its host
 // <-> device copies in order, each with the CPU work before it, its size, direction, kind of call,
-// host memory, and, where the trace says where host sides were (version 4), which of the
-// program's buffers it used.
+// host memory, where the trace says where host sides were (version 4), which of the program's
+// buffers it used, and where it says what the copy's stream did between copies (version 5), the
+// GPU work before it: a program's next copy often waits on its stream for kernels, which the CPU
+// work alone would not make it wait for.
 //
 // Host buffers matter to cmt's hot buffers (CMT_REGISTER=hot, interposer/register_cache.h), which
 // register a buffer the program copies again and follow up to 4096 ranges at once. A buffer the
@@ -35,6 +37,10 @@ struct Copy {
   std::string host;          // the recorded kind ("resident" for a copy from cmt's registration)
   int buffer = -1;           // the program's buffer it used again (Plan::buffers), or -1
   bool spread = false;       // from a buffer copied once: a place of its own (kSpreadPlaces)
+  // The GPU work on its stream between the end of the copy before it on the thread and its start
+  // (the recorded stream's gpu_gap_ns), -1: none known (a trace before version 5, or the thread's
+  // first copy).
+  std::int64_t gpu_gap_ns = -1;
 };
 
 struct Thread {

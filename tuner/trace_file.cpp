@@ -14,19 +14,22 @@ namespace cmt {
 namespace {
 
 // Version 1's columns, version 2's (the engine's lane and first DMA added), version 3's (the
-// copy's wait for a lane added) and version 4's (the host side's address added).
+// copy's wait for a lane added), version 4's (the host side's address added) and version 5's (the
+// copy's stream times added).
 const char* const kColumns1 =
     "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult";
 const std::string kColumns2 = std::string(kColumns1) + "\tlane\tlane_built\tfirst_dma_ns";
 const std::string kColumns3 = kColumns2 + "\tlane_wait_ns";
 const std::string kColumns4 = kColumns3 + "\thost_at";
-constexpr int kNewestVersion = 4;
+const std::string kColumns5 = kColumns4 + "\tgpu_ns\tgpu_gap_ns";
+constexpr int kNewestVersion = 5;
 
 std::string columns_of(int version) {
   return version == 1   ? std::string(kColumns1)
          : version == 2 ? kColumns2
          : version == 3 ? kColumns3
-                        : kColumns4;
+         : version == 4 ? kColumns4
+                        : kColumns5;
 }
 
 // Copies smaller than this never make a host buffer hot (register_from's default).
@@ -79,7 +82,11 @@ bool parse_address(const std::string& text, std::uint64_t* out) {
 // One call line of a section of `version` into `call`; the empty string, or what is wrong.
 std::string parse_call(const std::string& line, int version, TraceCall* call) {
   const std::vector<std::string> f = split_tabs(line);
-  const std::size_t fields = version == 1 ? 11 : version == 2 ? 14 : version == 3 ? 15 : 16;
+  const std::size_t fields = version == 1   ? 11
+                             : version == 2 ? 14
+                             : version == 3 ? 15
+                             : version == 4 ? 16
+                                            : 18;
   if (f.size() != fields)
     return "expected " + std::to_string(fields) + " tab-separated fields, found " +
            std::to_string(f.size());
@@ -90,6 +97,14 @@ std::string parse_call(const std::string& line, int version, TraceCall* call) {
   if (version >= 4 && !parse_address(f[15], &call->host_at))
     return "field 16 (host_at, '" + f[15].substr(0, 40) +
            "') is not an address (0x and hex digits)";
+  if (version >= 5) {
+    unsigned long long gpu = 0, gap = 0;
+    if (!parse_number(f[16], true, &gpu) || !parse_number(f[17], true, &gap) ||
+        static_cast<long long>(gpu) < -1 || static_cast<long long>(gap) < -1)
+      return "fields 17-18 (gpu_ns, gpu_gap_ns) are not -1 or a whole number";
+    call->gpu_ns = static_cast<std::int64_t>(static_cast<long long>(gpu));
+    call->gpu_gap_ns = static_cast<std::int64_t>(static_cast<long long>(gap));
+  }
   unsigned long long v[5] = {};
   const int columns[5] = {0, 1, 2, 5, 6};
   for (int i = 0; i < 5; ++i)
@@ -353,6 +368,48 @@ std::string gaps(const Trace& t) {
              gap[gap.size() / 2] / 1e3, gap[gap.size() * 9 / 10] / 1e3, total / 1e9);
 }
 
+// Version 5: the copies as their streams ran them (stream_timer.h). A call may return before its
+// last DMA ends (a cudaMemcpyAsync from pageable memory, staged by cmt or by CUDA), so rates by
+// call time can read above the link; the stream's time says what the copy cost work waiting on
+// it. And the stream's other work between copies, what a replay makes the GPU do again.
+std::string on_streams(const Trace& t) {
+  struct Side {
+    std::uint64_t calls = 0, bytes = 0, gpu_ns = 0, call_ns = 0;
+  };
+  std::map<std::string, Side> by;  // pinned, hot, taken (staged by cmt), CUDA's (pageable)
+  std::vector<std::uint64_t> gap;
+  std::uint64_t gaps_ns = 0;
+  for (const TraceCall& c : t.calls) {
+    if (c.gpu_gap_ns >= 0) {
+      gap.push_back(static_cast<std::uint64_t>(c.gpu_gap_ns));
+      gaps_ns += static_cast<std::uint64_t>(c.gpu_gap_ns);
+    }
+    if (c.gpu_ns < 0 || (c.direction != "h2d" && c.direction != "d2h")) continue;
+    Side& s = by[c.host == "pinned"   ? "from CUDA host memory"
+                 : c.outcome == "hot" ? "from cmt's registrations"
+                 : c.taken_bytes      ? "staged by cmt"
+                                      : "CUDA's own path"];
+    ++s.calls;
+    s.bytes += c.bytes;
+    s.gpu_ns += static_cast<std::uint64_t>(c.gpu_ns);
+    s.call_ns += c.end_ns - c.start_ns;
+  }
+  if (by.empty() && gap.empty()) return {};
+  std::string out = "on their streams (host <-> device copies timed with events):\n";
+  for (const auto& [name, s] : by)
+    out += "  " + name + ": " + std::to_string(s.calls) +
+           fmt(" copies, %.3f s on the stream (%.1f GB/s), ", s.gpu_ns / 1e9,
+               s.gpu_ns ? double(s.bytes) / s.gpu_ns : 0.0) +
+           fmt("%.3f s in their calls (%.1f GB/s)\n", s.call_ns / 1e9,
+               s.call_ns ? double(s.bytes) / s.call_ns : 0.0);
+  if (gap.empty()) return out;
+  std::sort(gap.begin(), gap.end());
+  return out +
+         "  the streams' other work (or idle time) between copies: " + std::to_string(gap.size()) +
+         fmt(" gaps, median %.0f us, 90th percentile %.0f us, %.3f s in all\n",
+             gap[gap.size() / 2] / 1e3, gap[gap.size() * 9 / 10] / 1e3, gaps_ns / 1e9);
+}
+
 // Version 4: how much the program copied again from the same host buffers, which a registration
 // of hot buffers (CMT_REGISTER=hot, register_cache.h) would take straight from their pages: the
 // pageable host <-> device copies of 64 KiB and up (and those made from cmt's registrations), by
@@ -406,7 +463,7 @@ std::string reuse(const Trace& t) {
 namespace {
 
 // A section's header line, `# cmt trace 4 pid=... exe=... dropped=...`, into a new process;
-// the section's version (1 to 4), or 0 with `error` set.
+// the section's version (1 to 5), or 0 with `error` set.
 int read_header(const std::string& path, int number, const std::string& line, Trace* trace,
                 std::string* error) {
   int version = 0;
@@ -483,7 +540,8 @@ std::string describe_trace(const Trace& trace) {
     return "trace: " + std::to_string(trace.processes.size()) + " process(es), no copy calls\n";
   return overview(trace) + taken_and_forwarded(trace) + engine_side(trace) +
          by_key(trace, "by direction and size (sizes from the power of two shown):", size_key) +
-         by_key(trace, "by direction and host memory:", host_key) + gaps(trace) + reuse(trace);
+         by_key(trace, "by direction and host memory:", host_key) + gaps(trace) +
+         on_streams(trace) + reuse(trace);
 }
 
 StatsSum sum_of_trace(const Trace& trace) {

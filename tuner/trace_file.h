@@ -26,6 +26,11 @@ struct TraceCall {
   std::int64_t first_dma_ns = -1;  // the first DMA's delay in the engine (-1: none)
   std::int64_t lane_wait_ns = -1;  // its wait for a free lane before that (version 3; -1: none)
   std::uint64_t host_at = 0;       // the host side's address (version 4; 0: none, or not known)
+  // On its stream (version 5; -1: not known): from the stream reaching the copy to its end, and
+  // from the end of the copy timed before on that stream to this one's start (the program's other
+  // work on the stream, or its idle time).
+  std::int64_t gpu_ns = -1;
+  std::int64_t gpu_gap_ns = -1;
   int process = 0;  // index of the section it came from
 };
 

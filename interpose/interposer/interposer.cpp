@@ -67,6 +67,12 @@ std::atomic<StreamTimer*> g_stream_timer{nullptr};
 // register = auto: the copy this thread's hook is making (open: inside a CopyCallScope), of a
 // range the cache counted without registering it (take_hot_copy), whose loss copy_call_ended
 // tells the cache; `timing`, its slot of the stream timer (-1: not timed on its stream).
+// A stream timing's tag (stream_timer.h) under auto: the copy's bytes, whether it was made from a
+// registration, and its direction.
+std::uint64_t timing_tag(std::size_t bytes, bool hot, bool to_device) {
+  return (static_cast<std::uint64_t>(bytes) << 2) | (hot ? 2u : 0u) | (to_device ? 1u : 0u);
+}
+
 struct PendingLoss {
   bool open = false;
   const void* host = nullptr;
@@ -240,7 +246,8 @@ void Interposer::copy_call_ended() noexcept {
   InsideCmt inside;
   try {
     // A timing begun is always ended, or its slot would stay taken.
-    if (timer && done.timing >= 0) timer->end(done.timing, done.stream, done.to_device, done.bytes);
+    if (timer && done.timing >= 0)
+      timer->end(done.timing, done.stream, timing_tag(done.bytes, false, done.to_device));
     RegisterCache* cache = g_register_cache.load(std::memory_order_acquire);
     if (!cache) return;
     // What copies of its size and direction took on their streams; the call's own time until one
@@ -260,8 +267,13 @@ void Interposer::collect_timings(StreamTimer& timer) noexcept {
   try {
     RegisterCache* cache = g_register_cache.load(std::memory_order_acquire);
     if (!cache) return;
-    timer.collect([cache](bool to_device, std::size_t bytes, std::uint64_t ns) {
-      cache->costs().staged_timed(to_device, bytes, ns);
+    timer.collect([cache](const StreamTimer::Timing& t) {
+      const std::size_t bytes = static_cast<std::size_t>(t.tag >> 2);
+      if (!bytes) return;  // a copy from a registration that failed
+      if (t.tag & 2)
+        cache->costs().hot_copied(bytes, t.ns);
+      else
+        cache->costs().staged_timed(t.tag & 1, bytes, t.ns);
     });
   } catch (...) {
   }
@@ -394,6 +406,7 @@ Interposer::Interposer() {
   pthread_atfork(before_fork, after_fork_parent, after_fork_child);
   if (!config_.stats_file.empty()) std::atexit(write_stats_at_exit);
   Recorder::start(config_.record_file);
+  if (Recorder::started()) time_recorded_copies();
   if (config_.log_level == "info" || config_.log_level == "debug") std::atexit(log_summary_at_exit);
   CMT_LOG(debug, "configuration:\n{}", describe(config_));
   // Every large memcpy (or file read) from now on, not only those into CUDA host memory; and
@@ -402,6 +415,13 @@ Interposer::Interposer() {
       config_.host_fill != HostFill::Off)
     arm_host_copies();
   if (config_.register_mode != Register::Off && !config_.disable) build_register_cache();
+}
+
+void Interposer::time_recorded_copies() {
+  std::lock_guard<std::mutex> lk(engine_mu());
+  if (!load_driver()) return;
+  // Never destroyed, like this object: hooks may record at exit.
+  Recorder::time_on_streams(new StreamTimer(*driver_, kRecordedTimings, true));
 }
 
 void Interposer::build_register_cache() {
@@ -541,12 +561,21 @@ std::size_t Interposer::run_hot_copy(const CopyRequest& r,
                                      Entry entry, std::optional<Direction>* taken) {
   const auto t0 = std::chrono::steady_clock::now();
   stats_->copy_started(r.direction, steady_ns(t0));
+  const bool to_device = r.direction == Direction::HostToDevice;
+  // Under auto, some copies from registrations are timed on their streams, as the copies not made
+  // from one are (time_loss), so that the two are weighed alike.
+  StreamTimer* timer = pages ? g_stream_timer.load(std::memory_order_acquire) : nullptr;
+  const int timing = timer && register_cache_->costs().time_this(to_device, r.bytes, true)
+                         ? timer->begin(r.stream)
+                         : -1;
   CUresult status;
   {
     RelaxedCaptureMode relaxed(*driver_);
     status = pages ? copy_registered(*driver_, r, pages->first, pages->second, *edge_scratch_)
                    : copy_beside_registered(*driver_, r, *beside_scratch_);
   }
+  if (timing >= 0)
+    timer->end(timing, r.stream, timing_tag(status == CUDA_SUCCESS ? r.bytes : 0, true, to_device));
   const auto t1 = std::chrono::steady_clock::now();
   stats_->copy_ended(r.direction, steady_ns(t1));
   if (status != CUDA_SUCCESS) {
@@ -561,7 +590,8 @@ std::size_t Interposer::run_hot_copy(const CopyRequest& r,
                 static_cast<std::uint64_t>(
                     std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
   pages ? stats_->hot(r.bytes) : stats_->beside_hot(r.bytes);
-  if (pages)
+  // Without a timer on the streams (register = hot), the call's time says what such copies take.
+  if (pages && !timer)
     register_cache_->hot_copied(
         r.bytes, static_cast<std::uint64_t>(
                      std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));

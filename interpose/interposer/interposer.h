@@ -105,6 +105,9 @@ class Interposer {
   void arm_host_copies();
   // Where register = hot: the cache, attached to libcmt-release.so (no library, no cache).
   void build_register_cache();
+  // The recorder's timer of copies on their streams (recorder.h), when the process records.
+  void time_recorded_copies();
+  static constexpr int kRecordedTimings = 256;
   // Whether the copy may be one for the cache: large enough to become a candidate, or touching
   // a registration (which CUDA would take as pinned, with no wait).
   bool maybe_hot(const void* dst, const void* src, std::size_t bytes, int kind) const;

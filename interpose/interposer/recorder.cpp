@@ -18,6 +18,7 @@
 #include "interposer/host_memory.h"
 #include "interposer/interposer.h"
 #include "interposer/page_map.h"
+#include "interposer/stream_timer.h"
 
 namespace cmt {
 namespace {
@@ -33,6 +34,10 @@ constexpr std::size_t kMostCalls = std::size_t{1} << 20;
 struct Slot {
   CallRecord record;
   std::atomic<bool> ready{false};
+  // Its stream times plus one (0: not known; the slots start as zero pages), set by whichever
+  // call collects them.
+  std::atomic<std::uint64_t> gpu_ns_plus_1{0};
+  std::atomic<std::uint64_t> gpu_gap_ns_plus_1{0};
 };
 Slot* g_slots = nullptr;
 std::atomic<std::size_t> g_claimed{0};
@@ -42,6 +47,15 @@ std::atomic<std::size_t> g_claimed{0};
 std::atomic<std::size_t> g_first{0};
 std::atomic<bool> g_forked{false};  // a forked child's recorder: it writes only calls of its own
 std::atomic<std::uint64_t> g_dropped{0};
+// Times the recorded copies on their streams (with gaps); never destroyed.
+std::atomic<StreamTimer*> g_timer{nullptr};
+
+// Each timing of a recorded copy whose end has run, into its slot.
+void collect_timings(StreamTimer& timer) {
+  timer.collect([](const StreamTimer::Timing& t) {
+    Recorder::set_gpu_times(static_cast<long>(t.tag), t.ns, t.gap_ns);
+  });
+}
 
 struct Outcome {
   const char* outcome = nullptr;
@@ -155,7 +169,12 @@ void Recorder::start(const std::string& path_pattern) {
   std::atexit(write_at_exit);
 }
 
+void Recorder::time_on_streams(StreamTimer* timer) noexcept {
+  g_timer.store(timer, std::memory_order_release);
+}
+
 void Recorder::forget_in_child() noexcept {
+  g_timer.store(nullptr, std::memory_order_release);  // the parent's CUDA is not the child's
   if (g_state.load(std::memory_order_acquire) != On) return;
   g_first.store(std::min(g_claimed.load(std::memory_order_relaxed), kMostCalls),
                 std::memory_order_release);
@@ -172,44 +191,64 @@ Recorder* Recorder::started() noexcept {
   return g_state.load(std::memory_order_acquire) == On ? g_recorder : nullptr;
 }
 
-void Recorder::add(const CallRecord& record) noexcept {
+long Recorder::add(const CallRecord& record) noexcept {
   const std::size_t i = g_claimed.fetch_add(1, std::memory_order_relaxed);
   if (i >= kMostCalls) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
-    return;
+    return -1;
   }
   g_slots[i].record = record;
   g_slots[i].ready.store(true, std::memory_order_release);
+  return static_cast<long>(i);
+}
+
+void Recorder::set_gpu_times(long slot, std::uint64_t gpu_ns, std::int64_t gap_ns) noexcept {
+  if (slot < 0 || static_cast<std::size_t>(slot) >= kMostCalls || !g_slots) return;
+  g_slots[slot].gpu_ns_plus_1.store(gpu_ns + 1, std::memory_order_relaxed);
+  if (gap_ns >= 0)
+    g_slots[slot].gpu_gap_ns_plus_1.store(static_cast<std::uint64_t>(gap_ns) + 1,
+                                          std::memory_order_relaxed);
 }
 
 std::string Recorder::to_text() const {
-  std::vector<CallRecord> sorted;
+  struct Kept {
+    CallRecord record;
+    long long gpu_ns, gpu_gap_ns;  // -1: not known
+  };
+  std::vector<Kept> sorted;
   const std::size_t claimed = std::min(g_claimed.load(std::memory_order_acquire), kMostCalls);
   // From this process's first slot; a call still being written at exit is left out.
   for (std::size_t i = g_first.load(std::memory_order_acquire); i < claimed; ++i)
-    if (g_slots[i].ready.load(std::memory_order_acquire)) sorted.push_back(g_slots[i].record);
-  std::stable_sort(sorted.begin(), sorted.end(), [](const CallRecord& a, const CallRecord& b) {
-    return a.start_ns < b.start_ns;
+    if (g_slots[i].ready.load(std::memory_order_acquire))
+      sorted.push_back(
+          {g_slots[i].record,
+           static_cast<long long>(g_slots[i].gpu_ns_plus_1.load(std::memory_order_relaxed)) - 1,
+           static_cast<long long>(g_slots[i].gpu_gap_ns_plus_1.load(std::memory_order_relaxed)) -
+               1});
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Kept& a, const Kept& b) {
+    return a.record.start_ns < b.record.start_ns;
   });
   char exe[512] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = '\0';
-  std::string out = "# cmt trace 4 pid=" + std::to_string(getpid()) + " exe=" + exe +
+  std::string out = "# cmt trace 5 pid=" + std::to_string(getpid()) + " exe=" + exe +
                     " calls=" + std::to_string(sorted.size()) +
                     " dropped=" + std::to_string(g_dropped.load()) + "\n";
   out +=
       "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult"
-      "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\n";
-  char line[512];
-  for (const CallRecord& r : sorted) {
+      "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\tgpu_ns\tgpu_gap_ns\n";
+  char line[600];
+  for (const Kept& kept : sorted) {
+    const CallRecord& r = kept.record;
     std::snprintf(
         line, sizeof line,
-        "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\t%d\t%d\t%lld\t%lld\t0x%llx\n",
+        "%llu\t%llu\t%d\t%s\t%s\t%llu\t%llu\t%s\t%s\t0x%llx\t%ld\t%d\t%d\t%lld\t%lld\t0x%llx"
+        "\t%lld\t%lld\n",
         static_cast<unsigned long long>(r.start_ns), static_cast<unsigned long long>(r.end_ns),
         r.tid, r.api, r.direction, static_cast<unsigned long long>(r.bytes),
         static_cast<unsigned long long>(r.taken_bytes), r.outcome, host_kind_name(r.host),
         static_cast<unsigned long long>(r.stream), r.result, r.lane, r.lane_built ? 1 : 0,
         static_cast<long long>(r.first_dma_ns), static_cast<long long>(r.lane_wait_ns),
-        static_cast<unsigned long long>(r.host_at));
+        static_cast<unsigned long long>(r.host_at), kept.gpu_ns, kept.gpu_gap_ns);
     out += line;
   }
   return out;
@@ -293,7 +332,14 @@ RecordedCall::RecordedCall(const char* api, const char* direction, const void* h
   record_.host = sample_host_kind(host, bytes);
   record_.host_at = reinterpret_cast<std::uintptr_t>(host);
   t_outcome = Outcome{};
-  record_.start_ns = now_ns();  // after the sampling: the call's own time only
+  stream_ = stream;
+  if (StreamTimer* timer = g_timer.load(std::memory_order_acquire)) {
+    try {
+      timing_ = timer->begin(stream);
+    } catch (...) {  // a lock that failed: this call is not timed
+    }
+  }
+  record_.start_ns = now_ns();  // after the sampling and the timing's start: the call's own time
 }
 
 void RecordedCall::finish(long result, std::size_t taken_bytes) noexcept {
@@ -317,7 +363,16 @@ void RecordedCall::finish(long result, std::size_t taken_bytes) noexcept {
   record_.lane_wait_ns = t_outcome.lane_wait_ns;
   // A call that did not say which side was the host's (cudaMemcpyDefault), made as one copy.
   if (!record_.host_at && t_outcome.hosts == 1) record_.host_at = t_outcome.host_at;
-  recorder_->add(record_);
+  const long slot = recorder_->add(record_);
+  StreamTimer* timer = g_timer.load(std::memory_order_acquire);
+  if (!timer) return;
+  try {
+    // A timing begun is always ended (a call the trace could not keep: under a tag no slot has).
+    if (timing_ >= 0)
+      timer->end(timing_, stream_, slot >= 0 ? static_cast<std::uint64_t>(slot) : kMostCalls);
+    if (timer->waiting()) collect_timings(*timer);
+  } catch (...) {
+  }
 }
 
 }  // namespace cmt

@@ -7,12 +7,19 @@
 // trace shows what they do, which `cmt trace show` summarizes (tuner/trace_file.h) and which a
 // replay can reproduce.
 //
-// The file is text, tab-separated: a header line `# cmt trace 4 pid=... exe=...`, a line naming the
+// The file is text, tab-separated: a header line `# cmt trace 5 pid=... exe=...`, a line naming the
 // columns, then one line per call in order of start. (Version 1 had no lane, lane_built and
-// first_dma_ns columns, version 2 no lane_wait_ns, version 3 no host_at; `cmt trace show` reads
-// all four.) Recording costs each recorded call a few
-// system calls (the host memory is sampled through /proc/self/pagemap and mincore) and an atomic
-// add; a process that does not record pays one load per call. At most 1,048,576 calls are kept.
+// first_dma_ns columns, version 2 no lane_wait_ns, version 3 no host_at, version 4 no gpu_ns and
+// gpu_gap_ns; `cmt trace show` reads all five.) Each CUDA copy is also timed on its stream
+// (stream_timer.h): how long the stream took from reaching it to its end (gpu_ns: what the copy
+// cost a program whose next work waited on the stream, where the call may have returned before
+// its last DMA), and how long the stream ran other work, or waited, since the end of the copy
+// timed on it before (gpu_gap_ns: the program's kernels between copies, which a replay makes the
+// GPU do again); -1 where not known (the process's first copy on a thread, before CUDA made a
+// context current; a stream being captured; the last copies, still running when the process
+// ended). Recording costs each recorded call a few system calls (the host memory is sampled
+// through /proc/self/pagemap and mincore), two event records on its stream and an atomic add; a
+// process that does not record pays one load per call. At most 1,048,576 calls are kept.
 #pragma once
 
 #include <cuda.h>
@@ -74,6 +81,9 @@ class Recorder {
   static Recorder* active() noexcept;
   // Started by the interposer once its configuration is read; written at exit.
   static void start(const std::string& path_pattern);
+  // The timer of copies on their streams (made by the interposer once it has the driver; with
+  // gaps); without one, no copy is timed.
+  static void time_on_streams(class StreamTimer* timer) noexcept;
   // The recorder if started, without reading the configuration: for the host leg, which records
   // from inside memcpy and runs only once the configuration is read.
   static Recorder* started() noexcept;
@@ -83,7 +93,10 @@ class Recorder {
   // writes the parent's calls again nor replaces the parent's trace.
   static void forget_in_child() noexcept;
 
-  void add(const CallRecord& record) noexcept;
+  // Keeps `record`; returns its slot (for set_gpu_times), or -1 where the trace is full.
+  long add(const CallRecord& record) noexcept;
+  // The stream times of the call kept in `slot` (stream_timer.h), once the GPU has run it.
+  static void set_gpu_times(long slot, std::uint64_t gpu_ns, std::int64_t gap_ns) noexcept;
   // The trace file's text: header, column names, then the calls sorted by start.
   std::string to_text() const;
   void write() const;
@@ -131,6 +144,8 @@ class RecordedCall {
  private:
   Recorder* recorder_;
   CallRecord record_;
+  CUstream stream_ = nullptr;
+  int timing_ = -1;  // its stream timing's slot, or -1
 };
 
 }  // namespace cmt

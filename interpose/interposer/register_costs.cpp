@@ -26,9 +26,9 @@ int size_class(std::size_t bytes) {
 
 }  // namespace
 
-bool RegisterCosts::time_this(bool to_device, std::size_t bytes) {
-  const std::uint32_t n =
-      seen_[to_device ? 0 : 1][size_class(bytes)].fetch_add(1, std::memory_order_relaxed);
+bool RegisterCosts::time_this(bool to_device, std::size_t bytes, bool hot) {
+  const std::uint32_t n = seen_[hot ? 1 : 0][to_device ? 0 : 1][size_class(bytes)].fetch_add(
+      1, std::memory_order_relaxed);
   return n < kFirstTimed || n % kTimeEvery == 0;
 }
 

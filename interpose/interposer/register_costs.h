@@ -52,8 +52,10 @@ class RegisterCosts {
   // kMostLossTimes times the latter.
   double lost_ns(std::size_t bytes, std::uint64_t call_ns) const;
 
-  // Whether the copy of `bytes` about to be made not from a registration is one to time.
-  bool time_this(bool to_device, std::size_t bytes);
+  // Whether the copy of `bytes` about to be made, from a registration (`hot`) or not, is one to
+  // time on its stream. Both kinds are timed alike, so that what one loses against the other is
+  // measured the same way on both sides.
+  bool time_this(bool to_device, std::size_t bytes, bool hot = false);
   // A copy of `bytes` not made from a registration took `ns` on its stream.
   void staged_timed(bool to_device, std::size_t bytes, std::uint64_t ns);
   // What a copy of `bytes` not made from a registration is expected to lose against one that is,
@@ -65,18 +67,19 @@ class RegisterCosts {
 
   // A registration of `bytes` took `ns`.
   void registered(std::size_t bytes, std::uint64_t ns);
-  // A copy of `bytes` from a registration took `ns`: small ones say the latency, large ones the
-  // link's rate.
+  // A copy of `bytes` from a registration took `ns` (on its stream, under auto): small ones say
+  // the latency, large ones the link's rate.
   void hot_copied(std::size_t bytes, std::uint64_t ns);
 
  private:
   std::atomic<double> register_scale_{1.0};  // measured registrations over the prior's
   std::atomic<double> latency_ns_{kHotLatencyNs};
   std::atomic<double> bytes_per_ns_{kHotBytesPerNs};
-  // By direction (0: to the device) and size (log2 of the bytes): copies not made from a
-  // registration seen so far, and their timed ns a byte (0: none timed).
+  // By direction (0: to the device) and size (log2 of the bytes): copies seen so far, not made
+  // from a registration ([0]) and made from one ([1]), and the former's timed ns a byte (0: none
+  // timed).
   static constexpr int kSizes = 64;
-  std::atomic<std::uint32_t> seen_[2][kSizes] = {};
+  std::atomic<std::uint32_t> seen_[2][2][kSizes] = {};
   std::atomic<double> staged_ns_per_byte_[2][kSizes] = {};
   std::atomic<std::uint64_t> timed_{0};
 };

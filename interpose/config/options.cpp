@@ -410,7 +410,9 @@ std::vector<OptionSpec> build_table() {
       text_option("record_file", "CMT_RECORD", Scope::EnvOnly,
                   "Record every CUDA copy and taken host copy the process makes (start, "
                   "end, size, direction, entry point, stream, host memory kind and address, "
-                  "taken or why not) and write the trace to this file at exit, for cmt trace show; "
+                  "taken or why not, and each CUDA copy's time on its stream and the stream's "
+                  "work since the copy before) and write the trace to this file at exit, for cmt "
+                  "trace show and cmt bench replay; "
                   "each %p becomes the pid (cmt run --record sets it).",
                   &Config::record_file));
   t.push_back(text_option("profile", "CMT_PROFILE", Scope::EnvOnly,

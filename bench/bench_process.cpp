@@ -8,6 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "config/fingerprint.h"
+#include "config/profile.h"
+
 namespace cmt::bench {
 namespace {
 
@@ -43,6 +46,14 @@ void ensure_preloaded(char** argv) {
   if (access(lib.c_str(), R_OK) != 0) fail("libcmt.so not found at " + lib);
   if (getenv("CMT_BENCH_REEXEC")) fail("libcmt.so is preloaded but cudaMemcpy is not its hook");
   std::string preload = lib;
+  // libcmt-release.so too where hot buffers are on, as `cmt run` preloads it: without its hooks
+  // (which drop a registration before its pages change) libcmt.so registers nothing, and
+  // `CMT_REGISTER=hot cmt bench ...` measured staging.
+  const LoadedConfiguration loaded = load_configuration("", read_fingerprint());
+  const std::string release = self_dir() + "/libcmt-release.so";
+  if (loaded.config.register_mode != Register::Off && !loaded.config.disable &&
+      access(release.c_str(), R_OK) == 0)
+    preload += ":" + release;
   if (const char* old = getenv("LD_PRELOAD")) preload += std::string(":") + old;
   setenv("LD_PRELOAD", preload.c_str(), 1);
   setenv("CMT_BENCH_REEXEC", "1", 1);

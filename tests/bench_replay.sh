@@ -3,7 +3,8 @@
 # with exit 2 and its reason; then, on a GPU, a small trace written here (two threads, resident,
 # fresh, file_cached and pinned sources, copies each way, synchronous and not, gaps) replayed in
 # every mode with every byte checked (exit 0), its JSON consistent, and a window of it; and a
-# version-4 trace whose buffer copied three times is replayed from a buffer of its own; and a
+# version-4 trace whose buffer copied three times is replayed from a buffer of its own, and
+# registered under hot buffers; and a
 # version-5 trace whose streams ran 30 ms of other work before each copy is replayed with the GPU
 # busy that long (a round takes 30 ms a copy more than with --gpu-work off). Windows that are not
 # one or hold no copy, and a --gpu-work that is neither on nor off, are refused. Exit 77 without a
@@ -74,10 +75,19 @@ row4() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\t-1\t0\t-1\t-1\t%
   row4 5000000 6000000 9 cudaMemcpyAsync d2h 3000001 3000001 resident 0x7f0000001010
   row4 7000000 8000000 9 cudaMemcpyAsync h2d 1048576 1048576 resident 0x7f0000400010
 } > "$tmp/v4.tsv"
-CMT_REGISTER=hot "$cmt" bench replay "$tmp/v4.tsv" --rounds 2 > "$tmp/out" 2>&1 &&
+CMT_REGISTER=hot CMT_STATS="$tmp/hot.%p.json" "$cmt" bench replay "$tmp/v4.tsv" --rounds 2 > "$tmp/out" 2>&1 &&
   grep -q "host buffers: 1 the program copied again (3000001 bytes), each replayed from its own, 3 copies from them" "$tmp/out" ||
   { echo "FAIL: a version-4 trace: $(cat "$tmp/out")"; exit 1; }
 cat "$tmp/out"
+# The replay preloads libcmt-release.so under hot buffers, as cmt run does, so its buffer is
+# registered (without it, cmt warned and staged every copy).
+python3 - "$tmp" <<'PY' || exit 1
+import glob, json, sys
+regs = sum(json.load(open(f)).get("hot_buffers", {}).get("registrations", 0)
+           for f in glob.glob(sys.argv[1] + "/hot.*.json"))
+assert regs >= 1, f"{regs} registrations under CMT_REGISTER=hot"
+print(f"ok: {regs} registration(s) under hot buffers")
+PY
 echo "ok: a buffer copied again is replayed from its own"
 # A version-5 trace: each copy after the first waited on its stream for 30 ms of the program's
 # kernels (gpu_gap_ns) with no CPU work between the calls. Replayed with that GPU work, a round of

@@ -1,0 +1,145 @@
+// What idle copy threads cost the program beside them, and how soon a napping thread wakes (session
+// 37, bench/lab/NOTES.md 80). Offloaded inference under staging spent about a third longer in its
+// own work between copies than with pinned weights while cmt's copy threads spun through the gaps
+// (each ~0.45 ms, under spin_us's 1 ms). Two measurements:
+//
+//   work   the calling thread runs a fixed piece of work (integer hashing over a 256 KiB table,
+//          about the size of a Python interpreter's hot working set) again and again, alone and
+//          then with N other threads spinning (a relaxed load and a pause, as cmt's idle workers
+//          do) pinned one to each of the first N CPUs, the caller unpinned as a program's thread
+//          is; the work's median time with the spinners over its time alone;
+//   nap    a thread waits on a futex with a timeout of T us, as a napping worker does; how late
+//          the wait ends past T (median, 90th and 99th percentile), alone and with N threads
+//          napping at once.
+//
+// usage: cmt-lab-spin-cost [--spinners 0,4,8,12,15] [--reps 400]
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::int64_t ns_since(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+void pin_to(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+// The fixed piece of work: hashing walks over a table of 64 Ki words.
+std::uint64_t work_once(std::vector<std::uint64_t>& table) {
+  std::uint64_t h = 1469598103934665603ull, at = 0;
+  for (int i = 0; i < 20000; ++i) {
+    at = (at + (h >> 7)) & (table.size() - 1);
+    h = (h ^ table[at]) * 1099511628211ull;
+    table[at] += h & 3;
+  }
+  return h;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+double pct(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
+}
+
+// The work's times (us) with `spinners` threads spinning on CPUs 0.. .
+std::vector<double> work_times(int spinners, int reps) {
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> spin;
+  for (int i = 0; i < spinners; ++i)
+    spin.emplace_back([&, i] {
+      pin_to(i);
+      while (!stop.load(std::memory_order_relaxed)) cpu_relax();
+    });
+  std::vector<std::uint64_t> table(1 << 16, 7);
+  std::vector<double> us;
+  std::uint64_t sink = 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    sink += work_once(table);
+    us.push_back(ns_since(t0) / 1e3);
+  }
+  stop.store(true);
+  for (auto& t : spin) t.join();
+  if (sink == 42) std::puts("");
+  return us;
+}
+
+// How late a futex wait of `nap_us` ends past it (us), with `threads` napping at once.
+std::vector<double> nap_lateness(int nap_us, int threads, int reps) {
+  std::atomic<std::uint32_t> word{0};
+  std::vector<std::vector<double>> late(threads);
+  std::vector<std::thread> ts;
+  for (int t = 0; t < threads; ++t)
+    ts.emplace_back([&, t] {
+      timespec nap{0, nap_us * 1000L};
+      for (int r = 0; r < reps; ++r) {
+        const auto t0 = Clock::now();
+        syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, 0u, &nap,
+                nullptr, 0);
+        late[t].push_back(ns_since(t0) / 1e3 - nap_us);
+      }
+    });
+  for (auto& t : ts) t.join();
+  std::vector<double> all;
+  for (auto& v : late) all.insert(all.end(), v.begin(), v.end());
+  return all;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> spinners = {0, 4, 8, 12, 15};
+  int reps = 400;
+  CLI::App app{"What spinning threads cost the thread beside them, and how late naps end"};
+  app.add_option("--spinners", spinners, "Spinning threads beside the work")->delimiter(',');
+  app.add_option("--reps", reps, "Repetitions of each measurement")->check(CLI::Range(10, 100000));
+  CLI11_PARSE(app, argc, argv);
+  const unsigned cpus = std::thread::hardware_concurrency();
+  std::printf("%u CPUs\n", cpus);
+  const double alone = median(work_times(0, reps));
+  std::printf("work alone: median %.1f us\n", alone);
+  for (int n : spinners) {
+    if (n <= 0 || static_cast<unsigned>(n) >= cpus) continue;
+    const std::vector<double> t = work_times(n, reps);
+    std::printf("work with %2d spinning threads: median %.1f us (%.2fx alone), 90th %.1f us\n", n,
+                median(t), median(t) / alone, pct(t, 0.9));
+  }
+  for (int nap : {50, 100, 200, 400})
+    for (int threads : {1, 8}) {
+      const std::vector<double> late = nap_lateness(nap, threads, reps / 4);
+      std::printf("nap %3d us, %d thread(s): ends late by median %.1f us, 90th %.1f, 99th %.1f\n",
+                  nap, threads, median(late), pct(late, 0.9), pct(late, 0.99));
+    }
+  return 0;
+}

@@ -106,12 +106,14 @@ TEST(StreamTimer, WithGapsATimingSaysHowLongItsStreamRanOtherWorkSinceTheCopyBef
   CUstream s = driver.create_stream(), other = driver.create_stream();
   std::vector<char> host(1 << 16, 'x');
   // Each stream copies into its own device memory: the fake's streams write it from their threads.
-  const CUdeviceptr dev = driver.alloc_device(host.size()), other_dev = driver.alloc_device(host.size());
+  const CUdeviceptr dev = driver.alloc_device(host.size()),
+                    other_dev = driver.alloc_device(host.size());
   auto timed_copy = [&](CUstream on, std::uint64_t tag) {
     const int slot = timer.begin(on);
     EXPECT_GE(slot, 0);
-    EXPECT_EQ(driver.api().memcpy_htod_async(on == s ? dev : other_dev, host.data(), host.size(), on),
-              CUDA_SUCCESS);
+    EXPECT_EQ(
+        driver.api().memcpy_htod_async(on == s ? dev : other_dev, host.data(), host.size(), on),
+        CUDA_SUCCESS);
     timer.end(slot, on, tag);
   };
   timed_copy(s, 1);

@@ -4,8 +4,9 @@
 #     threads cost a thread beside them, and how late naps end (cmt-lab-spin-cost);
 #  2. offloaded inference: call 1's traces say the program's own work between copies took ~1/3
 #     longer under staging than with pinned weights (17 ms a pass) while cmt's copy threads spun
-#     through the ~0.45 ms gaps: staged with the threads never spinning (CMT_SPIN_US=0), with 4
-#     threads a copy, against staged, hot, pinned and auto (auto now timing copies from its
+#     through the ~0.45 ms gaps: staged with the threads never spinning (CMT_SPIN_US=0), spinning
+#     300 us (gaps longer than that are napped through, waking ahead of the next copy), with 4
+#     threads a copy, against staged, pinned and auto (auto now timing copies from its
 #     registrations on their streams too);
 #  3. call 1's staged trace replayed over its last six passes only (the first pass's 1.2 s of the
 #     program's start-up work dilutes the whole trace's ratio), with and without the GPU work, and
@@ -25,7 +26,8 @@ lscpu > $o/lscpu.txt; grep -E "^CPU\(s\)|Thread|Core|Socket|Model name|NUMA" $o/
 echo "built at $(( $(date +%s) - start )) s"
 timeout 60 $b/cmt-lab-spin-cost --spinners 4,7,8,12,14,15 > $o/spin-cost.txt 2>&1; cat $o/spin-cost.txt
 CMT_CONFIGS_DIR= timeout 230 python3 bench/workloads/offload.py $b/cmt --rounds 1 --passes 20 \
-  --modes staged,hot,pinned --mode spin0:staged:CMT_SPIN_US=0 --mode threads4:staged:CMT_THREADS=4 \
+  --modes staged,pinned --mode spin0:staged:CMT_SPIN_US=0 --mode spin300:staged:CMT_SPIN_US=300 \
+  --mode threads4:staged:CMT_THREADS=4 \
   --mode auto:hot:CMT_REGISTER=auto --json $o/offload.json > $o/offload.txt 2>&1
 echo "offload rc $?"; tail -9 $o/offload.txt
 pack

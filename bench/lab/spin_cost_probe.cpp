@@ -1,13 +1,19 @@
 // What idle copy threads cost the program beside them, and how soon a napping thread wakes (session
 // 37, bench/lab/NOTES.md 80). Offloaded inference under staging spent about a third longer in its
 // own work between copies than with pinned weights while cmt's copy threads spun through the gaps
-// (each ~0.45 ms, under spin_us's 1 ms). Two measurements:
+// (each ~0.45 ms, under spin_us's 1 ms), and after they had copied each layer's weights through the
+// CPU's caches. Three measurements:
 //
 //   work   the calling thread runs a fixed piece of work (integer hashing over a 256 KiB table,
 //          about the size of a Python interpreter's hot working set) again and again, alone and
 //          then with N other threads spinning (a relaxed load and a pause, as cmt's idle workers
 //          do) pinned one to each of the first N CPUs, the caller unpinned as a program's thread
 //          is; the work's median time with the spinners over its time alone;
+//   after  the same work right after 8 threads have copied 24 MiB (a layer's weights) from a
+//          2 GiB source (a new part each time) into a buffer with streaming stores, as cmt's
+//          staging does, and then slept: what the copy's passage through the caches costs the
+//          work, apart from any spinning (the copiers are asleep while the work runs); and the
+//          same with the source prefetched with the non-temporal hint;
 //   nap    a thread waits on a futex with a timeout of T us, as a napping worker does; how late
 //          the wait ends past T (median, 90th and 99th percentile), alone and with N threads
 //          napping at once.
@@ -19,12 +25,16 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <immintrin.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -69,6 +79,54 @@ double median(std::vector<double> v) {
 double pct(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[std::min(v.size() - 1, static_cast<std::size_t>(p * v.size()))];
+}
+
+// A copy of `n` bytes with loads and streaming stores, as cmt's staging copies (cpu_copy.cpp);
+// with `nta`, each source line is first prefetched with the non-temporal hint, which keeps it out
+// of most of the cache hierarchy.
+__attribute__((target("avx2"))) void stream_copy(char* d, const char* s, std::size_t n, bool nta) {
+#if defined(__x86_64__)
+  for (; n >= 128; n -= 128, d += 128, s += 128) {
+    if (nta) {
+      _mm_prefetch(s + 1024, _MM_HINT_NTA);
+      _mm_prefetch(s + 1024 + 64, _MM_HINT_NTA);
+    }
+    for (int k = 0; k < 128; k += 32)
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + k),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + k)));
+  }
+  _mm_sfence();
+#else
+  std::memcpy(d, s, n);
+#endif
+}
+
+// The work's times (us), each right after 8 threads copied 24 MiB and went to sleep.
+std::vector<double> work_after_copies(int reps, bool nta) {
+  constexpr std::size_t kSource = std::size_t{2} << 30, kCopy = std::size_t{24} << 20;
+  constexpr int kCopiers = 8;
+  std::vector<char> source(kSource, 1);
+  // Streaming stores need 32-byte aligned destinations.
+  char* dest = static_cast<char*>(std::aligned_alloc(64, kCopy));
+  std::vector<std::uint64_t> table(1 << 16, 7);
+  std::vector<double> us;
+  std::uint64_t sink = 0;
+  for (int r = 0; r < reps; ++r) {
+    const char* from = source.data() + (static_cast<std::size_t>(r) * kCopy) % (kSource - kCopy);
+    std::vector<std::thread> copiers;
+    for (int t = 0; t < kCopiers; ++t)
+      copiers.emplace_back([&, t] {
+        const std::size_t part = kCopy / kCopiers;
+        stream_copy(dest + t * part, from + t * part, part, nta);
+      });
+    for (auto& c : copiers) c.join();
+    const auto t0 = Clock::now();
+    sink += work_once(table);
+    us.push_back(ns_since(t0) / 1e3);
+  }
+  std::free(dest);
+  if (sink == 42) std::puts("");
+  return us;
 }
 
 // The work's times (us) with `spinners` threads spinning on CPUs 0.. .
@@ -134,6 +192,14 @@ int main(int argc, char** argv) {
     const std::vector<double> t = work_times(n, reps);
     std::printf("work with %2d spinning threads: median %.1f us (%.2fx alone), 90th %.1f us\n", n,
                 median(t), median(t) / alone, pct(t, 0.9));
+  }
+  for (bool nta : {false, true}) {
+    const std::vector<double> t = work_after_copies(std::min(reps, 200), nta);
+    std::printf(
+        "work right after 8 threads copied 24 MiB%s: median %.1f us (%.2fx alone), 90th "
+        "%.1f us\n",
+        nta ? " (source prefetched non-temporally)" : "", median(t), median(t) / alone,
+        pct(t, 0.9));
   }
   for (int nap : {50, 100, 200, 400})
     for (int threads : {1, 8}) {

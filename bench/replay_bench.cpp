@@ -50,6 +50,48 @@ using ForwardFn = int (*)(int);
 
 using cmt::replay::Copy;
 
+// The program's own work between copies. By default (--gap-work work) a fixed amount of work, the
+// amount that takes the recorded gap on this machine with nothing else running (calibrated once):
+// integer hashing over a table of 1 MiB of the thread's own, about an interpreter's hot working
+// set. Whatever slows a program's own work beside cmt (its copy threads spinning on the cores, a
+// copy's passage through the caches) then slows the replay's as it did the program's (NOTES.md 80:
+// offload's Python work ran a third longer under staging). --gap-work time: a busy loop of the
+// recorded length, which nothing beside it lengthens.
+class GapWork {
+ public:
+  static constexpr std::size_t kTableWords = (1u << 20) / sizeof(std::uint64_t);
+  static constexpr int kStepsPerUnit = 256;
+
+  GapWork() : table_(kTableWords, 7) {}
+  // `units` of work.
+  std::uint64_t run(std::uint64_t units) {
+    std::uint64_t h = h_, at = at_;
+    for (std::uint64_t u = 0; u < units; ++u)
+      for (int i = 0; i < kStepsPerUnit; ++i) {
+        at = (at + (h >> 7)) & (kTableWords - 1);
+        h = (h ^ table_[at]) * 1099511628211ull;
+        table_[at] += h & 3;
+      }
+    at_ = at;
+    return h_ = h;
+  }
+  // Nanoseconds a unit takes on this thread now, the median of a few tries of ~2 ms each.
+  double ns_per_unit() {
+    std::vector<double> tries;
+    for (int i = 0; i < 7; ++i) {
+      const auto t0 = Clock::now();
+      run(2000);
+      tries.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count() / 2000);
+    }
+    std::sort(tries.begin(), tries.end());
+    return tries[tries.size() / 2];
+  }
+
+ private:
+  std::vector<std::uint64_t> table_;
+  std::uint64_t h_ = 1469598103934665603ull, at_ = 0;
+};
+
 struct ReplayThread {
   std::vector<Copy> copies;
   std::size_t most = 0;  // the largest copy
@@ -60,6 +102,7 @@ struct ReplayThread {
   cudaStream_t stream = nullptr;
   const std::vector<unsigned char*>* buffers = nullptr;  // the program's buffers copied again
   std::size_t spread = 0;  // copies made from a buffer copied once, in all rounds so far
+  GapWork work;            // its CPU work between copies
 };
 
 // The room a thread's resident source and destination take past their largest copy, for copies
@@ -115,7 +158,13 @@ void busy(const GpuWork& w, cudaStream_t stream, std::uint64_t ns) {
       cudaLaunchKernel(reinterpret_cast<const void*>(w.kernel), dim3(1), dim3(1), args, 0, stream));
 }
 
-void work_for(std::uint64_t ns) {  // the program's own work between copies: the CPU kept busy
+double g_ns_per_unit = 0;  // 0: the gaps are busy loops of their recorded length (--gap-work time)
+
+void work_for(GapWork& work, std::uint64_t ns) {
+  if (g_ns_per_unit > 0) {
+    work.run(static_cast<std::uint64_t>(static_cast<double>(ns) / g_ns_per_unit + 0.5));
+    return;
+  }
   const auto end = Clock::now() + std::chrono::nanoseconds(ns);
   while (Clock::now() < end) {
   }
@@ -247,7 +296,7 @@ std::size_t replay_thread(ReplayThread& t, Mode mode, const CachedFile& file, Fo
     if (gpu.kernel && c.gpu_gap_ns > 0)
       busy(gpu, c.synchronous ? cudaStreamLegacy : t.stream,
            static_cast<std::uint64_t>(c.gpu_gap_ns));
-    work_for(c.gap_ns);
+    work_for(t.work, c.gap_ns);
     HostSide side = host_side(t, c, mode, file);
     if (check && !c.to_device && !side.unmap) std::memset(side.p, 0xa5, c.bytes);
     copy(t, c, side.p);
@@ -297,6 +346,7 @@ struct Options {
   std::string json;
   double gap_scale = 1.0;
   bool gpu_work = true;           // --gpu-work: the streams' recorded work between copies
+  bool gap_work = true;           // --gap-work: the CPU gaps as work of a fixed size, or time
   double from_s = 0, to_s = 1e9;  // --window: seconds from the trace's first call
 };
 
@@ -315,9 +365,10 @@ bool parse_window(const std::string& text, double* from, double* to) {
 }
 
 int parse(int argc, char** argv, Options* o) {
-  CLI::App app{"Replay a recorded trace (cmt run --record): the same copies, sizes, host memory "
-               "and gaps, CUDA's default path against cmt against pinned, in one process",
-               "cmt bench replay"};
+  CLI::App app{
+      "Replay a recorded trace (cmt run --record): the same copies, sizes, host memory "
+      "and gaps, CUDA's default path against cmt against pinned, in one process",
+      "cmt bench replay"};
   app.add_option("FILE", o->trace, "The trace")->required()->check(CLI::ExistingFile);
   app.add_option("--rounds", o->rounds, "Timed rounds of each mode, alternating")
       ->check(CLI::Range(1, 100));
@@ -329,6 +380,14 @@ int parse(int argc, char** argv, Options* o) {
                  "The recorded gaps (CPU work, and GPU work on the copies' streams) times this: "
                  "0 replays the copies back to back")
       ->check(CLI::Range(0.0, 100.0));
+  app.add_option_function<std::string>(
+         "--gap-work", [o](const std::string& v) { o->gap_work = v == "work"; },
+         "The recorded CPU work between copies as work of a fixed size, the amount that takes the "
+         "recorded time on this machine with nothing beside it (work, the default: whatever "
+         "slows a program's work beside cmt slows it too), or as a busy loop of the recorded "
+         "length (time)")
+      ->check(CLI::IsMember({"work", "time"}))
+      ->type_name("work|time");
   app.add_option_function<std::string>(
          "--gpu-work", [o](const std::string& v) { o->gpu_work = v == "on"; },
          "Replay the GPU work the trace (version 5) says each copy's stream did since the copy "
@@ -405,10 +464,13 @@ std::string report(const Options& o, const std::vector<ReplayThread>& ts, std::u
   std::uint64_t gaps = 0;
   for (const ReplayThread& t : ts)
     for (const Copy& c : t.copies) ++copies, gaps += c.gap_ns;
-  std::string out = "cmt-bench-replay: " + o.trace + ": " + std::to_string(ts.size()) +
-                    " thread(s), " + std::to_string(copies) + " copies, " + std::to_string(bytes) +
-                    " bytes; CPU work between copies " + std::to_string(gaps / 1000000) +
-                    " ms in all threads\n" + buffers;
+  std::string out =
+      "cmt-bench-replay: " + o.trace + ": " + std::to_string(ts.size()) + " thread(s), " +
+      std::to_string(copies) + " copies, " + std::to_string(bytes) +
+      " bytes; CPU work between copies " + std::to_string(gaps / 1000000) + " ms in all threads" +
+      (g_ns_per_unit > 0 ? ", as work of that size (" + fixed(g_ns_per_unit) + " ns a unit alone)"
+                         : std::string(", as busy loops of that length")) +
+      "\n" + buffers;
   const double base = runs.count("default") ? median(runs.at("default")) : 0;
   const double pinned = runs.count("pinned") ? median(runs.at("pinned")) : 0;
   for (const std::string& m : o.modes) {
@@ -438,12 +500,13 @@ std::string json_string(const std::string& text) {
 std::string as_json(const Options& o, std::uint64_t bytes,
                     const std::map<std::string, std::vector<double>>& runs,
                     const std::map<std::string, std::size_t>& wrong) {
-  std::string out = "{\n  \"benchmark\": \"cmt-bench-replay\",\n  \"trace\": " +
-                    json_string(o.trace) + ",\n  \"bytes\": " + std::to_string(bytes) + ",\n  \"modes\": {";
+  std::string out =
+      "{\n  \"benchmark\": \"cmt-bench-replay\",\n  \"trace\": " + json_string(o.trace) +
+      ",\n  \"bytes\": " + std::to_string(bytes) + ",\n  \"modes\": {";
   bool first = true;
   for (const std::string& m : o.modes) {
-    out += std::string(first ? "" : ",") + "\n    \"" + m + "\": {\"median_s\": " +
-           std::to_string(median(runs.at(m))) + ", \"runs_s\": [";
+    out += std::string(first ? "" : ",") + "\n    \"" + m +
+           "\": {\"median_s\": " + std::to_string(median(runs.at(m))) + ", \"runs_s\": [";
     for (std::size_t i = 0; i < runs.at(m).size(); ++i)
       out += (i ? ", " : "") + std::to_string(runs.at(m)[i]);
     out += "], \"wrong_bytes\": " + std::to_string(wrong.at(m)) + "}";
@@ -504,6 +567,8 @@ int main(int argc, char** argv) {
     most = std::max(most, ts[i].most);
   }
   const CachedFile file = make_cached_file(most);
+  // The CPU gaps' work measured on this thread before any copy, with nothing beside it.
+  if (o.gap_work) g_ns_per_unit = GapWork().ns_per_unit();
   std::string why_not = "--gpu-work off";
   const GpuWork gpu = o.gpu_work ? load_gpu_work(&why_not) : GpuWork{};
   std::map<std::string, std::vector<double>> runs;

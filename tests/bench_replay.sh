@@ -2,13 +2,12 @@
 # `cmt bench replay`: a trace that is not one, or that holds no host <-> device copy, is refused
 # with exit 2 and its reason; then, on a GPU, a small trace written here (two threads, resident,
 # fresh, file_cached and pinned sources, copies each way, synchronous and not, gaps) replayed in
-# every mode with every byte checked (exit 0), its JSON consistent, and a window of it; and a
+# every mode with every byte checked (exit 0), its JSON consistent, and a window of it; a
 # version-4 trace whose buffer copied three times is replayed from a buffer of its own, and
-# registered under hot buffers; and a
-# version-5 trace whose streams ran 30 ms of other work before each copy is replayed with the GPU
-# busy that long (a round takes 30 ms a copy more than with --gpu-work off). Windows that are not
-# one or hold no copy, and a --gpu-work that is neither on nor off, are refused. Exit 77 without a
-# GPU.
+# registered under hot buffers; and a version-5 trace whose streams ran 30 ms of other work before
+# each copy is replayed with the GPU busy that long (a round takes 30 ms a copy more than with
+# --gpu-work off). Windows that are not one or hold no copy, a --gpu-work that is neither on nor
+# off and a --gap-work that is neither work nor time are refused. Exit 77 without a GPU.
 set -u
 cmt=$1
 tmp=$(mktemp -d)
@@ -43,6 +42,9 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\n' "$@"; }
 "$cmt" bench replay "$tmp/small.tsv" --window 0.5:1 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "no host <-> device copy to replay in the window given" "$tmp/err" ||
   { echo "FAIL: an empty window (rc $rc): $(cat "$tmp/err")"; exit 1; }
+"$cmt" bench replay "$tmp/small.tsv" --gap-work sometimes 2> "$tmp/err"; rc=$?
+[ $rc -eq 2 ] && grep -q -- "--gap-work" "$tmp/err" && grep -q "sometimes" "$tmp/err" ||
+  { echo "FAIL: --gap-work sometimes (rc $rc): $(cat "$tmp/err")"; exit 1; }
 "$cmt" bench replay "$tmp/small.tsv" --gpu-work maybe 2> "$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q -- "--gpu-work" "$tmp/err" && grep -q "maybe" "$tmp/err" ||
   { echo "FAIL: --gpu-work maybe (rc $rc): $(cat "$tmp/err")"; exit 1; }
@@ -50,7 +52,8 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\n' "$@"; }
 cat "$tmp/out"
 grep -q "no CUDA GPU found" "$tmp/out" && exit 77
 [ $rc -eq 0 ] || { echo "FAIL: cmt bench replay exited $rc"; exit 1; }
-grep -q "2 thread(s), 7 copies" "$tmp/out" || { echo "FAIL: what was replayed"; exit 1; }
+grep -q "2 thread(s), 7 copies" "$tmp/out" && grep -q "as work of that size (" "$tmp/out" ||
+  { echo "FAIL: what was replayed"; exit 1; }
 python3 - "$tmp/r.json" <<'PY' || exit 1
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -9,7 +9,8 @@
 #     threads a copy, against staged, pinned and auto (auto now timing copies from its
 #     registrations on their streams too);
 #  3. call 1's staged trace replayed over its last six passes only (the first pass's 1.2 s of the
-#     program's start-up work dilutes the whole trace's ratio), with and without the GPU work, and
+#     program's start-up work dilutes the whole trace's ratio), its CPU gaps as work of a fixed
+#     size (the new default, which what slows the program's work slows too) and as busy loops, and
 #     under hot and auto (the replay now preloads libcmt-release.so; call 1's hot replay staged);
 #     the replay test again (it now checks that hot registers);
 #  (cmt-lab-copied-few under off and auto was planned here and cut: the device budget, spent on
@@ -37,8 +38,8 @@ t=/tmp/offload-off.tsv
 gunzip -c bench/results/archive/2026-12-06/s37/call1/rec/offload-off.tsv.gz > $t
 CMT_CONFIGS_DIR= timeout 60 $b/cmt bench replay $t --window 1.344:2.3 --rounds 3 > $o/replay-window.txt 2>&1
 cat $o/replay-window.txt
-CMT_CONFIGS_DIR= timeout 40 $b/cmt bench replay $t --window 1.344:2.3 --rounds 3 --modes cmt,pinned --gpu-work off > $o/replay-window-off.txt 2>&1
-tail -2 $o/replay-window-off.txt
+CMT_CONFIGS_DIR= timeout 40 $b/cmt bench replay $t --window 1.344:2.3 --rounds 3 --modes cmt,pinned --gap-work time > $o/replay-window-time.txt 2>&1
+tail -2 $o/replay-window-time.txt
 for m in hot; do  # libcmt-release.so now preloaded by the replay itself (call 1's were staged)
   CMT_CONFIGS_DIR= CMT_REGISTER=$m timeout 40 $b/cmt bench replay $t --window 1.344:2.3 --rounds 3 --modes cmt > $o/replay-window-$m.txt 2>&1
   tail -1 $o/replay-window-$m.txt

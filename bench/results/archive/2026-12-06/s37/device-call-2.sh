@@ -27,7 +27,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $o/gpu.tx
 lscpu > $o/lscpu.txt; grep -E "^CPU\(s\)|Thread|Core|Socket|Model name|NUMA" $o/lscpu.txt
 echo "built at $(( $(date +%s) - start )) s"
 timeout 60 $b/cmt-lab-spin-cost --spinners 4,7,8,12,14,15 > $o/spin-cost.txt 2>&1; cat $o/spin-cost.txt
-CMT_CONFIGS_DIR= timeout 200 python3 bench/workloads/offload.py $b/cmt --rounds 1 --passes 20 \
+CMT_CONFIGS_DIR= timeout 170 python3 bench/workloads/offload.py $b/cmt --rounds 1 --passes 20 \
   --modes staged,pinned --mode spin0:staged:CMT_SPIN_US=0 --mode spin300:staged:CMT_SPIN_US=300 \
   --mode threads4:staged:CMT_THREADS=4 \
   --mode auto:hot:CMT_REGISTER=auto --json $o/offload.json > $o/offload.txt 2>&1

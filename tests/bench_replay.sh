@@ -52,7 +52,7 @@ row() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\ttaken\t%s\t0x0\t0\n' "$@"; }
 cat "$tmp/out"
 grep -q "no CUDA GPU found" "$tmp/out" && exit 77
 [ $rc -eq 0 ] || { echo "FAIL: cmt bench replay exited $rc"; exit 1; }
-grep -q "2 thread(s), 7 copies" "$tmp/out" && grep -q "as work of that size (" "$tmp/out" ||
+grep -q "2 thread(s), 7 copies" "$tmp/out" && grep -q "as busy loops of that length" "$tmp/out" ||
   { echo "FAIL: what was replayed"; exit 1; }
 python3 - "$tmp/r.json" <<'PY' || exit 1
 import json, sys

@@ -1,4 +1,5 @@
 #!/bin/sh
+# NOT RUN: every start was refused (03:05-04:33 UTC); device-call-2b.sh ran a trimmed part of it.
 # Session 37's second device call. Carry [".deps"].
 #  1. the CPU's topology (are the 16 CPUs 8 cores with two threads each?), and what spinning
 #     threads cost a thread beside them, and how late naps end (cmt-lab-spin-cost);

@@ -11,9 +11,10 @@
 //          is; the work's median time with the spinners over its time alone;
 //   after  the same work right after 8 threads have copied 24 MiB (a layer's weights) from a
 //          2 GiB source (a new part each time) into a buffer with streaming stores, as cmt's
-//          staging does, and then slept: what the copy's passage through the caches costs the
-//          work, apart from any spinning (the copiers are asleep while the work runs); and the
-//          same with the source prefetched with the non-temporal hint;
+//          staging does: threads made afresh for each copy (they have ended when the work runs),
+//          or a pool of long-lived ones (as cmt's); the source prefetched with the non-temporal
+//          hint or not; memcpy instead of streaming stores; the work at once or after a 200 us
+//          sleep (what the program does between a copy and its next work);
 //   nap    a thread waits on a futex with a timeout of T us, as a napping worker does; how late
 //          the wait ends past T (median, 90th and 99th percentile), alone and with N threads
 //          napping at once.
@@ -101,8 +102,16 @@ __attribute__((target("avx2"))) void stream_copy(char* d, const char* s, std::si
 #endif
 }
 
-// The work's times (us), each right after 8 threads copied 24 MiB and went to sleep.
-std::vector<double> work_after_copies(int reps, bool nta) {
+// How the copy before the work is made.
+struct CopyBefore {
+  bool pool = false;   // by 8 long-lived threads (they spin between copies), not 8 made afresh
+  bool nta = false;    // the source prefetched with the non-temporal hint
+  bool plain = false;  // memcpy (the C library's) instead of streaming stores
+  int delay_us = 0;    // a sleep between the copy's end and the work
+};
+
+// The work's times (us), each right after 8 threads copied 24 MiB (a new part of a 2 GiB source).
+std::vector<double> work_after_copies(int reps, CopyBefore how) {
   constexpr std::size_t kSource = std::size_t{2} << 30, kCopy = std::size_t{24} << 20;
   constexpr int kCopiers = 8;
   std::vector<char> source(kSource, 1);
@@ -111,19 +120,45 @@ std::vector<double> work_after_copies(int reps, bool nta) {
   std::vector<std::uint64_t> table(1 << 16, 7);
   std::vector<double> us;
   std::uint64_t sink = 0;
+  const char* from = source.data();
+  auto copy_part = [&](int t) {
+    const std::size_t part = kCopy / kCopiers;
+    if (how.plain)
+      std::memcpy(dest + t * part, from + t * part, part);
+    else
+      stream_copy(dest + t * part, from + t * part, part, how.nta);
+  };
+  std::atomic<int> generation{0}, done{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; how.pool && t < kCopiers; ++t)
+    pool.emplace_back([&, t] {
+      for (int seen = 0;;) {
+        while (generation.load(std::memory_order_acquire) == seen && !stop.load()) cpu_relax();
+        if (stop.load()) return;
+        seen = generation.load(std::memory_order_acquire);
+        copy_part(t);
+        done.fetch_add(1, std::memory_order_acq_rel);
+      }
+    });
   for (int r = 0; r < reps; ++r) {
-    const char* from = source.data() + (static_cast<std::size_t>(r) * kCopy) % (kSource - kCopy);
-    std::vector<std::thread> copiers;
-    for (int t = 0; t < kCopiers; ++t)
-      copiers.emplace_back([&, t] {
-        const std::size_t part = kCopy / kCopiers;
-        stream_copy(dest + t * part, from + t * part, part, nta);
-      });
-    for (auto& c : copiers) c.join();
+    from = source.data() + (static_cast<std::size_t>(r) * kCopy) % (kSource - kCopy);
+    if (how.pool) {
+      done.store(0);
+      generation.fetch_add(1, std::memory_order_acq_rel);
+      while (done.load(std::memory_order_acquire) < kCopiers) cpu_relax();
+    } else {
+      std::vector<std::thread> copiers;
+      for (int t = 0; t < kCopiers; ++t) copiers.emplace_back(copy_part, t);
+      for (auto& c : copiers) c.join();
+    }
+    if (how.delay_us) std::this_thread::sleep_for(std::chrono::microseconds(how.delay_us));
     const auto t0 = Clock::now();
     sink += work_once(table);
     us.push_back(ns_since(t0) / 1e3);
   }
+  stop.store(true);
+  for (auto& t : pool) t.join();
   std::free(dest);
   if (sink == 42) std::puts("");
   return us;
@@ -193,13 +228,23 @@ int main(int argc, char** argv) {
     std::printf("work with %2d spinning threads: median %.1f us (%.2fx alone), 90th %.1f us\n", n,
                 median(t), median(t) / alone, pct(t, 0.9));
   }
-  for (bool nta : {false, true}) {
-    const std::vector<double> t = work_after_copies(std::min(reps, 200), nta);
-    std::printf(
-        "work right after 8 threads copied 24 MiB%s: median %.1f us (%.2fx alone), 90th "
-        "%.1f us\n",
-        nta ? " (source prefetched non-temporally)" : "", median(t), median(t) / alone,
-        pct(t, 0.9));
+  const struct {
+    const char* what;
+    CopyBefore how;
+  } befores[] = {
+      {"8 threads made afresh streamed 24 MiB", {false, false, false, 0}},
+      {"8 threads made afresh streamed 24 MiB (source prefetched non-temporally)",
+       {false, true, false, 0}},
+      {"a pool of 8 threads streamed 24 MiB", {true, false, false, 0}},
+      {"a pool of 8 threads streamed 24 MiB, then a 200 us sleep", {true, false, false, 200}},
+      {"a pool of 8 threads memcpy'd 24 MiB", {true, false, true, 0}},
+      {"a pool of 8 threads streamed 24 MiB (source prefetched non-temporally)",
+       {true, true, false, 0}},
+  };
+  for (const auto& b : befores) {
+    const std::vector<double> t = work_after_copies(std::min(reps, 200), b.how);
+    std::printf("work right after %s: median %.1f us (%.2fx alone), 90th %.1f us\n", b.what,
+                median(t), median(t) / alone, pct(t, 0.9));
   }
   for (int nap : {50, 100, 200, 400})
     for (int threads : {1, 8}) {

@@ -64,15 +64,15 @@ std::atomic<RegisterCache*> g_register_cache{nullptr};
 // register = auto's timer of copies on their streams (stream_timer.h), made with the cache.
 std::atomic<StreamTimer*> g_stream_timer{nullptr};
 
-// register = auto: the copy this thread's hook is making (open: inside a CopyCallScope), of a
-// range the cache counted without registering it (take_hot_copy), whose loss copy_call_ended
-// tells the cache; `timing`, its slot of the stream timer (-1: not timed on its stream).
 // A stream timing's tag (stream_timer.h) under auto: the copy's bytes, whether it was made from a
 // registration, and its direction.
 std::uint64_t timing_tag(std::size_t bytes, bool hot, bool to_device) {
   return (static_cast<std::uint64_t>(bytes) << 2) | (hot ? 2u : 0u) | (to_device ? 1u : 0u);
 }
 
+// register = auto: the copy this thread's hook is making (open: inside a CopyCallScope), of a
+// range the cache counted without registering it (take_hot_copy), whose loss copy_call_ended
+// tells the cache; `timing`, its slot of the stream timer (-1: not timed on its stream).
 struct PendingLoss {
   bool open = false;
   const void* host = nullptr;

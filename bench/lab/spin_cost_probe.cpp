@@ -14,7 +14,10 @@
 //          staging does: threads made afresh for each copy (they have ended when the work runs),
 //          or a pool of long-lived ones (as cmt's); the source prefetched with the non-temporal
 //          hint or not; memcpy instead of streaming stores; the work at once or after a 200 us
-//          sleep (what the program does between a copy and its next work);
+//          sleep (what the program does between a copy and its next work); the copiers pinned to
+//          CPUs 0-7 and the work to another; the work's first run and a second at once after it;
+//   beside the work on the last CPU while one thread streams on CPU k, for each k (on a VM, a
+//          CPU that shares a host core with the work's slows it most);
 //   nap    a thread waits on a futex with a timeout of T us, as a napping worker does; how late
 //          the wait ends past T (median, 90th and 99th percentile), alone and with N threads
 //          napping at once.
@@ -62,6 +65,14 @@ void pin_to(int cpu) {
   pthread_setaffinity_np(pthread_self(), sizeof set, &set);
 }
 
+void unpin() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (unsigned c = 0; c < std::thread::hardware_concurrency() && c < CPU_SETSIZE; ++c)
+    CPU_SET(c, &set);
+  pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
 // The fixed piece of work: hashing walks over a table of 64 Ki words.
 std::uint64_t work_once(std::vector<std::uint64_t>& table) {
   std::uint64_t h = 1469598103934665603ull, at = 0;
@@ -104,23 +115,33 @@ __attribute__((target("avx2"))) void stream_copy(char* d, const char* s, std::si
 
 // How the copy before the work is made.
 struct CopyBefore {
-  bool pool = false;   // by 8 long-lived threads (they spin between copies), not 8 made afresh
-  bool nta = false;    // the source prefetched with the non-temporal hint
-  bool plain = false;  // memcpy (the C library's) instead of streaming stores
-  int delay_us = 0;    // a sleep between the copy's end and the work
+  bool pool = false;    // by 8 long-lived threads (they spin between copies), not 8 made afresh
+  bool nta = false;     // the source prefetched with the non-temporal hint
+  bool plain = false;   // memcpy (the C library's) instead of streaming stores
+  int delay_us = 0;     // a sleep between the copy's end and the work
+  int caller_cpu = -1;  // >= 0: the caller pinned there and the copiers to CPUs 0-7
+  bool caller_share = false;  // the caller copies one of the 8 parts itself (pool: 7 threads)
+};
+
+// The work's times right after each copy: the first run, and a second at once after it (a cold
+// cache costs the first only; a slower core costs both).
+struct AfterTimes {
+  std::vector<double> first, second;
 };
 
 // The work's times (us), each right after 8 threads copied 24 MiB (a new part of a 2 GiB source).
-std::vector<double> work_after_copies(int reps, CopyBefore how) {
+AfterTimes work_after_copies(int reps, CopyBefore how) {
   constexpr std::size_t kSource = std::size_t{2} << 30, kCopy = std::size_t{24} << 20;
   constexpr int kCopiers = 8;
   std::vector<char> source(kSource, 1);
   // Streaming stores need 32-byte aligned destinations.
   char* dest = static_cast<char*>(std::aligned_alloc(64, kCopy));
   std::vector<std::uint64_t> table(1 << 16, 7);
-  std::vector<double> us;
+  AfterTimes us;
   std::uint64_t sink = 0;
   const char* from = source.data();
+  const bool placed = how.caller_cpu >= 0;
+  if (placed) pin_to(how.caller_cpu);
   auto copy_part = [&](int t) {
     const std::size_t part = kCopy / kCopiers;
     if (how.plain)
@@ -131,8 +152,10 @@ std::vector<double> work_after_copies(int reps, CopyBefore how) {
   std::atomic<int> generation{0}, done{0};
   std::atomic<bool> stop{false};
   std::vector<std::thread> pool;
-  for (int t = 0; how.pool && t < kCopiers; ++t)
+  const int helpers = how.caller_share ? kCopiers - 1 : kCopiers;  // the caller copies the last
+  for (int t = 0; how.pool && t < helpers; ++t)
     pool.emplace_back([&, t] {
+      if (placed) pin_to(t);
       for (int seen = 0;;) {
         while (generation.load(std::memory_order_acquire) == seen && !stop.load()) cpu_relax();
         if (stop.load()) return;
@@ -146,19 +169,28 @@ std::vector<double> work_after_copies(int reps, CopyBefore how) {
     if (how.pool) {
       done.store(0);
       generation.fetch_add(1, std::memory_order_acq_rel);
-      while (done.load(std::memory_order_acquire) < kCopiers) cpu_relax();
+      if (how.caller_share) copy_part(kCopiers - 1);
+      while (done.load(std::memory_order_acquire) < helpers) cpu_relax();
     } else {
       std::vector<std::thread> copiers;
-      for (int t = 0; t < kCopiers; ++t) copiers.emplace_back(copy_part, t);
+      for (int t = 0; t < kCopiers; ++t)
+        copiers.emplace_back([&, t] {
+          if (placed) pin_to(t);
+          copy_part(t);
+        });
       for (auto& c : copiers) c.join();
     }
     if (how.delay_us) std::this_thread::sleep_for(std::chrono::microseconds(how.delay_us));
-    const auto t0 = Clock::now();
+    auto t0 = Clock::now();
     sink += work_once(table);
-    us.push_back(ns_since(t0) / 1e3);
+    us.first.push_back(ns_since(t0) / 1e3);
+    t0 = Clock::now();
+    sink += work_once(table);
+    us.second.push_back(ns_since(t0) / 1e3);
   }
   stop.store(true);
   for (auto& t : pool) t.join();
+  if (placed) unpin();
   std::free(dest);
   if (sink == 42) std::puts("");
   return us;
@@ -184,6 +216,39 @@ std::vector<double> work_times(int spinners, int reps) {
   }
   stop.store(true);
   for (auto& t : spin) t.join();
+  if (sink == 42) std::puts("");
+  return us;
+}
+
+// The work's times (us) on CPU `caller` while one thread on CPU `other` streams 32 MiB to and fro
+// without pause (`other` < 0: alone). On a VM whose CPUs are hyperthreads of the host's cores, the
+// CPU that shares a core with the caller's slows its work far more than the rest do.
+std::vector<double> work_beside_streamer(int caller, int other, int reps) {
+  constexpr std::size_t kHalf = std::size_t{32} << 20;
+  char* buf = static_cast<char*>(std::aligned_alloc(64, 2 * kHalf));
+  std::memset(buf, 1, 2 * kHalf);
+  std::atomic<bool> stop{false};
+  std::thread streamer;
+  if (other >= 0)
+    streamer = std::thread([&] {
+      pin_to(other);
+      for (int turn = 0; !stop.load(std::memory_order_relaxed); turn ^= 1)
+        stream_copy(buf + (turn ? kHalf : 0), buf + (turn ? 0 : kHalf), kHalf, false);
+    });
+  pin_to(caller);
+  std::vector<std::uint64_t> table(1 << 16, 7);
+  std::vector<double> us;
+  std::uint64_t sink = 0;
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    sink += work_once(table);
+    us.push_back(ns_since(t0) / 1e3);
+  }
+  stop.store(true);
+  if (streamer.joinable()) streamer.join();
+  unpin();
+  std::free(buf);
   if (sink == 42) std::puts("");
   return us;
 }
@@ -237,15 +302,34 @@ int main(int argc, char** argv) {
        {false, true, false, 0}},
       {"a pool of 8 threads streamed 24 MiB", {true, false, false, 0}},
       {"a pool of 8 threads streamed 24 MiB, then a 200 us sleep", {true, false, false, 200}},
+      {"a pool of 8 threads streamed 24 MiB, then a 2 ms sleep", {true, false, false, 2000}},
       {"a pool of 8 threads memcpy'd 24 MiB", {true, false, true, 0}},
       {"a pool of 8 threads streamed 24 MiB (source prefetched non-temporally)",
        {true, true, false, 0}},
+      {"a pool of 7 threads and the caller streamed 24 MiB (as cmt's caller helps)",
+       {true, false, false, 0, -1, true}},
+      {"a pool of 8 threads on CPUs 0-7 streamed 24 MiB, the work on CPU 8",
+       {true, false, false, 0, 8}},
+      {"a pool of 8 threads on CPUs 0-7 streamed 24 MiB, the work on CPU 15",
+       {true, false, false, 0, 15}},
+      {"8 threads made afresh on CPUs 0-7 streamed 24 MiB, the work on CPU 8",
+       {false, false, false, 0, 8}},
   };
   for (const auto& b : befores) {
-    const std::vector<double> t = work_after_copies(std::min(reps, 200), b.how);
-    std::printf("work right after %s: median %.1f us (%.2fx alone), 90th %.1f us\n", b.what,
-                median(t), median(t) / alone, pct(t, 0.9));
+    const AfterTimes t = work_after_copies(std::min(reps, 200), b.how);
+    std::printf(
+        "work right after %s: median %.1f us (%.2fx alone), 90th %.1f us; run again at once "
+        "%.1f us (%.2fx)\n",
+        b.what, median(t.first), median(t.first) / alone, pct(t.first, 0.9), median(t.second),
+        median(t.second) / alone);
   }
+  const int caller = static_cast<int>(cpus) - 1;
+  const double pinned_alone = median(work_beside_streamer(caller, -1, reps / 2));
+  std::printf("work on CPU %d alone: median %.1f us; beside one thread streaming on CPU k:", caller,
+              pinned_alone);
+  for (int k = 0; k < caller; ++k)
+    std::printf(" %d:%.2fx", k, median(work_beside_streamer(caller, k, reps / 2)) / pinned_alone);
+  std::printf("\n");
   for (int nap : {50, 100, 200, 400})
     for (int threads : {1, 8}) {
       const std::vector<double> late = nap_lateness(nap, threads, reps / 4);

@@ -18,7 +18,12 @@ model, offloaded with the same weights: one from pageable memory that cmt regist
 with its weights pinned (pinned), and one whose passes the main thread makes with
 cmt_forward_this_thread(1), so that CUDA makes its copies from pageable memory (default); the
 passes rotate through the three, so each ratio is of passes run side by side in one process, on
-one CPU and one placement of pages (processes apart moved pinned by 57 ms a pass in session 25).
+one CPU and one placement of pages (processes apart moved pinned by 57 ms a pass in session 25,
+and by 48 ms within minutes in session 38). `--register off` runs the processes with
+CMT_REGISTER=off, so that cmt stages the pageable model's copies (staged in place of hot), and
+`--register auto` with CMT_REGISTER=auto (auto in its place);
+`--env KEY=VALUE,...` sets more of cmt's environment in every process (settings compared as
+staged-against-pinned ratios of processes run one after another).
 
 Each process builds the model, runs 2 passes to warm up, then times --passes more (a 16-token
 prompt, one forward each, synchronized). Reported: the median pass time of each mode over the
@@ -28,7 +33,8 @@ byte. With --record DIR the hot mode runs once more under `cmt run --record`.
 
 usage: offload.py CMT [--rounds N] [--passes N] [--modes M,...] [--mode NAME:BASE[:ENV]]...
                      [--json FILE] [--record DIR]
-       offload.py CMT --same-process [--rounds N] [--passes N] [--json FILE]
+       offload.py CMT --same-process [--register hot|auto|off] [--env KEY=VALUE,...] [--rounds N]
+                     [--passes N] [--json FILE]
 """
 import hashlib
 import json
@@ -92,8 +98,9 @@ def digest(logits):
     return hashlib.sha256(logits.float().cpu().numpy().tobytes()).hexdigest()
 
 
-def child_same(passes):
-    """Hot, pinned and default passes side by side in this one process (module docstring)."""
+def child_same(passes, first):
+    """`first` (hot, auto or staged: cmt's copies of pageable weights), pinned and default passes
+    side by side in this one process (module docstring)."""
     import copy
     import ctypes
     import torch
@@ -103,7 +110,8 @@ def child_same(passes):
     forward_this_thread.argtypes = [ctypes.c_int]
     base = build_model(torch)
     # The copies made before any is offloaded (offloading moves a model's own weights away).
-    built = {name: base if name == "hot" else copy.deepcopy(base) for name in SAME_PROCESS_MODES}
+    modes = [first] + SAME_PROCESS_MODES[1:]
+    built = {name: base if name == first else copy.deepcopy(base) for name in modes}
     models, moved = {}, 0
     for name, m in built.items():
         state = {k: (v.pin_memory() if name == "pinned" else v) for k, v in m.state_dict().items()}
@@ -115,8 +123,8 @@ def child_same(passes):
     digests = {}
     with torch.no_grad():
         for i in range(2 + passes):
-            k = i % len(SAME_PROCESS_MODES)  # each mode first in turn
-            for name in SAME_PROCESS_MODES[k:] + SAME_PROCESS_MODES[:k]:
+            k = i % len(modes)  # each mode first in turn
+            for name in modes[k:] + modes[:k]:
                 forward_this_thread(1 if name == "default" else 0)
                 t, c, logits = timed_pass(torch, models[name][0], ids)
                 forward_this_thread(0)
@@ -184,13 +192,16 @@ def spread(xs):
     return f"{min(xs):.3f}-{max(xs):.3f}"
 
 
-def same_process(cmt, rounds, passes, json_path):
-    """--same-process: `rounds` processes under cmt hot, each rotating hot / pinned / default."""
-    env = dict(os.environ, CMT_REGISTER="hot")
+def same_process(cmt, rounds, passes, json_path, register="hot", extra=None):
+    """--same-process: `rounds` processes under cmt (CMT_REGISTER=`register`), each rotating
+    hot (or staged) / pinned / default."""
+    env = dict(os.environ, CMT_REGISTER=register, **(extra or {}))
     env.pop("CMT_DISABLE", None)
+    first = "staged" if register == "off" else register
+    modes = [first] + SAME_PROCESS_MODES[1:]
     runs = []
     for r in range(rounds):
-        cmd = [cmt, "run", "--", sys.executable, __file__, "--child-same", str(passes)]
+        cmd = [cmt, "run", "--", sys.executable, __file__, "--child-same", str(passes), first]
         p = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if p.returncode != 0:
             sys.exit(f"same-process run failed ({p.returncode}):\n{p.stderr[-3000:]}")
@@ -198,32 +209,35 @@ def same_process(cmt, rounds, passes, json_path):
         runs.append(out)
         t = out["pass_s"]
         print(f"process {r + 1}: " + ", ".join(
-            f"{m} {statistics.median(t[m]) * 1e3:.1f} ms" for m in SAME_PROCESS_MODES) +
-            f"; hot against pinned, pass by pass: "
-            f"{' '.join(f'{p / h:.2f}' for h, p in zip(t['hot'], t['pinned']))}", flush=True)
+            f"{m} {statistics.median(t[m]) * 1e3:.1f} ms" for m in modes) +
+            f"; {first} against pinned, pass by pass: "
+            f"{' '.join(f'{p / h:.2f}' for h, p in zip(t[first], t['pinned']))}", flush=True)
     meta = machine_meta.meta(cmt, sys.argv)
-    every = {m: [x for run in runs for x in run["pass_s"][m]] for m in SAME_PROCESS_MODES}
-    cpu = {m: [x for run in runs for x in run["cpu_s"][m]] for m in SAME_PROCESS_MODES}
-    # Paired ratios: each pinned pass against the hot pass of the same rotation, in one process.
-    of_pinned = [p / h for run in runs for h, p in zip(run["pass_s"]["hot"], run["pass_s"]["pinned"])]
-    of_default = [d / h for run in runs for h, d in zip(run["pass_s"]["hot"], run["pass_s"]["default"])]
+    every = {m: [x for run in runs for x in run["pass_s"][m]] for m in modes}
+    cpu = {m: [x for run in runs for x in run["cpu_s"][m]] for m in modes}
+    # Paired ratios: each pinned pass against the hot (staged) pass of the same rotation, in one
+    # process.
+    of_pinned = [p / h for run in runs for h, p in zip(run["pass_s"][first], run["pass_s"]["pinned"])]
+    of_default = [d / h for run in runs for h, d in zip(run["pass_s"][first], run["pass_s"]["default"])]
     same = len({d for run in runs for d in run["sha256"].values()}) == 1
     print(f"\n{meta['date']} {meta['host']} {meta['gpu']} {meta['cmt_version']}\n"
-          f"forward pass of a 1.1B Llama under accelerate.cpu_offload, hot / pinned / default "
-          f"rotating in each of {rounds} processes x {passes} passes ({len(every['hot'])} of each):")
-    for m in SAME_PROCESS_MODES:
+          f"forward pass of a 1.1B Llama under accelerate.cpu_offload, {first} / pinned / default "
+          f"rotating in each of {rounds} processes x {passes} passes ({len(every[first])} of each)"
+          f"{', with ' + ','.join(f'{k}={v}' for k, v in extra.items()) if extra else ''}:")
+    for m in modes:
         print(f"  {m:8s} {statistics.median(every[m]) * 1e3:8.1f} ms a pass (spread "
               f"{spread([x * 1e3 for x in every[m]])}), "
               f"{runs[0]['bytes_per_pass'] / statistics.median(every[m]) / 1e9:5.1f} GB/s of "
               f"weights, cpu {statistics.median(cpu[m]):.3f} s a pass")
-    print(f"  hot against pinned, pass by pass: median {statistics.median(of_pinned):.3f} of pinned "
+    print(f"  {first} against pinned, pass by pass: median {statistics.median(of_pinned):.3f} of pinned "
           f"speed (spread {spread(of_pinned)}); against default: median "
           f"{statistics.median(of_default):.2f}x (spread {spread(of_default)})")
     print(f"logits identical in every mode and process: {'yes' if same else 'NO'}")
     if json_path:
         with open(json_path, "w") as f:
-            json.dump(dict(meta, runs=runs, hot_of_pinned=of_pinned, hot_over_default=of_default,
-                           median_s={m: statistics.median(every[m]) for m in SAME_PROCESS_MODES},
+            json.dump(dict(meta, runs=runs, first=first, env=extra or {},
+                           hot_of_pinned=of_pinned, hot_over_default=of_default,
+                           median_s={m: statistics.median(every[m]) for m in modes},
                            identical=same), f, indent=1)
     return 0 if same else 1
 
@@ -232,12 +246,19 @@ def main():
     if sys.argv[1] == "--child":
         return child(sys.argv[2] == "pinned", int(sys.argv[3]))
     if sys.argv[1] == "--child-same":
-        return child_same(int(sys.argv[2]))
+        return child_same(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "hot")
     cmt = sys.argv[1]
     arg = lambda name, default: sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
     rounds, passes = int(arg("--rounds", 2)), int(arg("--passes", 5))
     if "--same-process" in sys.argv:
-        return same_process(cmt, rounds, passes, arg("--json", None))
+        register = arg("--register", "hot")
+        if register not in ("hot", "auto", "off"):
+            sys.exit(f"offload.py: --register takes hot, auto or off, not {register!r}")
+        pairs = [kv for kv in arg("--env", "").split(",") if kv]
+        if any("=" not in kv or not kv.startswith("CMT_") for kv in pairs):
+            sys.exit(f"offload.py: --env takes CMT_KEY=VALUE,..., not {arg('--env', '')!r}")
+        extra = dict(kv.split("=", 1) for kv in pairs)
+        return same_process(cmt, rounds, passes, arg("--json", None), register, extra)
     # --modes hot,pinned,...: those modes only, in that order (a short device call prints each as
     # it ends).
     modes = arg("--modes", "default,staged,hot,pinned").split(",")

@@ -16,8 +16,12 @@
 //          hint or not; memcpy instead of streaming stores; the work at once or after a 200 us
 //          sleep (what the program does between a copy and its next work); the copiers pinned to
 //          CPUs 0-7 and the work to another; the work's first run and a second at once after it;
-//   beside the work on the last CPU while one thread streams on CPU k, for each k (on a VM, a
-//          CPU that shares a host core with the work's slows it most);
+//          the variants, and the work after no copy as their reference, take turns 5
+//          repetitions at a time (run one after another, they took a VM's drifting load as it
+//          came: NOTES.md 81);
+//   beside the work on the last CPU while one thread streams on CPU k, for each k in turn (on a
+//          VM, a CPU that shares a host core with the work's would slow it most; one after
+//          another, these too drift with the host's load);
 //   nap    a thread waits on a futex with a timeout of T us, as a napping worker does; how late
 //          the wait ends past T (median, 90th and 99th percentile), alone and with N threads
 //          napping at once.
@@ -115,6 +119,7 @@ __attribute__((target("avx2"))) void stream_copy(char* d, const char* s, std::si
 
 // How the copy before the work is made.
 struct CopyBefore {
+  bool copy = true;     // false: no copy at all (the reference, measured in the same turns)
   bool pool = false;    // by 8 long-lived threads (they spin between copies), not 8 made afresh
   bool nta = false;     // the source prefetched with the non-temporal hint
   bool plain = false;   // memcpy (the C library's) instead of streaming stores
@@ -129,72 +134,89 @@ struct AfterTimes {
   std::vector<double> first, second;
 };
 
-// The work's times (us), each right after 8 threads copied 24 MiB (a new part of a 2 GiB source).
-AfterTimes work_after_copies(int reps, CopyBefore how) {
-  constexpr std::size_t kSource = std::size_t{2} << 30, kCopy = std::size_t{24} << 20;
-  constexpr int kCopiers = 8;
-  std::vector<char> source(kSource, 1);
-  // Streaming stores need 32-byte aligned destinations.
-  char* dest = static_cast<char*>(std::aligned_alloc(64, kCopy));
-  std::vector<std::uint64_t> table(1 << 16, 7);
-  AfterTimes us;
-  std::uint64_t sink = 0;
-  const char* from = source.data();
-  const bool placed = how.caller_cpu >= 0;
-  if (placed) pin_to(how.caller_cpu);
-  auto copy_part = [&](int t) {
-    const std::size_t part = kCopy / kCopiers;
-    if (how.plain)
-      std::memcpy(dest + t * part, from + t * part, part);
-    else
-      stream_copy(dest + t * part, from + t * part, part, how.nta);
-  };
-  std::atomic<int> generation{0}, done{0};
-  std::atomic<bool> stop{false};
-  std::vector<std::thread> pool;
-  const int helpers = how.caller_share ? kCopiers - 1 : kCopiers;  // the caller copies the last
-  for (int t = 0; how.pool && t < helpers; ++t)
-    pool.emplace_back([&, t] {
-      if (placed) pin_to(t);
-      for (int seen = 0;;) {
-        while (generation.load(std::memory_order_acquire) == seen && !stop.load()) cpu_relax();
-        if (stop.load()) return;
-        seen = generation.load(std::memory_order_acquire);
-        copy_part(t);
-        done.fetch_add(1, std::memory_order_acq_rel);
-      }
-    });
-  for (int r = 0; r < reps; ++r) {
-    from = source.data() + (static_cast<std::size_t>(r) * kCopy) % (kSource - kCopy);
-    if (how.pool) {
-      done.store(0);
-      generation.fetch_add(1, std::memory_order_acq_rel);
-      if (how.caller_share) copy_part(kCopiers - 1);
-      while (done.load(std::memory_order_acquire) < helpers) cpu_relax();
-    } else {
-      std::vector<std::thread> copiers;
-      for (int t = 0; t < kCopiers; ++t)
-        copiers.emplace_back([&, t] {
-          if (placed) pin_to(t);
-          copy_part(t);
-        });
-      for (auto& c : copiers) c.join();
-    }
-    if (how.delay_us) std::this_thread::sleep_for(std::chrono::microseconds(how.delay_us));
-    auto t0 = Clock::now();
-    sink += work_once(table);
-    us.first.push_back(ns_since(t0) / 1e3);
-    t0 = Clock::now();
-    sink += work_once(table);
-    us.second.push_back(ns_since(t0) / 1e3);
+// The work right after 8 threads copied 24 MiB, each copy from a new part of a 2 GiB source. The
+// source, the destination and the work's table live as long as this, so that the variants can
+// take turns a few repetitions at a time: on a VM the host's load drifts over seconds, and
+// variants run one after another took it as it came (NOTES.md 81).
+class AfterCopies {
+ public:
+  AfterCopies()
+      : source_(kSource, 1),
+        dest_(static_cast<char*>(std::aligned_alloc(64, kCopy))),  // streaming stores: aligned
+        table_(1 << 16, 7) {
+    std::memset(dest_, 0, kCopy);
   }
-  stop.store(true);
-  for (auto& t : pool) t.join();
-  if (placed) unpin();
-  std::free(dest);
-  if (sink == 42) std::puts("");
-  return us;
-}
+  ~AfterCopies() {
+    std::free(dest_);
+    if (sink_ == 42) std::puts("");
+  }
+
+  // `reps` more times of the work after a copy made as `how` says, added to `out`.
+  void run(int reps, const CopyBefore& how, AfterTimes& out) {
+    const bool placed = how.caller_cpu >= 0;
+    if (placed) pin_to(how.caller_cpu);
+    auto copy_part = [&](int t) {
+      const std::size_t part = kCopy / kCopiers;
+      if (how.plain)
+        std::memcpy(dest_ + t * part, from_ + t * part, part);
+      else
+        stream_copy(dest_ + t * part, from_ + t * part, part, how.nta);
+    };
+    std::atomic<int> generation{0}, done{0};
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> pool;
+    const int helpers = how.caller_share ? kCopiers - 1 : kCopiers;  // the caller copies the last
+    for (int t = 0; how.copy && how.pool && t < helpers; ++t)
+      pool.emplace_back([&, t] {
+        if (placed) pin_to(t);
+        for (int seen = 0;;) {
+          while (generation.load(std::memory_order_acquire) == seen && !stop.load()) cpu_relax();
+          if (stop.load()) return;
+          seen = generation.load(std::memory_order_acquire);
+          copy_part(t);
+          done.fetch_add(1, std::memory_order_acq_rel);
+        }
+      });
+    for (int r = 0; r < reps; ++r) {
+      from_ = source_.data() + (turn_++ * kCopy) % (kSource - kCopy);
+      if (!how.copy) {
+      } else if (how.pool) {
+        done.store(0);
+        generation.fetch_add(1, std::memory_order_acq_rel);
+        if (how.caller_share) copy_part(kCopiers - 1);
+        while (done.load(std::memory_order_acquire) < helpers) cpu_relax();
+      } else {
+        std::vector<std::thread> copiers;
+        for (int t = 0; t < kCopiers; ++t)
+          copiers.emplace_back([&, t] {
+            if (placed) pin_to(t);
+            copy_part(t);
+          });
+        for (auto& c : copiers) c.join();
+      }
+      if (how.delay_us) std::this_thread::sleep_for(std::chrono::microseconds(how.delay_us));
+      auto t0 = Clock::now();
+      sink_ += work_once(table_);
+      out.first.push_back(ns_since(t0) / 1e3);
+      t0 = Clock::now();
+      sink_ += work_once(table_);
+      out.second.push_back(ns_since(t0) / 1e3);
+    }
+    stop.store(true);
+    for (auto& t : pool) t.join();
+    if (placed) unpin();
+  }
+
+ private:
+  static constexpr std::size_t kSource = std::size_t{2} << 30, kCopy = std::size_t{24} << 20;
+  static constexpr int kCopiers = 8;
+  std::vector<char> source_;
+  char* dest_;
+  std::vector<std::uint64_t> table_;
+  const char* from_ = nullptr;
+  std::size_t turn_ = 0;
+  std::uint64_t sink_ = 0;
+};
 
 // The work's times (us) with `spinners` threads spinning on CPUs 0.. .
 std::vector<double> work_times(int spinners, int reps) {
@@ -297,31 +319,44 @@ int main(int argc, char** argv) {
     const char* what;
     CopyBefore how;
   } befores[] = {
-      {"8 threads made afresh streamed 24 MiB", {false, false, false, 0}},
+      {"no copy (the reference, in the same turns)", {false}},
+      {"8 threads made afresh streamed 24 MiB", {true, false, false, false, 0}},
       {"8 threads made afresh streamed 24 MiB (source prefetched non-temporally)",
-       {false, true, false, 0}},
-      {"a pool of 8 threads streamed 24 MiB", {true, false, false, 0}},
-      {"a pool of 8 threads streamed 24 MiB, then a 200 us sleep", {true, false, false, 200}},
-      {"a pool of 8 threads streamed 24 MiB, then a 2 ms sleep", {true, false, false, 2000}},
-      {"a pool of 8 threads memcpy'd 24 MiB", {true, false, true, 0}},
+       {true, false, true, false, 0}},
+      {"a pool of 8 threads streamed 24 MiB", {true, true, false, false, 0}},
+      {"a pool of 8 threads streamed 24 MiB, then a 200 us sleep", {true, true, false, false, 200}},
+      {"a pool of 8 threads streamed 24 MiB, then a 2 ms sleep", {true, true, false, false, 2000}},
+      {"a pool of 8 threads memcpy'd 24 MiB", {true, true, false, true, 0}},
       {"a pool of 8 threads streamed 24 MiB (source prefetched non-temporally)",
-       {true, true, false, 0}},
+       {true, true, true, false, 0}},
       {"a pool of 7 threads and the caller streamed 24 MiB (as cmt's caller helps)",
-       {true, false, false, 0, -1, true}},
+       {true, true, false, false, 0, -1, true}},
       {"a pool of 8 threads on CPUs 0-7 streamed 24 MiB, the work on CPU 8",
-       {true, false, false, 0, 8}},
+       {true, true, false, false, 0, 8}},
       {"a pool of 8 threads on CPUs 0-7 streamed 24 MiB, the work on CPU 15",
-       {true, false, false, 0, 15}},
+       {true, true, false, false, 0, 15}},
       {"8 threads made afresh on CPUs 0-7 streamed 24 MiB, the work on CPU 8",
-       {false, false, false, 0, 8}},
+       {true, false, false, false, 0, 8}},
   };
-  for (const auto& b : befores) {
-    const AfterTimes t = work_after_copies(std::min(reps, 200), b.how);
+  // The variants take turns, 5 repetitions at a time.
+  constexpr int kTurn = 5;
+  const int turns = std::max(1, std::min(reps, 200) / kTurn);
+  std::vector<AfterTimes> after(std::size(befores));
+  {
+    AfterCopies bench;
+    for (int turn = 0; turn < turns; ++turn)
+      for (std::size_t v = 0; v < std::size(befores); ++v)
+        bench.run(kTurn, befores[v].how, after[v]);
+  }
+  const double reference = median(after[0].first);
+  std::printf("work after no copy, in the same turns as the copies: median %.1f us\n", reference);
+  for (std::size_t v = 1; v < std::size(befores); ++v) {
+    const AfterTimes& t = after[v];
     std::printf(
-        "work right after %s: median %.1f us (%.2fx alone), 90th %.1f us; run again at once "
+        "work right after %s: median %.1f us (%.2fx no copy), 90th %.1f us; run again at once "
         "%.1f us (%.2fx)\n",
-        b.what, median(t.first), median(t.first) / alone, pct(t.first, 0.9), median(t.second),
-        median(t.second) / alone);
+        befores[v].what, median(t.first), median(t.first) / reference, pct(t.first, 0.9),
+        median(t.second), median(t.second) / reference);
   }
   const int caller = static_cast<int>(cpus) - 1;
   const double pinned_alone = median(work_beside_streamer(caller, -1, reps / 2));

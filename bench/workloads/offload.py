@@ -194,7 +194,7 @@ def spread(xs):
 
 def same_process(cmt, rounds, passes, json_path, register="hot", extra=None):
     """--same-process: `rounds` processes under cmt (CMT_REGISTER=`register`), each rotating
-    hot (or staged) / pinned / default."""
+    hot (auto, or staged) / pinned / default."""
     env = dict(os.environ, CMT_REGISTER=register, **(extra or {}))
     env.pop("CMT_DISABLE", None)
     first = "staged" if register == "off" else register
@@ -215,7 +215,7 @@ def same_process(cmt, rounds, passes, json_path, register="hot", extra=None):
     meta = machine_meta.meta(cmt, sys.argv)
     every = {m: [x for run in runs for x in run["pass_s"][m]] for m in modes}
     cpu = {m: [x for run in runs for x in run["cpu_s"][m]] for m in modes}
-    # Paired ratios: each pinned pass against the hot (staged) pass of the same rotation, in one
+    # Paired ratios: each pinned pass against the hot (auto, staged) pass of the same rotation, in one
     # process.
     of_pinned = [p / h for run in runs for h, p in zip(run["pass_s"][first], run["pass_s"]["pinned"])]
     of_default = [d / h for run in runs for h, d in zip(run["pass_s"][first], run["pass_s"]["default"])]

@@ -91,3 +91,16 @@ if python3 "$src/bench/compare.py" "$out/fake-bench" bad:CMT_WRONG=1 > /dev/null
   echo "FAIL: compare.py accepted wrong bytes"; exit 1
 fi
 echo "ok: compare.py"
+# offload_passes.py cuts the committed same-process offload trace (lab/NOTES.md 82) into its ten
+# passes of each mode, and reads the thread's time between calls alike in all three.
+python3 "$src/bench/lab/offload_passes.py" \
+  "$src/bench/results/archive/2026-12-06/s38/call4/same-auto.tsv.gz" > "$out/passes.txt"
+for m in cmt pinned default; do
+  grep -q "^$m: 10 passes" "$out/passes.txt" || { echo "FAIL: offload_passes.py, $m:"; cat "$out/passes.txt"; exit 1; }
+done
+python3 - "$out/passes.txt" <<'PY'
+import re, sys
+between = [float(m) for m in re.findall(r"between ([0-9.]+),", open(sys.argv[1]).read())]
+assert len(between) == 3 and max(between) / min(between) < 1.05, between
+PY
+echo "ok: offload_passes.py"

@@ -54,9 +54,9 @@ using cmt::replay::Copy;
 // length, which nothing beside it lengthens. With --gap-work work, a fixed amount of work: the
 // amount that takes the recorded gap on this machine with nothing else running (calibrated once),
 // integer hashing over a table of 1 MiB of the thread's own, so that whatever slows a program's own
-// work beside cmt slows the replay's too (NOTES.md 80: offload's Python work ran a third longer
-// under staging). Not the default: on its one GPU run it read cmt at 0.54 of pinned over offload's
-// steady passes where the program itself ran at 0.82, overstating the slowdown.
+// work beside cmt slows the replay's too (NOTES.md 80 read offload's Python work as a third longer
+// under staging; NOTES.md 82 found it the same in every mode). Not the default: on its one GPU run
+// it read cmt at 0.54 of pinned over offload's steady passes where the program itself ran at 0.82.
 class GapWork {
  public:
   static constexpr std::size_t kTableWords = (1u << 20) / sizeof(std::uint64_t);

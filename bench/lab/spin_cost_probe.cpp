@@ -1,8 +1,8 @@
 // What idle copy threads cost the program beside them, and how soon a napping thread wakes (session
-// 37, bench/lab/NOTES.md 80). Offloaded inference under staging spent about a third longer in its
-// own work between copies than with pinned weights while cmt's copy threads spun through the gaps
-// (each ~0.45 ms, under spin_us's 1 ms), and after they had copied each layer's weights through the
-// CPU's caches. Three measurements:
+// 37, bench/lab/NOTES.md 80). Written when offloaded inference seemed to spend a third longer in
+// its own work between copies under staging than with pinned weights; read pass by pass in one
+// process, it did not (NOTES.md 82: the thread's time between calls is the same in every mode).
+// Three measurements:
 //
 //   work   the calling thread runs a fixed piece of work (integer hashing over a 256 KiB table,
 //          about the size of a Python interpreter's hot working set) again and again, alone and

@@ -249,7 +249,9 @@ void prepare(ReplayThread& t, unsigned seed) {
   CMT_CHECK_CUDA(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
 }
 
-void copy(const ReplayThread& t, const Copy& c, unsigned char* host) {
+// The copy, and the program's wait after it where it made one (Copy::wait_after); `check` waits
+// in any case, since the bytes are read back through another stream.
+void copy(const ReplayThread& t, const Copy& c, unsigned char* host, bool check) {
   void* dst = c.to_device ? t.device : static_cast<void*>(host);
   const void* src = c.to_device ? static_cast<const void*>(host) : t.device;
   const cudaMemcpyKind kind = c.to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
@@ -257,7 +259,7 @@ void copy(const ReplayThread& t, const Copy& c, unsigned char* host) {
     CMT_CHECK_CUDA(cudaMemcpy(dst, src, c.bytes, kind));
   } else {
     CMT_CHECK_CUDA(cudaMemcpyAsync(dst, src, c.bytes, kind, t.stream));
-    CMT_CHECK_CUDA(cudaStreamSynchronize(t.stream));
+    if (c.wait_after || check) CMT_CHECK_CUDA(cudaStreamSynchronize(t.stream));
   }
 }
 
@@ -299,10 +301,11 @@ std::size_t replay_thread(ReplayThread& t, Mode mode, const CachedFile& file, Fo
     work_for(t.work, c.gap_ns);
     HostSide side = host_side(t, c, mode, file);
     if (check && !c.to_device && !side.unmap) std::memset(side.p, 0xa5, c.bytes);
-    copy(t, c, side.p);
+    copy(t, c, side.p, check);
     if (check) wrong += wrong_bytes(t, c, side.p, forward, &scratch);
     if (side.unmap) munmap(side.p, side.unmap);
   }
+  CMT_CHECK_CUDA(cudaStreamSynchronize(t.stream));  // the round ends when its last copy has
   if (forward) forward(0);
   return wrong;
 }
@@ -440,6 +443,17 @@ std::string buffers_line(const cmt::Trace& trace, const cmt::replay::Plan& plan)
 }
 
 // What the replay does on the GPU between copies: the recorded streams' work, or why not.
+// Where the replay waits for the GPU: after the copies the program waited for (trace version 6),
+// or after every copy.
+std::string waits_line(const std::vector<ReplayThread>& ts, bool recorded) {
+  if (!recorded) return "  waits: not in the trace (one before version 6): each copy waited for\n";
+  std::size_t waited = 0, copies = 0;
+  for (const ReplayThread& t : ts)
+    for (const Copy& c : t.copies) ++copies, waited += c.wait_after || c.synchronous;
+  return "  waits: the program waited for the GPU after " + std::to_string(waited) + " of " +
+         std::to_string(copies) + " copies (synchronous ones included), the replay there too\n";
+}
+
 std::string gpu_work_line(const std::vector<ReplayThread>& ts, const GpuWork& gpu,
                           const std::string& why_not) {
   std::size_t gaps = 0;
@@ -580,10 +594,12 @@ int main(int argc, char** argv) {
   for (int r = 0; r < o.rounds; ++r)
     for (const std::string& m : o.modes)
       runs[m].push_back(run_round(ts, mode_of(m), file, forward, gpu, false, 0).seconds);
-  std::fputs(
-      report(o, ts, bytes, buffers_line(trace, plan) + gpu_work_line(ts, gpu, why_not), runs, wrong)
-          .c_str(),
-      stdout);
+  std::fputs(report(o, ts, bytes,
+                    buffers_line(trace, plan) + gpu_work_line(ts, gpu, why_not) +
+                        waits_line(ts, plan.waits_recorded),
+                    runs, wrong)
+                 .c_str(),
+             stdout);
   std::string why;  // written as every file of cmt's: never through a planted link, never half
   if (!o.json.empty() && !cmt::write_output_file(o.json, as_json(o, bytes, runs, wrong), &why)) {
     std::fprintf(stderr, "cmt-bench-replay: cannot write '%s': %s\n", o.json.c_str(), why.c_str());

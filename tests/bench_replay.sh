@@ -15,7 +15,7 @@ trap 'rm -rf "$tmp"' EXIT
 head='start_ns	end_ns	tid	api	direction	bytes	taken_bytes	outcome	host	stream	result'
 printf 'nothing here\n' > "$tmp/bad.tsv"
 "$cmt" bench replay "$tmp/bad.tsv" 2> "$tmp/err"; rc=$?
-[ $rc -eq 2 ] && grep -q "bad.tsv:1: expected '# cmt trace 5" "$tmp/err" ||
+[ $rc -eq 2 ] && grep -q "bad.tsv:1: expected '# cmt trace 6" "$tmp/err" ||
   { echo "FAIL: a non-trace (rc $rc): $(cat "$tmp/err")"; exit 1; }
 printf '# cmt trace 1 pid=1 exe=x\n%s\n1000\t2000\t1\tmemcpy\th2h\t8388608\t8388608\ttaken\t-\t0x0\t0\n' \
   "$head" > "$tmp/host.tsv"

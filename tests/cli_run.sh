@@ -94,7 +94,7 @@ grep -q "the copies of 0 process(es) recorded in $tmp/t.tsv" "$tmp/err"; check "
 grep -q "cannot write the trace to '/nonexistent/dir/t.tsv'" "$tmp/err"; check "an unwritable trace is named" $?
 "$cmt" trace show "$tmp/err" >/dev/null 2>"$tmp/err2"; rc=$?
 check "cmt trace show of a non-trace fails (rc=$rc)" $(( rc != 2 ))
-grep -q "$tmp/err:1: expected '# cmt trace 5" "$tmp/err2"; check "naming the file and line" $?
+grep -q "$tmp/err:1: expected '# cmt trace 6" "$tmp/err2"; check "naming the file and line" $?
 # cmt tune --trace: a trace that cannot be read, or one with a command too, is refused.
 "$cmt" tune --trace "$tmp/missing.tsv" --dry-run 2>"$tmp/err" >/dev/null; rc=$?
 check "cmt tune --trace of a missing file fails (rc=$rc)" $(( rc != 2 ))

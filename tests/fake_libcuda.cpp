@@ -1,6 +1,7 @@
 // A stand-in libcuda.so.1 for CI: a cuGetProcAddress_v2 that resolves "cuMemcpyHtoD" to the
 // variant CUDA would (the legacy 32-bit one before CUDA 3.2, _v2 after, _v2_ptds with the
-// per-thread flag), and copy functions that only count their calls. It knows no other driver
+// per-thread flag), and copy functions that only count their calls, as does its
+// cuStreamSynchronize. It knows no other driver
 // function, so cmt's engine cannot start on it and every copy is forwarded. getproc_hook.sh uses it
 // to check, without a GPU, which pointers cmt's cuGetProcAddress hook swaps and that a swapped
 // hook forwards each call exactly once.
@@ -10,9 +11,10 @@
 
 #undef cuGetProcAddress
 #undef cuMemcpyHtoD
+#undef cuStreamSynchronize
 
 namespace {
-int g_htod_v2 = 0, g_htod_v2_ptds = 0, g_htod_legacy = 0;
+int g_htod_v2 = 0, g_htod_v2_ptds = 0, g_htod_legacy = 0, g_syncs = 0;
 size_t g_last_bytes = 0;
 }  // namespace
 
@@ -44,6 +46,12 @@ __attribute__((visibility("default"))) CUresult cuMemAlloc_v2(CUdeviceptr* p, si
   return CUDA_SUCCESS;
 }
 
+// Waits for nothing: counted, for the runtime's cudaStreamSynchronize to reach.
+__attribute__((visibility("default"))) CUresult cuStreamSynchronize(CUstream) {
+  ++g_syncs;
+  return CUDA_SUCCESS;
+}
+
 __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
     const char* symbol, void** pfn, int version, cuuint64_t flags,
     CUdriverProcAddressQueryResult* status) {
@@ -55,6 +63,8 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
              : reinterpret_cast<void*>(&cuMemcpyHtoD_v2);
   else if (std::strcmp(symbol, "cuMemAlloc") == 0)
     fn = reinterpret_cast<void*>(&cuMemAlloc_v2);
+  else if (std::strcmp(symbol, "cuStreamSynchronize") == 0)
+    fn = reinterpret_cast<void*>(&cuStreamSynchronize);
   else if (std::strcmp(symbol, "cuGetProcAddress") == 0)
     fn = reinterpret_cast<void*>(&cuGetProcAddress_v2);
   *pfn = fn;
@@ -69,6 +79,10 @@ __attribute__((visibility("default"))) void fake_cuda_calls(int* v2, int* v2_ptd
   *v2_ptds = g_htod_v2_ptds;
   *legacy = g_htod_legacy;
   *last_bytes = g_last_bytes;
+}
+
+__attribute__((visibility("default"))) int fake_cuda_syncs() {
+  return g_syncs;
 }
 
 }  // extern "C"

@@ -2,7 +2,8 @@
 // does, by opening libcuda (the fake one named by $CMT_FAKE_LIBCUDA) and asking cuGetProcAddress
 // for cuMemcpyHtoD. Under libcmt.so the program's cudaMemcpy is cmt's runtime hook, and the
 // driver function this runtime gets is cmt's driver hook: taken_once.sh checks that one copy is
-// offered to cmt once, not twice, and that a zero-byte copy still reaches the runtime.
+// offered to cmt once, not twice, and that a zero-byte copy still reaches the runtime. Its
+// cudaStreamSynchronize reaches the driver's the same way: a recorded trace keeps it once.
 #include <dlfcn.h>
 
 #include <cstddef>
@@ -35,6 +36,21 @@ __attribute__((visibility("default"))) int cudaMemcpy(void* dst, const void* src
   }();
   if (kind != 1 || !htod) return 1;  // cudaErrorInvalidValue: this fake does host-to-device only
   return htod(reinterpret_cast<unsigned long long>(dst), src, n);
+}
+
+// As the real runtime's: the driver's cuStreamSynchronize, found by cuGetProcAddress.
+__attribute__((visibility("default"))) int cudaStreamSynchronize(void* stream) {
+  using Sync = int (*)(void*);
+  using Get = int (*)(const char*, void**, int, unsigned long long, int*);
+  static Sync sync = [] {
+    void* lib = dlopen(std::getenv("CMT_FAKE_LIBCUDA"), RTLD_NOW | RTLD_LOCAL);
+    auto get = lib ? reinterpret_cast<Get>(dlsym(lib, "cuGetProcAddress_v2")) : nullptr;
+    void* fn = nullptr;
+    int status = 0;
+    if (get) get("cuStreamSynchronize", &fn, 12000, 0, &status);
+    return reinterpret_cast<Sync>(fn);
+  }();
+  return sync ? sync(stream) : 1;
 }
 
 }  // extern "C"

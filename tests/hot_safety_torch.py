@@ -201,12 +201,19 @@ def main():
         print("no CUDA GPU: skipped", file=sys.stderr)
         return 77
     ops, seed = int(sys.argv[1]), int(sys.argv[2])
+    program = None
     try:
         program = Program(seed, len(sys.argv) > 3 and sys.argv[3] == "--self-register")
         for _ in range(ops):
             program.step()
-    except Exception as e:  # not a wrong byte: a broken run, told apart by its exit status
+    except Exception as e:  # a broken run, told apart by its exit status unless a byte was wrong
         print(f"hot_safety_torch: {type(e).__name__}: {e}", file=sys.stderr)
+        # Wrong bytes seen before the break are still wrong bytes: --self-register's stale
+        # registrations also make a later cudaHostRegister or copy fail (invalid argument).
+        if program and program.wrong:
+            print(f"ops {program.ops} copies {program.copies} wrong_bytes {program.wrong} (then "
+                  f"the run broke)")
+            return 1
         return 3
     print(f"ops {program.ops} copies {program.copies} wrong_bytes {program.wrong}")
     return 1 if program.wrong else 0

@@ -4,7 +4,8 @@
 # trace holds both processes; the bytes it says cmt took, per process, are exactly those of cmt's
 # own statistics (CUDA copies, and the host leg's memcpy/memset); every call ends after it starts;
 # and `cmt trace show` summarizes it. The statistics' time in flight is never more than the
-# copies' times added up; the CUDA copies are timed on their streams. Then a process that forks a
+# copies' times added up; the CUDA copies are timed on their streams; the program's
+# cuStreamSynchronize calls are kept as waits (version 6). Then a process that forks a
 # child ending with exit() (which runs the child's atexit handlers, cmt's among them) after
 # copying host memory only: the parent's trace and statistics hold all its copies, and the child,
 # which used no CUDA, writes neither, nor an exit summary (before, it wrote the parent's calls to
@@ -24,6 +25,7 @@ grep -q "the copies of 2 process(es) recorded in $tmp/trace.tsv" "$tmp/err" ||
 "$cmt" trace show "$tmp/trace.tsv" > "$tmp/show" || { echo "FAIL: cmt trace show"; exit 1; }
 cat "$tmp/show"
 grep -q "^trace: 2 process(es)" "$tmp/show" && grep -q "^taken by cmt: " "$tmp/show" &&
+  grep -q "^waits for the GPU (synchronize calls): [1-9][0-9]* calls, cuStreamSynchronize " "$tmp/show" &&
   grep -q "^host buffers copied again " "$tmp/show" ||
   { echo "FAIL: the summary"; exit 1; }
 python3 - "$tmp" <<'PY' || exit 1
@@ -32,7 +34,7 @@ tmp = sys.argv[1]
 sections = {}
 pid = None
 for line in open(f"{tmp}/trace.tsv"):
-    if line.startswith("# cmt trace 5 "):
+    if line.startswith("# cmt trace 6 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):
@@ -65,7 +67,12 @@ for pid, rows in sections.items():
     # Each CUDA copy timed on its stream (version 5), all but those the GPU had not yet run at
     # exit; its stream's other work since the copy before, where there was one; the host leg's
     # calls are not on a stream.
-    cu = [r for r in rows if r[3].startswith("cu")]
+    # The program's cuStreamSynchronize calls (version 6): kept as waits, with no bytes, not
+    # timed on a stream, and apart from the copies below.
+    waits = [r for r in rows if r[4] == "wait"]
+    assert waits and all(r[3] == "cuStreamSynchronize" and r[5] == r[6] == "0" and r[7] == "wait"
+                         and int(r[16]) == int(r[17]) == -1 for r in waits), f"the waits: {waits[:3]}"
+    cu = [r for r in rows if r[3].startswith("cu") and r[4] != "wait"]
     timed = [r for r in cu if int(r[16]) >= 0]
     assert len(timed) >= len(cu) * 3 // 4 and all(int(r[16]) < 60e9 for r in timed), \
         f"{len(timed)} of {len(cu)} CUDA copies timed on their streams"
@@ -74,7 +81,7 @@ for pid, rows in sections.items():
     for d in ("h2d", "d2h"):
         t = s["taken"][d]
         assert t["in_flight_seconds"] <= t["seconds"] + 1e-6, t
-    print(f"pid {pid}: {len(rows)} calls; cmt took {cuda} bytes of CUDA copies and {host} of host copies, as its statistics say")
+    print(f"pid {pid}: {len(rows)} calls ({len(waits)} waits); cmt took {cuda} bytes of CUDA copies and {host} of host copies, as its statistics say")
 PY
 echo "ok: the trace of a process tree, true to cmt's statistics"
 rm -f "$tmp"/stats.*.json
@@ -88,7 +95,7 @@ import glob, json, os, sys
 tmp = sys.argv[1]
 sections, pid = {}, None
 for line in open(f"{tmp}/fork.tsv"):
-    if line.startswith("# cmt trace 5 "):
+    if line.startswith("# cmt trace 6 "):
         pid = line.split("pid=")[1].split()[0]
         sections[pid] = []
     elif not line.startswith("start_ns"):

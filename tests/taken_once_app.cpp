@@ -1,5 +1,6 @@
 // One 8 MiB host-to-device cudaMemcpy through the fake runtime (fake_libcudart.cpp), then what
-// the fake driver counted; then a zero-byte one, which must reach the runtime. See taken_once.sh.
+// the fake driver counted; then a zero-byte one, which must reach the runtime; then a
+// cudaStreamSynchronize, which must reach the driver once. See taken_once.sh.
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -8,6 +9,7 @@
 
 extern "C" int cudaMemcpy(void* dst, const void* src, size_t n, int kind);
 extern "C" int fake_cudart_calls();
+extern "C" int cudaStreamSynchronize(void* stream);
 
 int main() {
   std::vector<char> host(8 << 20, 1);
@@ -27,5 +29,11 @@ int main() {
   rc = cudaMemcpy(reinterpret_cast<void*>(4096), host.data(), 0, 1);
   std::printf("zero-byte cudaMemcpy: rc %d; the runtime saw %d call(s)\n", rc,
               fake_cudart_calls() - before);
-  return rc == 0 && fake_cudart_calls() == before + 1 ? 0 : 1;
+  if (rc != 0 || fake_cudart_calls() != before + 1) return 1;
+  // A wait, through the runtime to the driver: reaches the driver once.
+  rc = cudaStreamSynchronize(nullptr);
+  auto syncs = lib ? reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_syncs")) : nullptr;
+  const int seen = syncs ? syncs() : -1;
+  std::printf("cudaStreamSynchronize: rc %d; the driver saw %d\n", rc, seen);
+  return rc == 0 && seen == 1 ? 0 : 1;
 }

@@ -277,6 +277,78 @@ TEST(TraceFile, Version5SaysWhatCopiesTookOnTheirStreams) {
       << error;
 }
 
+// Version 6: the program's synchronize calls, kept apart from its copies. A thread's time between
+// copies splits into its waits and its own work; the replay waits after the copies the program
+// waited for, and only there, and does not replay a wait as CPU work. Another thread's wait is
+// not this thread's.
+TEST(TraceFile, Version6SplitsTheTimeBetweenCopiesIntoWaitsAndWork) {
+  const std::string columns =
+      std::string(kHeader).substr(0, std::string(kHeader).size() - 1) +
+      "\tlane\tlane_built\tfirst_dma_ns\tlane_wait_ns\thost_at\tgpu_ns\tgpu_gap_ns\n";
+  const std::size_t mib = 1 << 20;
+  auto copy_at = [&](int start_ms) {
+    std::string line = v4_call(start_ms, "h2d", 8 * mib, "taken", "resident", "0x1000");
+    line.pop_back();
+    return line + "\t-1\t-1\n";
+  };
+  auto wait = [](const char* start, const char* end, int tid, const char* api) {
+    return std::string(start) + "\t" + end + "\t" + std::to_string(tid) + "\t" + api +
+           "\twait\t0\t0\twait\t-\t0x2\t0\t-1\t0\t-1\t-1\t0x0\t-1\t-1\n";
+  };
+  // Copies of 1 ms at 0, 10 and 20 ms on thread 3; it waits 3 ms after the first; thread 4 waits
+  // 1 ms during the second gap.
+  const std::string text = "# cmt trace 6 pid=3 exe=/bin/a\n" + columns + copy_at(0) +
+                           wait("1500000", "4500000", 3, "cudaStreamSynchronize") + copy_at(10) +
+                           wait("12000000", "13000000", 4, "cuCtxSynchronize") + copy_at(20);
+  const std::string path = write_file(text);
+  Trace t;
+  std::string error;
+  ASSERT_TRUE(read_trace_file(path, &t, &error)) << error;
+  unlink(path.c_str());
+  ASSERT_EQ(t.calls.size(), 3u);
+  ASSERT_EQ(t.waits.size(), 2u);
+  EXPECT_TRUE(t.waits_recorded);
+  const std::vector<GapSplit> split = split_gaps(t);
+  ASSERT_EQ(split.size(), 3u);
+  EXPECT_EQ(split[0].gap_ns, 9000000u);
+  EXPECT_EQ(split[0].waited_ns, 3000000u);
+  EXPECT_TRUE(split[0].waited_after);
+  EXPECT_EQ(split[1].gap_ns, 9000000u);
+  EXPECT_EQ(split[1].waited_ns, 0u);
+  EXPECT_FALSE(split[1].waited_after);
+  EXPECT_FALSE(split[2].waited_after);
+  const std::string report = describe_trace(t);
+  EXPECT_NE(report.find("waits for the GPU (synchronize calls): 2 calls, cuCtxSynchronize 1 (0.001 "
+                        "s), cudaStreamSynchronize 1 (0.003 s)\n  between a thread's copies: "
+                        "0.018 s, of which 0.003 s inside synchronize calls and 0.015 s the "
+                        "program's own work; 1 of 3 copies followed by a wait before the "
+                        "thread's next copy\n"),
+            std::string::npos)
+      << report;
+  EXPECT_NE(report.find("calls (0 not kept)"), std::string::npos) << report;
+  EXPECT_NE(report.find(", 3 calls (0 not kept)"), std::string::npos) << report;
+  const replay::Plan plan = replay::plan_replay(t, 0, ~0ull >> 1);
+  EXPECT_TRUE(plan.waits_recorded);
+  ASSERT_EQ(plan.threads.size(), 1u);
+  const auto& copies = plan.threads[0].copies;
+  ASSERT_EQ(copies.size(), 3u);
+  EXPECT_TRUE(copies[0].wait_after);
+  EXPECT_EQ(copies[1].gap_ns, 6000000u);  // 9 ms after the first copy, 3 of them waiting
+  EXPECT_FALSE(copies[1].wait_after);
+  EXPECT_EQ(copies[2].gap_ns, 9000000u);
+  EXPECT_FALSE(copies[2].wait_after);
+  // A trace before version 6 does not say: every copy is waited for, its gaps whole.
+  Trace old = t;
+  old.waits.clear();
+  old.waits_recorded = false;
+  const replay::Plan before = replay::plan_replay(old, 0, ~0ull >> 1);
+  EXPECT_FALSE(before.waits_recorded);
+  EXPECT_TRUE(before.threads[0].copies[1].wait_after);
+  EXPECT_EQ(before.threads[0].copies[1].gap_ns, 9000000u);
+  EXPECT_NE(describe_trace(old).find("waits for the GPU: not in the trace (one before version 6)"),
+            std::string::npos);
+}
+
 TraceCall call(int process, int tid, std::uint64_t start_us, const char* api, const char* direction,
                std::uint64_t bytes, const char* outcome, const char* host, std::uint64_t host_at) {
   TraceCall c;
@@ -381,7 +453,7 @@ TEST(TraceFile, NamesTheLineThatIsWrong) {
   std::string error;
   std::string path = write_file("not a trace\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));
-  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 5"), std::string::npos) << error;
+  EXPECT_NE(error.find(path + ":1: expected '# cmt trace 6"), std::string::npos) << error;
   unlink(path.c_str());
   path = write_file(std::string("# cmt trace 1 pid=1 exe=x\n") + kHeader + "1\t2\t3\n");
   EXPECT_FALSE(read_trace_file(path, &t, &error));

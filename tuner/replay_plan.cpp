@@ -1,5 +1,6 @@
 #include "replay_plan.h"
 
+#include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -49,9 +50,14 @@ Plan plan_replay(const Trace& trace, std::uint64_t from_ns, std::uint64_t to_ns)
       buffer_of[range] = static_cast<int>(plan.buffers.size());
       plan.buffers.push_back(std::get<2>(range));
     }
+  // Where the trace keeps synchronize calls, the time a thread waited in them after a copy is
+  // the replay's own wait (Copy::wait_after), not work before the next copy.
+  const std::vector<GapSplit> split =
+      trace.waits_recorded ? split_gaps(trace) : std::vector<GapSplit>{};
   std::map<std::pair<int, int>, Thread> by_thread;
-  std::map<std::pair<int, int>, std::uint64_t> last_end;
-  for (const TraceCall& c : trace.calls) {
+  std::map<std::pair<int, int>, std::uint64_t> last_end, last_waited;
+  for (std::size_t i = 0; i < trace.calls.size(); ++i) {
+    const TraceCall& c = trace.calls[i];
     if (!in_window(c)) continue;
     const auto key = std::make_pair(c.process, c.tid);
     auto end = last_end.find(key);
@@ -59,6 +65,8 @@ Plan plan_replay(const Trace& trace, std::uint64_t from_ns, std::uint64_t to_ns)
     if (end != last_end.end()) copy.gpu_gap_ns = c.gpu_gap_ns;
     copy.gap_ns = end == last_end.end() ? c.start_ns - first
                                         : (c.start_ns > end->second ? c.start_ns - end->second : 0);
+    if (end != last_end.end()) copy.gap_ns -= std::min(copy.gap_ns, last_waited[key]);
+    if (!split.empty()) copy.wait_after = split[i].waited_after;
     copy.bytes = c.bytes;
     copy.to_device = c.direction == "h2d";
     copy.synchronous = c.api.find("Async") == std::string::npos;
@@ -74,9 +82,11 @@ Plan plan_replay(const Trace& trace, std::uint64_t from_ns, std::uint64_t to_ns)
     t.copies.push_back(copy);
     t.most = std::max(t.most, copy.bytes);
     last_end[key] = c.end_ns;
+    last_waited[key] = split.empty() ? 0 : split[i].waited_ns;
     plan.bytes += c.bytes;
   }
   for (auto& [key, t] : by_thread) plan.threads.push_back(std::move(t));
+  plan.waits_recorded = trace.waits_recorded;
   return plan;
 }
 

@@ -41,6 +41,10 @@ struct Copy {
   // (the recorded stream's gpu_gap_ns), -1: none known (a trace before version 5, or the thread's
   // first copy).
   std::int64_t gpu_gap_ns = -1;
+  // Whether the program waited for the GPU after it, before the thread's next copy (a synchronize
+  // call on its thread, trace version 6: the replay then synchronizes the copy's stream, and the
+  // wait is not part of gap_ns). A trace before version 6 does not say: every copy is waited for.
+  bool wait_after = true;
 };
 
 struct Thread {
@@ -52,6 +56,7 @@ struct Plan {
   std::vector<Thread> threads;       // by (process, thread) of the trace
   std::vector<std::size_t> buffers;  // the bytes of each buffer copied more than once
   std::uint64_t bytes = 0;           // of all copies
+  bool waits_recorded = false;       // the trace keeps synchronize calls (version 6)
 };
 
 // The trace's host <-> device copies made through cudaMemcpy* or cuMemcpy* (not batches) that

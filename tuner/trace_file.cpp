@@ -15,14 +15,14 @@ namespace {
 
 // Version 1's columns, version 2's (the engine's lane and first DMA added), version 3's (the
 // copy's wait for a lane added), version 4's (the host side's address added) and version 5's (the
-// copy's stream times added).
+// copy's stream times added). Version 6 has version 5's columns, and rows for synchronize calls.
 const char* const kColumns1 =
     "start_ns\tend_ns\ttid\tapi\tdirection\tbytes\ttaken_bytes\toutcome\thost\tstream\tresult";
 const std::string kColumns2 = std::string(kColumns1) + "\tlane\tlane_built\tfirst_dma_ns";
 const std::string kColumns3 = kColumns2 + "\tlane_wait_ns";
 const std::string kColumns4 = kColumns3 + "\thost_at";
 const std::string kColumns5 = kColumns4 + "\tgpu_ns\tgpu_gap_ns";
-constexpr int kNewestVersion = 5;
+constexpr int kNewestVersion = 6;
 
 std::string columns_of(int version) {
   return version == 1   ? std::string(kColumns1)
@@ -368,6 +368,37 @@ std::string gaps(const Trace& t) {
              gap[gap.size() / 2] / 1e3, gap[gap.size() * 9 / 10] / 1e3, total / 1e9);
 }
 
+// Version 6: the threads' synchronize calls, and how much of their time between copies they
+// spent inside them (where a program waits for each copy, pinned's DMA is waited for there).
+std::string waits(const Trace& t) {
+  if (!t.waits_recorded) return "waits for the GPU: not in the trace (one before version 6)\n";
+  std::map<std::string, std::pair<std::size_t, std::uint64_t>> by_api;
+  for (const TraceCall& w : t.waits) {
+    auto& [n, ns] = by_api[w.api];
+    ++n;
+    if (w.end_ns > w.start_ns) ns += w.end_ns - w.start_ns;
+  }
+  std::string out =
+      "waits for the GPU (synchronize calls): " + std::to_string(t.waits.size()) + " calls";
+  for (const auto& [api, v] : by_api)
+    out += ", " + api + " " + std::to_string(v.first) + fmt(" (%.3f s)", v.second / 1e9);
+  out += "\n";
+  std::uint64_t gap = 0, waited = 0;
+  std::size_t followed = 0, copies = 0;
+  for (const GapSplit& g : split_gaps(t)) {
+    gap += g.gap_ns;
+    waited += g.waited_ns;
+    followed += g.waited_after;
+    ++copies;
+  }
+  return out +
+         fmt("  between a thread's copies: %.3f s, of which %.3f s inside synchronize "
+             "calls and %.3f s the program's own work;",
+             gap / 1e9, waited / 1e9, (gap - waited) / 1e9) +
+         " " + std::to_string(followed) + " of " + std::to_string(copies) +
+         " copies followed by a wait before the thread's next copy\n";
+}
+
 // Version 5: the copies as their streams ran them (stream_timer.h). A call may return before its
 // last DMA ends (a cudaMemcpyAsync from pageable memory, staged by cmt or by CUDA), so rates by
 // call time can read above the link; the stream's time says what the copy cost work waiting on
@@ -463,7 +494,7 @@ std::string reuse(const Trace& t) {
 namespace {
 
 // A section's header line, `# cmt trace 4 pid=... exe=... dropped=...`, into a new process;
-// the section's version (1 to 5), or 0 with `error` set.
+// the section's version (1 to 6), or 0 with `error` set.
 int read_header(const std::string& path, int number, const std::string& line, Trace* trace,
                 std::string* error) {
   int version = 0;
@@ -475,6 +506,7 @@ int read_header(const std::string& path, int number, const std::string& line, Tr
     return 0;
   }
   if (version >= 4) trace->host_addresses = true;
+  if (version >= 6) trace->waits_recorded = true;
   std::string pid = "?", exe = "?";
   std::istringstream words(line.substr(14));
   for (std::string w; words >> w;) {
@@ -524,15 +556,49 @@ bool read_trace_file(const std::string& path, Trace* trace, std::string* error) 
       return false;
     }
     call.process = static_cast<int>(trace->processes.size()) - 1;
-    trace->calls.push_back(std::move(call));
+    (call.direction == "wait" ? trace->waits : trace->calls).push_back(std::move(call));
   }
   if (!version) {
     *error = path + ": empty, not a trace";
     return false;
   }
-  std::stable_sort(trace->calls.begin(), trace->calls.end(),
-                   [](const TraceCall& a, const TraceCall& b) { return a.start_ns < b.start_ns; });
+  const auto by_start = [](const TraceCall& a, const TraceCall& b) {
+    return a.start_ns < b.start_ns;
+  };
+  std::stable_sort(trace->calls.begin(), trace->calls.end(), by_start);
+  std::stable_sort(trace->waits.begin(), trace->waits.end(), by_start);
   return true;
+}
+
+std::vector<GapSplit> split_gaps(const Trace& trace) {
+  using Key = std::pair<int, int>;
+  std::map<Key, std::vector<const TraceCall*>> waits_of;
+  for (const TraceCall& w : trace.waits) waits_of[{w.process, w.tid}].push_back(&w);
+  std::map<Key, std::vector<std::size_t>> copies_of;
+  for (std::size_t i = 0; i < trace.calls.size(); ++i)
+    copies_of[{trace.calls[i].process, trace.calls[i].tid}].push_back(i);
+  std::vector<GapSplit> split(trace.calls.size());
+  for (const auto& [key, copies] : copies_of) {
+    const auto found = waits_of.find(key);
+    static const std::vector<const TraceCall*> kNone;
+    const std::vector<const TraceCall*>& waits = found == waits_of.end() ? kNone : found->second;
+    std::size_t w = 0;
+    for (std::size_t k = 0; k < copies.size(); ++k) {
+      const TraceCall& c = trace.calls[copies[k]];
+      const bool last = k + 1 == copies.size();
+      const std::uint64_t until = last ? ~std::uint64_t{0} : trace.calls[copies[k + 1]].start_ns;
+      GapSplit& g = split[copies[k]];
+      if (!last && until > c.end_ns) g.gap_ns = until - c.end_ns;
+      while (w < waits.size() && waits[w]->start_ns < c.end_ns) ++w;  // within or before the copy
+      for (; w < waits.size() && waits[w]->start_ns < until; ++w) {
+        g.waited_after = true;
+        const std::uint64_t end = std::min(waits[w]->end_ns, until);
+        if (end > waits[w]->start_ns && !last) g.waited_ns += end - waits[w]->start_ns;
+      }
+      g.waited_ns = std::min(g.waited_ns, g.gap_ns);
+    }
+  }
+  return split;
 }
 
 std::string describe_trace(const Trace& trace) {
@@ -540,7 +606,7 @@ std::string describe_trace(const Trace& trace) {
     return "trace: " + std::to_string(trace.processes.size()) + " process(es), no copy calls\n";
   return overview(trace) + taken_and_forwarded(trace) + engine_side(trace) +
          by_key(trace, "by direction and size (sizes from the power of two shown):", size_key) +
-         by_key(trace, "by direction and host memory:", host_key) + gaps(trace) +
+         by_key(trace, "by direction and host memory:", host_key) + gaps(trace) + waits(trace) +
          on_streams(trace) + reuse(trace);
 }
 

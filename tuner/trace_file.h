@@ -1,6 +1,7 @@
 // Traces that `cmt run --record FILE` writes (interposer/recorder.h: one tab-separated line per
-// copy call), read back and summarized for `cmt trace show`: how long the program spent in copies
-// and between them, how many ran at once, what cmt took and at what rate (per copy, and together
+// copy call, and per synchronize call since version 6), read back and summarized for `cmt trace
+// show`: how long the program spent in copies and between them (its own work, and its waits for
+// the GPU), how many ran at once, what cmt took and at what rate (per copy, and together
 // while copies overlapped), sizes, the host memory's kinds, where time went to CUDA's own path
 // (the calls forwarded, by reason), and how much was copied again from the same host buffers
 // (what hot buffers would take).
@@ -36,10 +37,26 @@ struct TraceCall {
 
 struct Trace {
   std::vector<std::string> processes;  // "pid exe" of each file read
-  std::vector<TraceCall> calls;        // all files' calls, sorted by start
+  std::vector<TraceCall> calls;        // all files' copy calls, sorted by start
+  // The synchronize calls (version 6: rows of direction "wait", no bytes), sorted by start: kept
+  // apart from the copies, so that every figure about copies reads them alone.
+  std::vector<TraceCall> waits;
   std::uint64_t dropped = 0;           // calls the recorder could not keep
   bool host_addresses = false;         // a section (version 4) says where host sides were
+  bool waits_recorded = false;         // a section (version 6) keeps synchronize calls
 };
+
+// Per thread, the time from each of its copies' end to its next copy's start, and how much of it
+// the thread spent inside synchronize calls (Trace::waits): a thread's time between copies is its
+// own work and its waits for the GPU. Keyed by (process, tid) and the copy's index in
+// Trace::calls; `waited_after` also says whether any wait followed the copy before the next.
+struct GapSplit {
+  std::uint64_t gap_ns = 0;     // to the thread's next copy (0 for its last)
+  std::uint64_t waited_ns = 0;  // of which inside synchronize calls
+  bool waited_after = false;    // a synchronize call after the copy, before the thread's next
+};
+// One entry per call of `trace.calls`, in the same order.
+std::vector<GapSplit> split_gaps(const Trace& trace);
 
 // Reads one trace file into `trace` (appending): one section per process, each a header line and
 // the column names, then its calls. False with `error` naming the file, the line and what was

@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""An offloaded inference's recorded trace (cmt run --record, version 5; bench/workloads/offload.py)
+"""An offloaded inference's recorded trace (cmt run --record, version 5 or 6; bench/workloads/offload.py)
 cut into forward passes, and for each: its span, the time its thread spent inside copy calls, the
-copies' time on their streams, and the rest, the thread's time between calls (lab/NOTES.md 82).
+copies' time on their streams, and the rest, the thread's time between calls (lab/NOTES.md 82);
+from version 6 on also the part of that spent inside synchronize calls, and the rest, the
+program's own work (NOTES 83: accelerate's `.to()` is blocking, so PyTorch synchronizes the stream
+after every copy, and between-call time holds a pinned pass's DMAs; version 5 could not say so).
 
 How a pass's copy time shows depends on the copy: a copy from pinned memory returns at once and its
 DMA runs while the thread goes on (Python launching the layer's kernels), so its time hides in the
@@ -38,7 +41,9 @@ def load(path):
                   outcome=r[ix["outcome"]], pinned=r[ix["host"]] == "pinned",
                   gpu=max(0, int(r[ix["gpu_ns"]])))
              for r in rows if r[ix["direction"]] == "h2d"]
-    return sorted(calls, key=lambda c: c["start"])
+    waits = sorted((int(r[ix["start_ns"]]), int(r[ix["end_ns"]]))
+                   for r in rows if r[ix["direction"]] == "wait")
+    return sorted(calls, key=lambda c: c["start"]), waits
 
 
 def runs_by_mode(calls):
@@ -65,24 +70,32 @@ def passes(run):
     return [run[a:b] for a, b in zip(starts, starts[1:] + [len(run)])]
 
 
-def measure(p):
+def measure(p, waits):
     span = max(c["end"] for c in p) - p[0]["start"]
     in_calls = sum(c["end"] - c["start"] for c in p)
-    waits = sum(max(0, c["start"] + c["gpu"] - c["end"]) for c in p)
+    guessed = sum(max(0, c["start"] + c["gpu"] - c["end"]) for c in p)
+    lo, hi = p[0]["start"], max(c["end"] for c in p)
+    waited = sum(min(e, hi) - max(b, lo) for b, e in waits if b < hi and e > lo)
     return dict(span=span / 1e6, calls=in_calls / 1e6, stream=sum(c["gpu"] for c in p) / 1e6,
-                between=(span - in_calls) / 1e6, less_waits=(span - in_calls - waits) / 1e6, n=len(p))
+                between=(span - in_calls) / 1e6, less_waits=(span - in_calls - guessed) / 1e6,
+                waited=waited / 1e6, own=(span - in_calls - waited) / 1e6, n=len(p))
 
 
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     by_mode = {}
-    for mode, run in runs_by_mode(load(sys.argv[1])):
-        by_mode.setdefault(mode, []).extend(measure(p) for p in passes(run) if len(p) > 1)
+    calls, waits = load(sys.argv[1])
+    for mode, run in runs_by_mode(calls):
+        by_mode.setdefault(mode, []).extend(measure(p, waits) for p in passes(run) if len(p) > 1)
     keys = ("span", "calls", "stream", "between", "less_waits")
+    title = "between calls less waits guessed from the streams"
+    if waits:  # version 6: the waits themselves
+        keys += ("waited", "own")
+        title += ", in synchronize calls, the program's own work"
     for mode, ps in by_mode.items():
         print(f"{mode}: {len(ps)} passes (ms: span, in calls, copies on their streams, between calls, "
-              f"between calls less waits; copies)")
+              f"{title}; copies)")
         for p in ps:
             print("  " + "  ".join(f"{p[k]:7.1f}" for k in keys) + f"  {p['n']}")
         if len(ps) > 1:

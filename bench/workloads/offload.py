@@ -26,7 +26,10 @@ CMT_REGISTER=off, so that cmt stages the pageable model's copies (staged in plac
 staged-against-pinned ratios of processes run one after another).
 
 Each process builds the model, runs 2 passes to warm up, then times --passes more (a 16-token
-prompt, one forward each, synchronized). Reported: the median pass time of each mode over the
+prompt, one forward each, synchronized). With --same-process each pass's time is also split into
+the time inside `Tensor.to` from a CPU tensor (accelerate's blocking `.to()`: the copy and the
+stream synchronize PyTorch makes after it) and outside it (the program's own work and kernel
+launches), and one more pass counts its synchronizing calls (PyTorch's sync debug mode). Reported: the median pass time of each mode over the
 rounds, the spread, each mode against default and against pinned, and the CPU seconds the process
 spent per pass. Every mode's last logits must be byte-identical (sha256): the copies moved every
 byte. With --record DIR the hot mode runs once more under `cmt run --record`.
@@ -98,6 +101,52 @@ def digest(logits):
     return hashlib.sha256(logits.float().cpu().numpy().tobytes()).hexdigest()
 
 
+class ToTimer:
+    """Seconds the program spends inside `Tensor.to` calls from a CPU tensor (accelerate's hooks
+    move each weight with `value.to(device)`): the copy call and, for a blocking `.to`, PyTorch's
+    stream synchronize after it, which waits for the copy's DMA and for whatever the stream ran
+    before it. A pass's time outside them is the program's own work, which staging must not slow;
+    the copy calls alone (cmt's trace) do not tell the two apart where `.to` synchronizes."""
+
+    def __init__(self, torch):
+        self.spent = 0.0
+        self.calls = 0
+        original = torch.Tensor.to
+
+        def timed_to(tensor, *args, **kwargs):
+            if tensor.device.type != "cpu":
+                return original(tensor, *args, **kwargs)
+            t0 = time.perf_counter()
+            try:
+                return original(tensor, *args, **kwargs)
+            finally:
+                self.spent += time.perf_counter() - t0
+                self.calls += 1
+
+        torch.Tensor.to = timed_to
+
+    def take(self):
+        spent, calls = self.spent, self.calls
+        self.spent, self.calls = 0.0, 0
+        return spent, calls
+
+
+def syncs_in_a_pass(torch, model, ids):
+    """How many synchronizing CUDA calls one pass makes (PyTorch's sync debug mode warns at each
+    one: a blocking `.to('cuda')` is a copy and a stream synchronize)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            model(ids)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    torch.cuda.synchronize()
+    return sum("synchronizing" in str(w.message) for w in seen)
+
+
 def child_same(passes, first):
     """`first` (hot, auto or staged: cmt's copies of pageable weights), pinned and default passes
     side by side in this one process (module docstring)."""
@@ -120,19 +169,26 @@ def child_same(passes, first):
         moved = sum(v.numel() * v.element_size() for v in state.values())
     ids = torch.arange(16, device="cuda:0").unsqueeze(0)
     times = {name: [] for name in models}
+    in_to = {name: [] for name in models}
     digests = {}
+    timer = ToTimer(torch)
     with torch.no_grad():
         for i in range(2 + passes):
             k = i % len(modes)  # each mode first in turn
             for name in modes[k:] + modes[:k]:
                 forward_this_thread(1 if name == "default" else 0)
+                timer.take()
                 t, c, logits = timed_pass(torch, models[name][0], ids)
+                spent, calls = timer.take()
                 forward_this_thread(0)
                 if i >= 2:
                     times[name].append((t, c))
+                    in_to[name].append(spent)
                 digests[name] = digest(logits)
+        syncs = syncs_in_a_pass(torch, models[first][0], ids)
     print(json.dumps({"pass_s": {n: [t for t, _ in v] for n, v in times.items()},
                       "cpu_s": {n: [c for _, c in v] for n, v in times.items()},
+                      "to_s": in_to, "to_calls_per_pass": calls, "syncs_per_pass": syncs,
                       "sha256": digests, "bytes_per_pass": moved}))
 
 
@@ -224,11 +280,21 @@ def same_process(cmt, rounds, passes, json_path, register="hot", extra=None):
           f"forward pass of a 1.1B Llama under accelerate.cpu_offload, {first} / pinned / default "
           f"rotating in each of {rounds} processes x {passes} passes ({len(every[first])} of each)"
           f"{', with ' + ','.join(f'{k}={v}' for k, v in extra.items()) if extra else ''}:")
+    in_to = {m: [x for run in runs for x in run.get("to_s", {}).get(m, [])] for m in modes}
     for m in modes:
         print(f"  {m:8s} {statistics.median(every[m]) * 1e3:8.1f} ms a pass (spread "
               f"{spread([x * 1e3 for x in every[m]])}), "
               f"{runs[0]['bytes_per_pass'] / statistics.median(every[m]) / 1e9:5.1f} GB/s of "
               f"weights, cpu {statistics.median(cpu[m]):.3f} s a pass")
+        if in_to[m]:
+            outside = [p - t for p, t in zip(every[m], in_to[m])]
+            print(f"           inside .to() from the CPU {statistics.median(in_to[m]) * 1e3:7.1f} ms"
+                  f" a pass (spread {spread([x * 1e3 for x in in_to[m]])}), outside "
+                  f"{statistics.median(outside) * 1e3:7.1f} ms (spread "
+                  f"{spread([x * 1e3 for x in outside])})")
+    if "syncs_per_pass" in runs[0]:
+        print(f"  a pass makes {runs[0]['to_calls_per_pass']} .to() calls from the CPU and "
+              f"{runs[0]['syncs_per_pass']} synchronizing CUDA calls (PyTorch's sync debug mode)")
     print(f"  {first} against pinned, pass by pass: median {statistics.median(of_pinned):.3f} of pinned "
           f"speed (spread {spread(of_pinned)}); against default: median "
           f"{statistics.median(of_default):.2f}x (spread {spread(of_default)})")

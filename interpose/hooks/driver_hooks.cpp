@@ -5,6 +5,7 @@
 #include <link.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 
 #include "common/log.h"
@@ -522,6 +523,42 @@ CUresult HostGetDevicePointer(CUdeviceptr* device, void* p, unsigned flags) {
   return r;
 }
 
+// ---- waits for the GPU: forwarded, and kept in a recorded trace
+// ---------------------------------- A runtime hook on this thread keeps it already (cudart's own
+// driver call).
+
+template <Driver H, typename Fn, typename... Args>
+CUresult recorded_wait(std::uintptr_t stream, Args... args) {
+  auto real = reinterpret_cast<Fn>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (RuntimeHookScope::active()) return real(args...);
+  RecordedWait wait(hook<H>().name, stream);
+  const CUresult r = real(args...);
+  wait.finish(r);
+  return r;
+}
+
+template <Driver H>
+CUresult StreamSync(CUstream s) {
+  return recorded_wait<H, CUresult (*)(CUstream)>(
+      reinterpret_cast<std::uintptr_t>(explicit_stream<H>(s)), s);
+}
+
+template <Driver H>
+CUresult CtxSync() {
+  return recorded_wait<H, CUresult (*)()>(0);
+}
+
+template <Driver H>
+CUresult CtxSyncV2(CUcontext ctx) {
+  return recorded_wait<H, CUresult (*)(CUcontext)>(0, ctx);
+}
+
+template <Driver H>
+CUresult EventSync(CUevent e) {
+  return recorded_wait<H, CUresult (*)(CUevent)>(0, e);
+}
+
 // ---- cuGetProcAddress: the real answer, with cmt's hook swapped in for the exact variant -----
 
 // The hook for `p`, which the driver returned for `symbol` (a base name such as "cuMemcpyHtoD",
@@ -551,15 +588,18 @@ void* swap_in_hook(const char* symbol, void* p) {
   return p;
 }
 
-// The base names cmt hooks a variant of: the copies, the symbol lookup, host memory and the
-// questions about a pointer.
+// The base names cmt hooks a variant of: the copies, the symbol lookup, host memory, the
+// questions about a pointer and the waits.
 bool names_copy_entry(const char* symbol) {
-  return symbol && (std::strncmp(symbol, "cuMemcpy", 8) == 0 ||
-                    std::strncmp(symbol, "cuGetProcAddress", 16) == 0 ||
-                    std::strncmp(symbol, "cuMemHost", 9) == 0 ||
-                    std::strncmp(symbol, "cuPointerGetAttribute", 21) == 0 ||
-                    std::strcmp(symbol, "cuMemAllocHost") == 0 ||
-                    std::strcmp(symbol, "cuMemFreeHost") == 0);
+  return symbol &&
+         (std::strncmp(symbol, "cuMemcpy", 8) == 0 ||
+          std::strcmp(symbol, "cuStreamSynchronize") == 0 ||
+          std::strcmp(symbol, "cuCtxSynchronize") == 0 ||
+          std::strcmp(symbol, "cuEventSynchronize") == 0 ||
+          std::strncmp(symbol, "cuGetProcAddress", 16) == 0 ||
+          std::strncmp(symbol, "cuMemHost", 9) == 0 ||
+          std::strncmp(symbol, "cuPointerGetAttribute", 21) == 0 ||
+          std::strcmp(symbol, "cuMemAllocHost") == 0 || std::strcmp(symbol, "cuMemFreeHost") == 0);
 }
 
 using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t);

@@ -12,6 +12,7 @@
 #undef cuGetProcAddress  // cuda.h maps these to _v2; every variant is hooked, by real name
 #undef cuMemcpyBatchAsync
 #undef cuMemcpy3DBatchAsync
+#undef cuStreamSynchronize  // cuda.h maps it to _ptsz under per-thread default streams
 
 // ---- the CUDA runtime's
 #define CMT_SHAPE_RuntimeCopy                                                   \
@@ -35,8 +36,15 @@
 #define CMT_SHAPE_RuntimeHostRelease cudaError_t, (void* p), (p)
 #define CMT_SHAPE_RuntimeHostRegister \
   cudaError_t, (void* p, size_t size, unsigned int flags), (p, size, flags)
+#define CMT_SHAPE_RuntimeStreamSync cudaError_t, (cudaStream_t stream), (stream)
+#define CMT_SHAPE_RuntimeDeviceSync cudaError_t, (void), ()
+#define CMT_SHAPE_RuntimeEventSync cudaError_t, (cudaEvent_t event), (event)
 
 // ---- the CUDA driver's
+#define CMT_SHAPE_StreamSync CUresult, (CUstream s), (s)
+#define CMT_SHAPE_CtxSync CUresult, (void), ()
+#define CMT_SHAPE_CtxSyncV2 CUresult, (CUcontext ctx), (ctx)
+#define CMT_SHAPE_EventSync CUresult, (CUevent e), (e)
 #define CMT_SHAPE_HostAlloc \
   CUresult, (void** p, size_t bytes, unsigned int flags), (p, bytes, flags)
 #define CMT_SHAPE_AllocHost CUresult, (void** p, size_t bytes), (p, bytes)

@@ -12,14 +12,15 @@
 
 /* The CUDA runtime's copies (hooks/runtime_hooks.cpp). Reached by programs that link libcudart
    dynamically; found past libcmt.so with RTLD_NEXT, or in the libcudart.so the process loaded. */
-#define CMT_RUNTIME_HOOKS(X)                  \
-  X(cudaMemcpy, RuntimeCopy, 0)               \
-  X(cudaMemcpy_ptds, RuntimeCopy, 1)          \
-  X(cudaMemcpyAsync, RuntimeCopyAsync, 0)     \
+#define CMT_RUNTIME_HOOKS(X)                   \
+  X(cudaMemcpy, RuntimeCopy, 0)                \
+  X(cudaMemcpy_ptds, RuntimeCopy, 1)           \
+  X(cudaMemcpyAsync, RuntimeCopyAsync, 0)      \
   X(cudaMemcpyAsync_ptsz, RuntimeCopyAsync, 1) \
-  X(cudaMemcpyPeer, RuntimePeer, 0)           \
-  X(cudaMemcpyPeerAsync, RuntimePeerAsync, 0) \
-  CMT_RUNTIME_HOST_MEMORY_HOOKS(X)
+  X(cudaMemcpyPeer, RuntimePeer, 0)            \
+  X(cudaMemcpyPeerAsync, RuntimePeerAsync, 0)  \
+  CMT_RUNTIME_HOST_MEMORY_HOOKS(X)             \
+  CMT_RUNTIME_WAIT_HOOKS(X)
 
 /* The runtime's CUDA host memory: recorded when handed out or registered, forgotten when freed,
    so the memcpy hook knows a library's own pinned buffers (interposer/host_memory.h). */
@@ -29,6 +30,15 @@
   X(cudaFreeHost, RuntimeHostRelease, 0)     \
   X(cudaHostRegister, RuntimeHostRegister, 0) \
   X(cudaHostUnregister, RuntimeHostRelease, 0)
+
+/* The runtime's waits for the GPU: forwarded untouched, and kept in a recorded trace
+   (interposer/recorder.h, RecordedWait), where a thread's time between copies is otherwise its
+   work and its waits alike. */
+#define CMT_RUNTIME_WAIT_HOOKS(X)                     \
+  X(cudaStreamSynchronize, RuntimeStreamSync, 0)      \
+  X(cudaStreamSynchronize_ptsz, RuntimeStreamSync, 1) \
+  X(cudaDeviceSynchronize, RuntimeDeviceSync, 0)      \
+  X(cudaEventSynchronize, RuntimeEventSync, 0)
 
 /* The CUDA driver's copies and its symbol lookup (hooks/driver_hooks.cpp), by exact variant: the
    64-bit _v2 entries, never the legacy 32-bit ones such as cuMemcpyHtoD. Reached directly by
@@ -65,7 +75,17 @@
   X(cuGetProcAddress_v2, GetProcAddressV2, 0) \
   CMT_DRIVER_STRUCTURED_HOOKS(X)              \
   CMT_DRIVER_HOST_MEMORY_HOOKS(X)             \
-  CMT_DRIVER_POINTER_QUERY_HOOKS(X)
+  CMT_DRIVER_POINTER_QUERY_HOOKS(X)           \
+  CMT_DRIVER_WAIT_HOOKS(X)
+
+/* The driver's waits for the GPU, as the runtime's (CMT_RUNTIME_WAIT_HOOKS); a runtime wait that
+   reaches one through cudart's driver table is kept once, by the runtime's hook. */
+#define CMT_DRIVER_WAIT_HOOKS(X)             \
+  X(cuStreamSynchronize, StreamSync, 0)      \
+  X(cuStreamSynchronize_ptsz, StreamSync, 1) \
+  X(cuCtxSynchronize, CtxSync, 0)            \
+  X(cuCtxSynchronize_v2, CtxSyncV2, 0)       \
+  X(cuEventSynchronize, EventSync, 0)
 
 /* The driver's copies that cmt leaves to CUDA: 2D, 3D, to and from arrays, 3D batches (the
    runtime's cudaMemcpy2D/3D and array copies reach them through cudart's driver table). Hooked

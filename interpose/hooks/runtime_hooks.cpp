@@ -1,11 +1,13 @@
 // Hooks of the CUDA runtime's copy entry points: the CMT_RUNTIME_HOOKS rows of hook_table.h. Each
 // is thin: resolve the real function once, offer the copy to the interposer, forward whatever it
-// did not handle. The host-memory rows call the real function and report what it handed out.
+// did not handle. The host-memory rows call the real function and report what it handed out; the
+// waits call it and, when the process records, keep the call.
 #include <cuda.h>
 #include <driver_types.h>
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 
 #include "common/thread_context.h"
 #include "cuda/real_runtime.h"
@@ -188,6 +190,40 @@ cudaError_t RuntimeHostRelease(void* p) {
   RuntimeHookScope scope;
   Interposer::host_memory_removed(p);
   return real(p);
+}
+
+// ---- waits for the GPU: forwarded, and kept in a recorded trace
+// ----------------------------------
+
+using StreamSyncFn = cudaError_t (*)(cudaStream_t);
+using DeviceSyncFn = cudaError_t (*)();
+using EventSyncFn = cudaError_t (*)(cudaEvent_t);
+
+template <Runtime H, typename Fn, typename... Args>
+cudaError_t recorded_wait(std::uintptr_t stream, Args... args) {
+  auto real = resolve<H, Fn>();
+  if (!real) return cudaErrorInitializationError;
+  RuntimeHookScope scope;  // cudart's own cu*Synchronize below is not kept again
+  RecordedWait wait(g_entries[static_cast<int>(H)].name, stream);
+  const cudaError_t r = real(args...);
+  wait.finish(r);
+  return r;
+}
+
+template <Runtime H>
+cudaError_t RuntimeStreamSync(cudaStream_t stream) {
+  return recorded_wait<H, StreamSyncFn>(
+      reinterpret_cast<std::uintptr_t>(explicit_stream<H>(stream)), stream);
+}
+
+template <Runtime H>
+cudaError_t RuntimeDeviceSync() {
+  return recorded_wait<H, DeviceSyncFn>(0);
+}
+
+template <Runtime H>
+cudaError_t RuntimeEventSync(cudaEvent_t event) {
+  return recorded_wait<H, EventSyncFn>(0, event);
 }
 
 }  // namespace

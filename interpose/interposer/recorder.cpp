@@ -230,7 +230,7 @@ std::string Recorder::to_text() const {
   });
   char exe[512] = {};
   if (readlink("/proc/self/exe", exe, sizeof exe - 1) < 0) exe[0] = '\0';
-  std::string out = "# cmt trace 5 pid=" + std::to_string(getpid()) + " exe=" + exe +
+  std::string out = "# cmt trace 6 pid=" + std::to_string(getpid()) + " exe=" + exe +
                     " calls=" + std::to_string(sorted.size()) +
                     " dropped=" + std::to_string(g_dropped.load()) + "\n";
   out +=
@@ -279,6 +279,24 @@ void record_host_call(const char* api, std::size_t bytes, std::size_t done,
   r.direction = "h2h";
   r.outcome = done ? "taken" : "libc";  // libc made it all (a fault stopped cmt's threads at once)
   recorder->add(r);
+}
+
+RecordedWait::RecordedWait(const char* api, std::uintptr_t stream) noexcept
+    : recorder_(Recorder::active()) {
+  if (!recorder_) return;
+  record_.api = api;
+  record_.direction = "wait";
+  record_.outcome = "wait";
+  record_.stream = stream;
+  record_.tid = static_cast<int>(gettid());
+  record_.start_ns = now_ns();
+}
+
+void RecordedWait::finish(long result) noexcept {
+  if (!recorder_) return;
+  record_.end_ns = now_ns();
+  record_.result = result;
+  recorder_->add(record_);
 }
 
 const char* direction_of_kind(int kind) {

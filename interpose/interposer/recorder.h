@@ -7,19 +7,19 @@
 // trace shows what they do, which `cmt trace show` summarizes (tuner/trace_file.h) and which a
 // replay can reproduce.
 //
-// The file is text, tab-separated: a header line `# cmt trace 5 pid=... exe=...`, a line naming the
+// The file is text, tab-separated: a header line `# cmt trace 6 pid=... exe=...`, a line naming the
 // columns, then one line per call in order of start. (Version 1 had no lane, lane_built and
 // first_dma_ns columns, version 2 no lane_wait_ns, version 3 no host_at, version 4 no gpu_ns and
-// gpu_gap_ns; `cmt trace show` reads all five.) Each CUDA copy is also timed on its stream
-// (stream_timer.h): how long the stream took from reaching it to its end (gpu_ns: what the copy
-// cost a program whose next work waited on the stream, where the call may have returned before
-// its last DMA), and how long the stream ran other work, or waited, since the end of the copy
-// timed on it before (gpu_gap_ns: the program's kernels between copies, which a replay makes the
-// GPU do again); -1 where not known (the process's first copy on a thread, before CUDA made a
-// context current; a stream being captured; the last copies, still running when the process
-// ended). Recording costs each recorded call a few system calls (the host memory is sampled
-// through /proc/self/pagemap and mincore), two event records on its stream and an atomic add; a
-// process that does not record pays one load per call. At most 1,048,576 calls are kept.
+// gpu_gap_ns, version 5 no synchronize calls (RecordedWait); `cmt trace show` reads all six.) Each
+// CUDA copy is also timed on its stream (stream_timer.h): how long the stream took from reaching it
+// to its end (gpu_ns: what the copy cost a program whose next work waited on the stream, where the
+// call may have returned before its last DMA), and how long the stream ran other work, or waited,
+// since the end of the copy timed on it before (gpu_gap_ns: the program's kernels between copies,
+// which a replay makes the GPU do again); -1 where not known (the process's first copy on a thread,
+// before CUDA made a context current; a stream being captured; the last copies, still running when
+// the process ended). Recording costs each recorded call a few system calls (the host memory is
+// sampled through /proc/self/pagemap and mincore), two event records on its stream and an atomic
+// add; a process that does not record pays one load per call. At most 1,048,576 calls are kept.
 #pragma once
 
 #include <cuda.h>
@@ -125,6 +125,22 @@ void note_host(const void* host) noexcept;
 std::uint64_t record_clock_ns() noexcept;
 void record_host_call(const char* api, std::size_t bytes, std::size_t done,
                       std::uint64_t start_ns) noexcept;
+
+// A synchronize call the program made (cudaStreamSynchronize, cudaDeviceSynchronize,
+// cudaEventSynchronize and the driver's cuStreamSynchronize, cuCtxSynchronize, cuEventSynchronize),
+// kept as a row of direction "wait" and no bytes: a thread's time between its copies is its own
+// work and its waits for the GPU, and a program that waits for each copy (PyTorch's blocking
+// `.to()` synchronizes its stream after the copy) is not one whose copies overlap its work. Not
+// timed on a stream. Does nothing when the process does not record.
+class RecordedWait {
+ public:
+  RecordedWait(const char* api, std::uintptr_t stream) noexcept;
+  void finish(long result) noexcept;
+
+ private:
+  Recorder* recorder_;
+  CallRecord record_;
+};
 
 // A call's direction by its cudaMemcpyKind (common/copy_types.h), "?" for cudaMemcpyDefault; and
 // its host side where the kind says which one it is (null otherwise).

@@ -4,22 +4,24 @@
 // checked (which also warms the mode up). --window replays a part of the trace.
 //
 // Each recorded thread becomes a replay thread that makes its host <-> device copies in order,
-// with the same sizes, directions and kind of call (cudaMemcpy, or cudaMemcpyAsync and a stream
-// synchronize), from host memory of the recorded kind: resident (the thread's buffer, written
-// once), a fresh mapping of a file in the page cache (file_cached), new anonymous memory (fresh),
-// or CUDA host memory (pinned); from a trace that says where host sides were (version 4), a
-// buffer the program copied more than once from a buffer of its own and any other resident copy
-// from a place not used for thousands of copies, so that hot buffers (CMT_REGISTER=hot) register
-// what they would have in the program (tuner/replay_plan.h). Between two copies it does CPU work
-// for the recorded gap, and it starts at its first copy's recorded offset. Where the trace says how
-// long each copy's stream ran other work since the copy before (version 5: the program's kernels),
-// the replay has the GPU busy that long on the copy's stream as the CPU work starts, with a kernel
-// that waits on the GPU's clock, so that a copy waits for the stream as the program's did (a copy
-// staged by cmt or CUDA cannot start its DMAs before the stream reaches it; --gpu-work off leaves
-// the stream idle). Copies through the host
-// leg, batches and GPU-to-GPU copies are not replayed. In the pinned mode every host side is the
-// thread's pinned buffer: the ceiling. Reported per mode: the wall time of a round, the bytes over
-// it, median of the rounds, their spread, and the ratios.
+// with the same sizes, directions and kind of call (cudaMemcpy, or cudaMemcpyAsync and, where the
+// program waited for the GPU before its next copy, a stream synchronize: version 6 says where;
+// before it, after every copy), from host memory of the recorded kind: resident (the thread's
+// buffer, written once), a fresh mapping of a file in the page cache (file_cached), new anonymous
+// memory (fresh), or CUDA host memory (pinned); from a trace that says where host sides were
+// (version 4), a buffer the program copied more than once from a buffer of its own and any other
+// resident copy from a place not used for thousands of copies, so that hot buffers
+// (CMT_REGISTER=hot) register what they would have in the program (tuner/replay_plan.h). Between
+// two copies it does CPU work for the recorded gap (less the time the program spent in synchronize
+// calls there, version 6), and it starts at its first copy's recorded offset. Where the trace says
+// how long each copy's stream ran other work since the copy before (version 5: the program's
+// kernels), the replay has the GPU busy that long on the copy's stream as the CPU work starts, with
+// a kernel that waits on the GPU's clock, so that a copy waits for the stream as the program's did
+// (a copy staged by cmt or CUDA cannot start its DMAs before the stream reaches it; --gpu-work off
+// leaves the stream idle). Copies through the host leg, batches and GPU-to-GPU copies are not
+// replayed. In the pinned mode every host side is the thread's pinned buffer: the ceiling. Reported
+// per mode: the wall time of a round, the bytes over it, median of the rounds, their spread, and
+// the ratios.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <fcntl.h>

@@ -523,9 +523,8 @@ CUresult HostGetDevicePointer(CUdeviceptr* device, void* p, unsigned flags) {
   return r;
 }
 
-// ---- waits for the GPU: forwarded, and kept in a recorded trace
-// ---------------------------------- A runtime hook on this thread keeps it already (cudart's own
-// driver call).
+// ---- waits for the GPU: forwarded, and kept in a recorded trace --------------------------------
+// A runtime hook on this thread keeps it already (cudart's own driver call).
 
 template <Driver H, typename Fn, typename... Args>
 CUresult recorded_wait(std::uintptr_t stream, Args... args) {

@@ -192,8 +192,7 @@ cudaError_t RuntimeHostRelease(void* p) {
   return real(p);
 }
 
-// ---- waits for the GPU: forwarded, and kept in a recorded trace
-// ----------------------------------
+// ---- waits for the GPU: forwarded, and kept in a recorded trace --------------------------------
 
 using StreamSyncFn = cudaError_t (*)(cudaStream_t);
 using DeviceSyncFn = cudaError_t (*)();

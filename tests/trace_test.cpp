@@ -337,6 +337,24 @@ TEST(TraceFile, Version6SplitsTheTimeBetweenCopiesIntoWaitsAndWork) {
   EXPECT_FALSE(copies[1].wait_after);
   EXPECT_EQ(copies[2].gap_ns, 9000000u);
   EXPECT_FALSE(copies[2].wait_after);
+  // A host-leg call between a copy and the wait that follows it: the wait still follows the copy
+  // (the replay leaves the host leg out), and its time is still no work.
+  Trace leg = t;
+  TraceCall memcpy_call = leg.calls[1];
+  memcpy_call.api = "memcpy";
+  memcpy_call.direction = "h2h";
+  memcpy_call.start_ns = 11500000;
+  memcpy_call.end_ns = 12000000;
+  leg.calls.insert(leg.calls.begin() + 2, memcpy_call);
+  TraceCall own_wait = leg.waits[0];
+  own_wait.start_ns = 12500000;  // 12.5 to 15.5 ms, on thread 3, after the memcpy
+  own_wait.end_ns = 15500000;
+  leg.waits.push_back(own_wait);
+  const replay::Plan with_leg = replay::plan_replay(leg, 0, ~0ull >> 1);
+  ASSERT_EQ(with_leg.threads[0].copies.size(), 3u);
+  EXPECT_TRUE(with_leg.threads[0].copies[1].wait_after);
+  // From the second copy's end (11 ms) to the third's start (20 ms), 3 ms of it waiting.
+  EXPECT_EQ(with_leg.threads[0].copies[2].gap_ns, 6000000u);
   // A trace before version 6 does not say: every copy is waited for, its gaps whole.
   Trace old = t;
   old.waits.clear();

@@ -58,8 +58,17 @@ Plan plan_replay(const Trace& trace, std::uint64_t from_ns, std::uint64_t to_ns)
   std::map<std::pair<int, int>, std::uint64_t> last_end, last_waited;
   for (std::size_t i = 0; i < trace.calls.size(); ++i) {
     const TraceCall& c = trace.calls[i];
-    if (!in_window(c)) continue;
     const auto key = std::make_pair(c.process, c.tid);
+    if (!in_window(c)) {
+      // A call the replay leaves out (the host leg's, a batch) after one of the thread's copies:
+      // the waits that follow it still follow that copy.
+      const auto t = by_thread.find(key);
+      if (!split.empty() && t != by_thread.end() && !t->second.copies.empty()) {
+        t->second.copies.back().wait_after |= split[i].waited_after;
+        last_waited[key] += split[i].waited_ns;
+      }
+      continue;
+    }
     auto end = last_end.find(key);
     Copy copy;
     if (end != last_end.end()) copy.gpu_gap_ns = c.gpu_gap_ns;

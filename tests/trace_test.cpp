@@ -322,7 +322,9 @@ TEST(TraceFile, Version6SplitsTheTimeBetweenCopiesIntoWaitsAndWork) {
                         "s), cudaStreamSynchronize 1 (0.003 s)\n  between a thread's copies: "
                         "0.018 s, of which 0.003 s inside synchronize calls and 0.015 s the "
                         "program's own work; 1 of 3 copies followed by a wait before the "
-                        "thread's next copy\n"),
+                        "thread's next copy\n  host <-> device copies with the waits right "
+                        "after them: 24.0 MiB in 0.006 s (4.2 GB/s): what they cost a thread "
+                        "that waits for each\n"),
             std::string::npos)
       << report;
   EXPECT_NE(report.find("calls (0 not kept)"), std::string::npos) << report;

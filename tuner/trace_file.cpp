@@ -383,20 +383,32 @@ std::string waits(const Trace& t) {
   for (const auto& [api, v] : by_api)
     out += ", " + api + " " + std::to_string(v.first) + fmt(" (%.3f s)", v.second / 1e9);
   out += "\n";
-  std::uint64_t gap = 0, waited = 0;
-  std::size_t followed = 0, copies = 0;
-  for (const GapSplit& g : split_gaps(t)) {
+  std::uint64_t gap = 0, waited = 0, paid_ns = 0, paid_bytes = 0;
+  std::size_t followed = 0;
+  const std::vector<GapSplit> split = split_gaps(t);
+  for (std::size_t i = 0; i < split.size(); ++i) {
+    const GapSplit& g = split[i];
     gap += g.gap_ns;
     waited += g.waited_ns;
     followed += g.waited_after;
-    ++copies;
+    // What a host <-> device copy cost a thread that waits for it: its call and the waits after.
+    const TraceCall& c = t.calls[i];
+    if ((c.direction == "h2d" || c.direction == "d2h") && c.end_ns >= c.start_ns) {
+      paid_ns += c.end_ns - c.start_ns + g.waited_ns;
+      paid_bytes += c.bytes;
+    }
   }
   return out +
          fmt("  between a thread's copies: %.3f s, of which %.3f s inside synchronize "
              "calls and %.3f s the program's own work;",
              gap / 1e9, waited / 1e9, (gap - waited) / 1e9) +
-         " " + std::to_string(followed) + " of " + std::to_string(copies) +
-         " copies followed by a wait before the thread's next copy\n";
+         " " + std::to_string(followed) + " of " + std::to_string(split.size()) +
+         " copies followed by a wait before the thread's next copy\n" +
+         "  host <-> device copies "
+         "with the waits right after them: " +
+         bytes_text(paid_bytes) +
+         fmt(" in %.3f s (%.1f GB/s): what they cost a thread that waits for each\n", paid_ns / 1e9,
+             gbps(paid_bytes, paid_ns));
 }
 
 // Version 5: the copies as their streams ran them (stream_timer.h). A call may return before its

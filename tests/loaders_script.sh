@@ -2,8 +2,8 @@
 # bench/workloads/loaders.py's own logic on a CPU machine, with stand-ins for torch and numpy
 # (tests/data/standins): a child runs every copy scenario --reps times and checks its bytes, one
 # whose "copy" changes a byte is caught, and the parent's summary and report read what children
-# return; and train_loop.py's parent with stand-in children. So a device call is not lost to a
-# mistake in the script.
+# return; train_loop.py's parent with stand-in children; and bench/lab/load_bounds.py on a
+# made-up trace of one loader call. So a device call is not lost to a mistake in the script.
 set -eu
 src=$1
 PYTHONPATH="$src/tests/data/standins" python3 - "$src/bench/workloads/loaders.py" <<'PY'
@@ -70,4 +70,43 @@ calls.clear()
 sys.argv = ["train_loop.py", "CMT", "--rounds", "5", "--deadline", "0.000001"]
 assert T.main() == 0 and len(calls) == 2, len(calls)
 print("ok: train_loop.py's rounds, deadline, summary and report")
+PY
+# bench/lab/load_bounds.py: a call of 10 us (two threads) holding a memcpy, two overlapping copies
+# and a wait; what it would take with its copies free (the time no thread was in any of them) and
+# at a 1 GB/s link (2 MB more: 2 ms), read from a version-6 trace and the report beside it.
+python3 - "$src/bench/lab/load_bounds.py" <<'PY'
+import importlib.util, json, os, subprocess, sys, tempfile
+path = sys.argv[1]
+spec = importlib.util.spec_from_file_location("load_bounds", path)
+B = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(B)
+work = tempfile.mkdtemp()
+cols = ("start_ns end_ns tid api direction bytes taken_bytes outcome host stream result lane "
+        "lane_built first_dma_ns lane_wait_ns host_at gpu_ns gpu_gap_ns").split()
+def row(s, e, tid, api, d, b):
+    return "\t".join([str(s), str(e), str(tid), api, d, str(b), str(b), "taken", "-", "0x0", "0",
+                      "-1", "0", "-1", "-1", "0x0", "-1", "-1"])
+lines = ["# cmt trace 6 pid=1 exe=x calls=5 dropped=0", "\t".join(cols),
+         row(1000, 2000, 1, "memcpy", "h2h", 100),
+         row(2500, 2600, 1, "cudaMemcpyAsync", "h2d", 10**6),
+         row(2600, 3000, 1, "cudaStreamSynchronize", "wait", 0),
+         row(2700, 3500, 2, "cudaMemcpyAsync", "h2d", 10**6),
+         row(20000, 21000, 1, "cudaMemcpyAsync", "d2h", 5)]  # after the call: not its
+trace = os.path.join(work, "t.tsv")
+open(trace, "w").write("\n".join(lines) + "\n")
+json.dump({"windows_ns": {"load": [500, 10500], "empty": [11000, 12000]}},
+          open(os.path.join(work, "t.json"), "w"))
+r = B.window_report(list(B.rows(trace)), 500, 10500, 1.0)
+want = {"span_ms": 0.01, "calls": 4, "threads": 2, "before_ms": 0.0005, "after_ms": 0.007,
+        "copy calls ms": 0.0009, "host leg ms": 0.001, "waits ms": 0.0004, "gpu_gb": 0.002,
+        "no_copy_ms": 0.008, "bound_free_ms": 0.008, "bound_link_ms": 2.008}
+assert all(abs(r[k] - v) < 1e-9 for k, v in want.items()), r
+out = subprocess.run([sys.executable, path, trace, "--link", "1"], capture_output=True, text=True)
+assert out.returncode == 0 and "no copy-related call inside" in out.stdout, out
+assert "2.0  (2 thread(s))" in out.stdout, out.stdout
+old = os.path.join(work, "old.tsv")
+open(old, "w").write("\n".join(["# cmt trace 5 pid=1 exe=x calls=0 dropped=0"] + lines[1:2]) + "\n")
+bad = subprocess.run([sys.executable, path, old, trace[:-4] + ".json"], capture_output=True, text=True)
+assert bad.returncode != 0 and "want 6" in bad.stderr, bad
+print("ok: load_bounds.py's bounds of a loader call")
 PY

@@ -368,6 +368,29 @@ std::string gaps(const Trace& t) {
              gap[gap.size() / 2] / 1e3, gap[gap.size() * 9 / 10] / 1e3, total / 1e9);
 }
 
+// Version 6: how much of the stretch from the first call to the last end (waits included) no
+// thread spent inside a copy, a host-leg call or a synchronize call. No copy, however fast, makes
+// the stretch shorter than that: the most cmt could give the program (lab/NOTES.md 84 found a
+// loader's own time past what its issue asked of it). An upper bound: a wait may wait for
+// kernels, which no copy speed-up shortens.
+std::string copy_free_bound(const Trace& t) {
+  std::vector<TraceCall> all = t.calls;
+  all.insert(all.end(), t.waits.begin(), t.waits.end());
+  if (all.empty()) return "";
+  std::sort(all.begin(), all.end(),
+            [](const TraceCall& a, const TraceCall& b) { return a.start_ns < b.start_ns; });
+  std::uint64_t last = 0;
+  for (const TraceCall& c : all) last = std::max(last, c.end_ns);
+  const std::uint64_t span = last - all.front().start_ns;
+  const std::uint64_t free_ns = span - in_flight_ns(all, [](const TraceCall&) { return true; });
+  return fmt(
+      "  no thread inside a copy, a host-leg call or a synchronize call: %.3f s of the "
+      "%.3f s from the first call to the last end; no copy speed-up makes that stretch "
+      "shorter (%.2fx at most)\n",
+      free_ns / 1e9, span / 1e9,
+      free_ns ? static_cast<double>(span) / static_cast<double>(free_ns) : 0.0);
+}
+
 // Version 6: the threads' synchronize calls, and how much of their time between copies they
 // spent inside them (where a program waits for each copy, pinned's DMA is waited for there).
 std::string waits(const Trace& t) {
@@ -408,7 +431,8 @@ std::string waits(const Trace& t) {
          "with the waits right after them: " +
          bytes_text(paid_bytes) +
          fmt(" in %.3f s (%.1f GB/s): what they cost a thread that waits for each\n", paid_ns / 1e9,
-             gbps(paid_bytes, paid_ns));
+             gbps(paid_bytes, paid_ns)) +
+         copy_free_bound(t);
 }
 
 // Version 5: the copies as their streams ran them (stream_timer.h). A call may return before its

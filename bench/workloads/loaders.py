@@ -35,7 +35,9 @@ median of the rounds, their spread, each mode against default and against pinned
 seconds the process spent per GB copied (cmt's copy threads included: speed must not be bought
 with spinning that `top` shows). With
 --record DIR, one more round of each cmt mode runs under `cmt run --record` and leaves its trace
-in DIR.
+in DIR, and beside it (NAME.json) the child's report with each timed call's start and end on the
+trace's clock (CLOCK_MONOTONIC ns), which bench/lab/load_bounds.py reads. A mode other than
+`default` with CMT_DISABLE=1 (e.g. --mode off:CMT_DISABLE=1) records the default path's trace.
 
 usage: loaders.py CMT [--rounds N] [--reps N] [--mode NAME:VAR=VAL,...]... [--hf | --hf-only]
                   [--files | --files-only]
@@ -187,25 +189,28 @@ def child_hf(model_dir):
     kw = {"dtype" if major >= 5 else "torch_dtype": torch.bfloat16}
     torch.zeros(1, device="cuda")  # CUDA's start is not the load's
 
-    def load():
-        t0 = time.perf_counter()
+    windows = {}  # each call's start and end on the clock a recorded trace keeps (NOTES 84)
+
+    def load(name):
+        t0, w0 = time.perf_counter(), time.monotonic_ns()
         model = transformers.AutoModelForCausalLM.from_pretrained(model_dir, device_map="cuda",
                                                                   **kw)
         torch.cuda.synchronize()
+        windows[name] = [w0, time.monotonic_ns()]
         return model, time.perf_counter() - t0
     # The process's first call also imports the model's modules and starts what they start; a
     # program that loads models (a server, a training job's checkpoints) pays that once. Both
     # are kept: the first call, and the second one, which is the load itself.
-    model, first_seconds = load()
+    model, first_seconds = load("hf-first")
     del model
     torch.cuda.empty_cache()
-    model, seconds = load()
+    model, seconds = load("hf")
     # Checked against the file: every tensor's bytes as safetensors holds them.
     from safetensors.torch import load_file
     ok = True
     for name, t in load_file(os.path.join(model_dir, "model.safetensors")).items():
         ok &= torch.equal(model.state_dict()[name].cpu(), t)
-    return {"seconds": seconds, "first_seconds": first_seconds,
+    return {"seconds": seconds, "first_seconds": first_seconds, "windows_ns": windows,
             "check": "ok" if ok else "WRONG BYTES"}
 
 
@@ -277,12 +282,13 @@ def child_files(pt, st, blob, index):
                                                                 use_preadv=True)}
     with open(st, "rb") as f:  # the whole file's bytes, for the staging loaders' check
         whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
-    results, cpu, ok = {}, {}, True
+    results, cpu, windows, ok = {}, {}, {}, True
     for name in FILE_SCENARIOS:
-        t0, cpu0 = time.perf_counter(), time.process_time()
+        t0, cpu0, w0 = time.perf_counter(), time.process_time(), time.monotonic_ns()
         loaded = loaders[name]()
         torch.cuda.synchronize()
         results[name] = gb / (time.perf_counter() - t0)
+        windows[name] = [w0, time.monotonic_ns()]
         cpu[name] = (time.process_time() - cpu0) / gb
         if "pinned" in name:
             ok &= torch.equal(loaded.cpu(), whole)
@@ -290,7 +296,8 @@ def child_files(pt, st, blob, index):
             ok &= all(torch.equal(loaded[k].cpu(), resident[k]) for k in names)
         del loaded
         torch.cuda.empty_cache()
-    return {"gbps": results, "cpu_s_per_gb": cpu, "check": "ok" if ok else "WRONG BYTES"}
+    return {"gbps": results, "cpu_s_per_gb": cpu, "windows_ns": windows,
+            "check": "ok" if ok else "WRONG BYTES"}
 
 
 def prepare_files(workdir, blob, index):
@@ -336,6 +343,9 @@ def run_child(cmt, mode_env, record, args):
     if p.returncode != 0:
         return {"error": (p.stderr or p.stdout)[-600:]}
     doc = json.loads(p.stdout.strip().splitlines()[-1])
+    if record:  # beside the trace, with its calls' windows (bench/lab/load_bounds.py reads them)
+        with open(os.path.splitext(record)[0] + ".json", "w") as f:
+            json.dump(doc, f, indent=1)
     # Each child's figures as it ends, so that a run cut short by a time limit still says them.
     said = {k: ({s: round(v, 1) for s, v in doc[k].items()} if k == "gbps" else doc[k])
             for k in ("gbps", "seconds", "first_seconds", "check") if k in doc}

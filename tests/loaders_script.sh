@@ -106,7 +106,42 @@ assert out.returncode == 0 and "no copy-related call inside" in out.stdout, out
 assert "2.0  (2 thread(s))" in out.stdout, out.stdout
 old = os.path.join(work, "old.tsv")
 open(old, "w").write("\n".join(["# cmt trace 5 pid=1 exe=x calls=0 dropped=0"] + lines[1:2]) + "\n")
-bad = subprocess.run([sys.executable, path, old, trace[:-4] + ".json"], capture_output=True, text=True)
+bad = subprocess.run([sys.executable, path, old, trace[:-4] + ".json"], capture_output=True,
+                     text=True)
 assert bad.returncode != 0 and "want 6" in bad.stderr, bad
 print("ok: load_bounds.py's bounds of a loader call")
+PY
+# loaders.read_through_pinned (the read-pinned, fread-pinned and preadv-pinned scenarios, and each
+# pass of bench/lab/read_loop.py) over a stand-in torch whose tensors are bytes in memory: every
+# way of reading, a file of no whole number of chunks, buffers given or made, each read timed.
+PYTHONPATH="$src/tests/data/standins" python3 - "$src/bench/workloads/loaders.py" <<'PY'
+import ctypes, importlib.util, os, sys, tempfile
+spec = importlib.util.spec_from_file_location("loaders", sys.argv[1])
+L = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(L)
+
+class T:  # a tensor: a writable view of bytes
+    def __init__(s, mv): s.mv = mv
+    def __getitem__(s, k): return T(s.mv[k])
+    def copy_(s, other): s.mv[:] = other.mv
+    def pin_memory(s): return s
+    def numpy(s): return s.mv
+    def data_ptr(s): return ctypes.addressof(ctypes.c_char.from_buffer(s.mv))
+
+class FakeTorch:
+    uint8 = "uint8"
+    @staticmethod
+    def empty(n, dtype=None, device=None): return T(memoryview(bytearray(n)))
+
+path = os.path.join(tempfile.mkdtemp(), "f.bin")
+data = os.urandom(3 * 65536 + 123)
+open(path, "wb").write(data)
+for how in ({}, {"use_fread": True}, {"use_preadv": True}):
+    out = L.read_through_pinned(FakeTorch, path, 65536, **how)
+    assert bytes(out.mv) == data, how
+out, pinned, reads = FakeTorch.empty(len(data)), FakeTorch.empty(65536), []
+got = L.read_through_pinned(FakeTorch, path, 65536, True, out=out, pinned=pinned,
+                            read_seconds=reads)
+assert got is out and bytes(out.mv) == data and len(reads) == 4, len(reads)  # the last one short
+print("ok: loaders.read_through_pinned reads every byte, each way")
 PY

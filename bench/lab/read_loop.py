@@ -6,14 +6,15 @@ read-pinned and fread-pinned scenarios do once a process. Why: those scenarios, 
 either at ~21 GB/s or at ~9 GB/s (the default path's rate) from one process to the next, in every
 thread count tried (NOTES 84); a pass-by-pass run says whether the slow state belongs to a
 process or comes and goes, and what comes before it (--between check: the whole tensor copied back
-to new host memory and compared, as loaders.py checks each scenario; none: nothing). --fresh: each
-pass as loaders.py runs the scenario, its GPU tensor and pinned buffer made anew after the last
-pass's were freed and torch.cuda.empty_cache() (loaders.read_through_pinned itself); --after-1m:
-each pass after a pass of 1 MiB reads and its check, as loaders.py runs the 1 MiB scenario first.
+to new host memory and compared, as loaders.py checks each scenario; none: nothing). Each pass is
+loaders.read_through_pinned itself, its GPU tensor and pinned buffer kept from pass to pass, or with
+--fresh made anew after the last pass's were freed and torch.cuda.empty_cache(), as loaders.py
+runs the scenario; --after-1m: each pass after a pass of 1 MiB reads and its check, as loaders.py
+runs the 1 MiB scenario first.
 
 Prints one line a pass (GB/s, the time in the reads, the rest) and a JSON summary on the last line.
-usage: read_loop.py FILE [--chunk MIB] [--passes N] [--fread] [--between check|none] [--fresh] [--after-1m]"""
-import ctypes
+usage: read_loop.py FILE [--chunk MIB] [--passes N] [--fread] [--between check|none] [--fresh]
+                    [--after-1m]"""
 import json
 import os
 import statistics
@@ -31,26 +32,6 @@ def arg(name, default):
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
-def one_pass(libc, path, size, out, pinned, view, chunk, use_fread):
-    """The file read into `pinned` a chunk at a time, each chunk copied to its place in `out`;
-    returns the seconds spent in the reads."""
-    at, read_s = 0, 0.0
-    with open(path, "rb", buffering=0) as f:
-        fp = libc.fopen(path.encode(), b"rb") if use_fread else None
-        while at < size:
-            r0 = time.perf_counter()
-            got = (libc.fread(ctypes.c_void_p(pinned.data_ptr()), 1, chunk, fp) if use_fread
-                   else f.readinto(view))
-            read_s += time.perf_counter() - r0
-            if not got:
-                break
-            out[at:at + got].copy_(pinned[:got])  # synchronous: the buffer is read again next
-            at += got
-        if fp:
-            libc.fclose(fp)
-    return read_s
-
-
 def main():
     path = sys.argv[1]
     chunk = int(arg("--chunk", "16")) << 20
@@ -63,12 +44,6 @@ def main():
         whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
     out = torch.empty(size, dtype=torch.uint8, device="cuda")
     pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
-    view = memoryview(pinned.numpy())
-    libc = ctypes.CDLL(None)  # the process's fread, as a C program's call finds it (cmt's first)
-    libc.fopen.restype = ctypes.c_void_p
-    libc.fread.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
-    libc.fread.restype = ctypes.c_size_t
-    libc.fclose.argtypes = [ctypes.c_void_p]
     rows, ok = [], True
     for p in range(passes):
         if "--after-1m" in sys.argv:
@@ -76,14 +51,17 @@ def main():
             ok &= torch.equal(small.cpu(), whole)
             del small
             torch.cuda.empty_cache()
-        if "--fresh" in sys.argv:  # as loaders.py's scenario: new buffers; reads not timed apart
+        reads = []
+        if "--fresh" in sys.argv:  # as loaders.py's scenario: a new tensor and buffer each pass
             del out
             torch.cuda.empty_cache()
-            t0, read_s = time.perf_counter(), 0.0
-            out = loaders.read_through_pinned(torch, path, chunk, use_fread)
+            t0 = time.perf_counter()
+            out = loaders.read_through_pinned(torch, path, chunk, use_fread, read_seconds=reads)
         else:
             t0 = time.perf_counter()
-            read_s = one_pass(libc, path, size, out, pinned, view, chunk, use_fread)
+            loaders.read_through_pinned(torch, path, chunk, use_fread, out=out, pinned=pinned,
+                                        read_seconds=reads)
+        read_s = sum(reads)
         torch.cuda.synchronize()
         seconds = time.perf_counter() - t0
         rows.append({"pass": p, "gbps": size / seconds / 1e9, "seconds": seconds,

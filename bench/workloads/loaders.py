@@ -219,30 +219,46 @@ FILE_SCENARIOS = ("torch-load-cuda", "torch-load-mmap", "safe-open", "load-file"
                   "preadv-pinned-16M")
 
 
-def read_through_pinned(torch, path, chunk, use_fread=False, use_preadv=False):
-    """A loader's staging: the file read into a pinned buffer `chunk` bytes at a time (raw
-    readinto: one read(2) each; or C's fread on a FILE, as llama.cpp's loader reads), each buffer
-    copied to its place in one GPU tensor."""
+def process_libc():
+    """The process's C library through ctypes, fopen, fread and fclose typed: C's fread as a C
+    program's call finds it (cmt's first)."""
     import ctypes
-    size = os.path.getsize(path)
-    out = torch.empty(size, dtype=torch.uint8, device="cuda")
-    pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
-    view = memoryview(pinned.numpy())
-    libc = ctypes.CDLL(None)  # the process's fread, as a C program's call finds it (cmt's first)
+    libc = ctypes.CDLL(None)
     libc.fopen.restype = ctypes.c_void_p
     libc.fread.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
     libc.fread.restype = ctypes.c_size_t
     libc.fclose.argtypes = [ctypes.c_void_p]
+    return libc
+
+
+def read_through_pinned(torch, path, chunk, use_fread=False, use_preadv=False, out=None,
+                        pinned=None, read_seconds=None):
+    """A loader's staging: the file read into a pinned buffer `chunk` bytes at a time (raw
+    readinto: one read(2) each; or C's fread on a FILE, as llama.cpp's loader reads), each buffer
+    copied to its place in one GPU tensor. The tensor and the buffer are made here unless given
+    (bench/lab/read_loop.py keeps them from pass to pass); `read_seconds`, a list, gets each read's
+    time."""
+    import ctypes
+    size = os.path.getsize(path)
+    if out is None:
+        out = torch.empty(size, dtype=torch.uint8, device="cuda")
+    if pinned is None:
+        pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
+    view = memoryview(pinned.numpy())
+    libc = process_libc()
     at = 0
     halves = [view[:chunk // 2], view[chunk // 2:]]
     with open(path, "rb", buffering=0) as f:
         fp = libc.fopen(path.encode(), b"rb") if use_fread else None
         while at < size:
+            r0 = time.perf_counter()
             if use_preadv:  # two segments, at the loader's own offset
                 got = os.preadv(f.fileno(), halves, at)
             else:
                 got = (libc.fread(ctypes.c_void_p(pinned.data_ptr()), 1, chunk, fp) if use_fread
                        else f.readinto(view))
+            if read_seconds is not None:
+                read_seconds.append(time.perf_counter() - r0)
             if not got:
                 break
             out[at:at + got].copy_(pinned[:got])  # synchronous: the buffer is read again next

@@ -13,13 +13,14 @@ the GPU are kept), and for each call (issue 32, lab/NOTES.md 84):
   bound free    no copy: what the call would take if every copy, host-leg call and wait took no
                 time and the threads' own work overlapped as it did (exact for one thread)
   bound link    bound free plus the call's host<->device bytes at LINK GB/s one after another:
-                a pinned loader's best, its copies never overlapping its work
+                the call with copies as fast as pinned memory's, none of them overlapping its work
 
 usage: load_bounds.py TRACE.tsv[.gz] [REPORT.json] [--link GBPS]   (REPORT: TRACE's .json)"""
 import gzip
 import json
 import os
 import sys
+
 
 def rows(path):
     opener = gzip.open if path.endswith(".gz") else open

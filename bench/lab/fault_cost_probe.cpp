@@ -18,8 +18,14 @@
 //   anon-1st    memcpy of each piece of new anonymous memory, populated (MADV_POPULATE_WRITE:
 //               the kernel has zeroed every page) but not yet read by the process
 //   anon-2nd    the same memory copied again (every page read once before)
+//   pread       pread of each piece from the file (the page cache read without mapping it: what a
+//               copy from a shared file mapping could do instead; session 41, issue 32)
+//
+// With --ring BYTES the pieces land in one buffer of that size shared by the threads, piece i at
+// slot i (as cmt's staging ring takes them) instead of one buffer a thread that stays in its cache.
 //
 // usage: cmt-lab-fault-cost [--bytes 64M] [--piece 1M] [--threads 1,2] [--reps 5] [--dir /var/tmp]
+//                           [--ring 0]
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -46,17 +52,18 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-enum class Mode { Touch, Populate, Copy, PopulateCopy, Mapped, AnonFirst, AnonSecond };
-const char* const kNames[] = {"touch",  "populate", "copy",    "pop+copy",
-                              "mapped", "anon-1st", "anon-2nd"};
-constexpr int kModes = 7;
+enum class Mode { Touch, Populate, Copy, PopulateCopy, Mapped, AnonFirst, AnonSecond, Pread };
+const char* const kNames[] = {"touch",  "populate", "copy",     "pop+copy",
+                              "mapped", "anon-1st", "anon-2nd", "pread"};
+constexpr int kModes = 8;
 
 void populate(const char* p, std::size_t n) {
   madvise(const_cast<char*>(p), n, MADV_POPULATE_READ);  // a refusal leaves the faults to the copy
 }
 
 // One pass over a fresh mapping of `fd` in `mode`: seconds.
-double one_pass(int fd, std::size_t bytes, std::size_t piece, int threads, Mode mode) {
+double one_pass(int fd, std::size_t bytes, std::size_t piece, int threads, Mode mode,
+                std::vector<char>& ring) {
   const bool anon = mode == Mode::AnonFirst || mode == Mode::AnonSecond;
   char* m = static_cast<char*>(anon ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
                                            MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
@@ -76,16 +83,24 @@ double one_pass(int fd, std::size_t bytes, std::size_t piece, int threads, Mode 
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
-      std::vector<char> buf(piece);
+      std::vector<char> own(ring.empty() ? piece : 0);
+      const std::size_t slots = ring.size() / piece;
       unsigned long sum = 0;
       for (std::size_t i; (i = next.fetch_add(1)) < pieces;) {
         const char* p = m + i * piece;
+        char* buf = ring.empty() ? own.data() : ring.data() + (i % slots) * piece;
+        if (mode == Mode::Pread) {
+          if (pread(fd, buf, piece, static_cast<off_t>(i * piece)) != static_cast<ssize_t>(piece))
+            sum += 1u << 30;  // shows as a wrong sum; never expected for a file in the cache
+          sum += static_cast<unsigned char>(buf[i % piece]);
+          continue;
+        }
         if (mode == Mode::Touch) {
           for (std::size_t at = 0; at < piece; at += 4096) sum += static_cast<unsigned char>(p[at]);
           continue;
         }
         if (mode == Mode::Populate || mode == Mode::PopulateCopy) populate(p, piece);
-        if (mode != Mode::Populate) std::memcpy(buf.data(), p, piece);
+        if (mode != Mode::Populate) std::memcpy(buf, p, piece);
         sum += static_cast<unsigned char>(buf[i % piece]);
       }
       sink += sum;
@@ -100,7 +115,7 @@ double one_pass(int fd, std::size_t bytes, std::size_t piece, int threads, Mode 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::size_t bytes = 64u << 20, piece = 1u << 20;
+  std::size_t bytes = 64u << 20, piece = 1u << 20, ring_bytes = 0;
   std::vector<int> thread_counts = {1, 2};
   int reps = 5;
   std::string dir = "/var/tmp";
@@ -108,6 +123,8 @@ int main(int argc, char** argv) {
                "cmt-lab-fault-cost"};
   cmt::bench::add_size(app, "--bytes", &bytes, "The file's size");
   cmt::bench::add_size(app, "--piece", &piece, "Each thread's piece");
+  cmt::bench::add_size(app, "--ring", &ring_bytes,
+                       "One shared destination of this size (0: each thread's own)");
   app.add_option("--threads", thread_counts, "Thread counts")->delimiter(',');
   app.add_option("--reps", reps, "Repetitions of each")->check(CLI::Range(1, 100));
   app.add_option("--dir", dir, "Where the file goes (not tmpfs, to measure a disk file's cache)");
@@ -119,14 +136,17 @@ int main(int argc, char** argv) {
     std::perror("cmt-lab-fault-cost: the file");
     return 1;
   }
-  std::printf("%zu MiB file in the page cache, pieces of %zu KiB; ms per MiB, median of %d\n",
-              bytes >> 20, piece >> 10, reps);
+  std::vector<char> ring(ring_bytes ? std::max(piece, ring_bytes / piece * piece) : 0);
+  if (!ring.empty()) std::memset(ring.data(), 1, ring.size());  // mapped in before any pass
+  std::printf(
+      "%zu MiB file in the page cache, pieces of %zu KiB into %s; ms per MiB, median of %d\n",
+      bytes >> 20, piece >> 10, ring.empty() ? "each thread's buffer" : "a shared ring", reps);
   for (int threads : thread_counts) {
     std::printf("%2d thread(s):", threads);
     for (int mode = 0; mode < kModes; ++mode) {
       std::vector<double> ms;
       for (int r = 0; r < reps; ++r)
-        ms.push_back(one_pass(fd, bytes, piece, threads, static_cast<Mode>(mode)) * 1e3 /
+        ms.push_back(one_pass(fd, bytes, piece, threads, static_cast<Mode>(mode), ring) * 1e3 /
                      static_cast<double>(bytes >> 20));
       std::sort(ms.begin(), ms.end());
       std::printf("  %s %.3f", kNames[mode], ms[ms.size() / 2]);

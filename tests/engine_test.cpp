@@ -806,6 +806,31 @@ TEST(CopyEngine, DeviceToHostLanesHaveTheirOwnSlotSize) {
                                                                    : std::size_t{16} << 10);
 }
 
+// A lane's first copy waits for the lane to be built (its ring's memory faulted in and
+// registered, the GPU's copy threads started: 12-35 ms on the H100, lab/NOTES.md 86); each lane
+// keeps what its build took, part by part. The second lane of the GPU finds the threads running.
+TEST(CopyEngine, EachLaneKeepsWhatBuildingItTook) {
+  fake::FakeDriver fake(5);
+  fake.faults.host_register_us = 3000;  // pinning its pages takes a while, as in CUDA
+  CopyEngine engine(fake.api(), small_config(3, 64 << 10, 4));
+  round_trip(fake, engine, (1u << 20) + 77, 3, 5, CU_STREAM_LEGACY, false, 21);
+  auto lanes = engine.lanes();
+  ASSERT_EQ(lanes.size(), 2u);  // one each way
+  std::sort(lanes.begin(), lanes.end(), [](const LaneInfo& a, const LaneInfo& b) {
+    return a.direction == Direction::HostToDevice && b.direction != Direction::HostToDevice;
+  });
+  for (const LaneInfo& l : lanes) {
+    EXPECT_GE(l.ring_build.register_ns, 3'000'000) << "the fake's registration was not timed";
+    EXPECT_GT(l.ring_build.fault_ns, 0);
+    EXPECT_GE(l.ring_build.events_ns, 0);
+    EXPECT_GE(l.build_ns, l.ring_build.fault_ns + l.ring_build.register_ns +
+                              l.ring_build.events_ns + l.threads_start_ns)
+        << "the parts add up to more than the whole";
+  }
+  EXPECT_GT(lanes[0].threads_start_ns, 0) << "the first lane started the GPU's threads";
+  EXPECT_EQ(lanes[1].threads_start_ns, 0) << "the second lane found them running";
+}
+
 // CMT_LOG=debug traces each copy, and for H2D waits for its DMAs to say when each completed:
 // the copies stay byte-exact and the trace names every piece.
 TEST(CopyEngine, TracedCopiesAreByteExactAndLogged) {

@@ -268,6 +268,8 @@ void note_unregistered(std::uintptr_t lo) {
 CUresult mem_host_register(void* p, size_t bytes, unsigned) {
   unsafe_call();
   if (g_fake->faults.host_register != CUDA_SUCCESS) return g_fake->faults.host_register;
+  if (g_fake->faults.host_register_us > 0)
+    std::this_thread::sleep_for(std::chrono::microseconds(g_fake->faults.host_register_us));
   g_fake->register_count.fetch_add(1);
   std::lock_guard<std::mutex> lk(g_fake->mu);
   // As CUDA: whole pages are registered, and a page registered already makes the call fail.

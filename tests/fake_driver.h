@@ -27,6 +27,7 @@ namespace cmt::fake {
 
 struct Faults {
   CUresult host_register = CUDA_SUCCESS;  // returned by cuMemHostRegister
+  int host_register_us = 0;               // how long cuMemHostRegister takes (pinning pages)
   CUresult event_create = CUDA_SUCCESS;
   long dma_fail_at = -1;  // the n-th DMA enqueue (from 0) fails...
   CUresult dma_fail_code = CUDA_ERROR_ILLEGAL_ADDRESS;

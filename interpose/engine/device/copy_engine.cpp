@@ -76,6 +76,8 @@ struct CopyEngine::Lane {
   CUresult broken_by = CUDA_SUCCESS;    // what broke the last one
   CUresult unavailable = CUDA_SUCCESS;  // set if the lane could not be built: forward for good
   int index = 0;  // among its context's and direction's lanes, in the order made
+  std::int64_t build_ns = 0;          // the last prepare that built its ring, whole (LaneInfo)
+  std::int64_t threads_start_ns = 0;  // the part of it that started the GPU's copy threads
 };
 
 CopyEngine::CopyEngine(const DriverApi& driver, const Config& config, PinnedBudget& budget)
@@ -159,6 +161,7 @@ void CopyEngine::release_lane(Lane& lane) {
 CUresult CopyEngine::prepare(Lane& lane) {
   if (lane.unavailable != CUDA_SUCCESS) return lane.unavailable;
   if (lane.ring && !lane.ring->broken()) return CUDA_SUCCESS;
+  const std::int64_t began_ns = steady_now_ns();
   // Staging memory near the GPU, workers on its cores.
   CUdevice device = 0;
   char bus_id[64] = {};
@@ -219,7 +222,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
     const unsigned threads = pool_threads(per_copy, where.cpus.size());
     std::string why = "more lanes than a pool serves";
     try {
-      GpuPool& pool = pool_for(pci, per_copy, threads, where.cpus, c);
+      GpuPool& pool = pool_for(pci, per_copy, threads, where.cpus, c, &lane.threads_start_ns);
       lane.queue = pool.threads->add_queue(per_copy);
       lane.pool = &pool;
     } catch (const std::exception& e) {
@@ -232,22 +235,30 @@ CUresult CopyEngine::prepare(Lane& lane) {
       return give_up(CUDA_ERROR_OPERATING_SYSTEM,
                      "cannot start " + std::to_string(threads) + " copy threads (" + why + ")");
     }
-    CMT_LOG(info,
-            "lane ready: device {} ({}), NUMA node {}, {} threads per copy of the GPU's {} "
-            "(up to {} once its copies overlap) on {} cores from {}, {} x {} KiB staging",
-            static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, per_copy,
-            lane.pool->threads->size(), lane.pool->most, where.cpus.size(), where.cpus.front(),
-            c.slots, slot_bytes >> 10);
   }
+  lane.build_ns = steady_now_ns() - began_ns;
+  // Said at each build (a broken ring's replacement too): its first copy waited this long.
+  const RingBuildTimes& t = lane.ring->build_times();
+  CMT_LOG(info,
+          "lane ready: device {} ({}), NUMA node {}, {} threads per copy of the GPU's {} (up to {} "
+          "once its copies overlap) on {} cores from {}, {} x {} KiB staging; built in {:.1f} ms "
+          "(staging memory faulted in {:.1f} ms, registered {:.1f} ms; copy threads started {:.1f} "
+          "ms)",
+          static_cast<int>(device), pci.empty() ? "?" : pci, where.numa_node, lane.queue->threads(),
+          lane.pool->threads->size(), lane.pool->most, where.cpus.size(), where.cpus.front(),
+          c.slots, slot_bytes >> 10, lane.build_ns / 1e6, t.fault_ns / 1e6, t.register_ns / 1e6,
+          lane.threads_start_ns / 1e6);
   return CUDA_SUCCESS;
 }
 
 CopyEngine::GpuPool& CopyEngine::pool_for(const std::string& pci, unsigned per_copy, unsigned most,
-                                          const std::vector<int>& cpus,
-                                          const Config& gpu_config) {
+                                          const std::vector<int>& cpus, const Config& gpu_config,
+                                          std::int64_t* started_ns) {
   std::lock_guard<std::mutex> lk(pools_mu_);
+  *started_ns = 0;
   for (auto& pool : pools_)
     if (pool->pci == pci) return *pool;
+  const std::int64_t began_ns = steady_now_ns();
   auto pool = std::make_unique<GpuPool>();
   pool->pci = pci;
   pool->most = std::max(most, per_copy);
@@ -255,6 +266,7 @@ CopyEngine::GpuPool& CopyEngine::pool_for(const std::string& pci, unsigned per_c
       per_copy, cpus, std::chrono::microseconds(gpu_config.spin_us), FaultSignals::Blocked,
       gpu_config.wake_ahead);
   pools_.push_back(std::move(pool));
+  *started_ns = steady_now_ns() - began_ns;
   return *pools_.back();
 }
 
@@ -264,7 +276,8 @@ std::vector<LaneInfo> CopyEngine::lanes() {
   for (auto& lane : lanes_) {
     if (lane->held || !lane->ring || !lane->queue) continue;
     out.push_back({lane->ctx, lane->direction, lane->queue->threads(), lane->pool->threads->size(),
-                   lane->ring->size(), lane->ring->slot_bytes()});
+                   lane->ring->size(), lane->ring->slot_bytes(), lane->build_ns,
+                   lane->ring->build_times(), lane->threads_start_ns});
   }
   return out;
 }

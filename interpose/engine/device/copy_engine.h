@@ -22,6 +22,7 @@
 #include "cuda/driver_api.h"
 #include "engine/device/copy_plan.h"
 #include "engine/shared/pinned_budget.h"
+#include "engine/shared/staging_ring.h"
 #include "engine/shared/worker_pool.h"
 
 namespace cmt {
@@ -33,6 +34,12 @@ struct LaneInfo {
   unsigned threads;       // the most pool threads one copy uses (its issuer helps too)
   unsigned pool_threads;  // the GPU's pool, shared by its lanes, as many threads as it has now
   std::size_t slots, slot_bytes;
+  // What building it took, before its first copy could start (that copy waits for it): the
+  // whole prepare, and its parts (the ring's memory faulted in and registered; the GPU's copy
+  // threads started, 0 where another lane had started them).
+  std::int64_t build_ns;
+  RingBuildTimes ring_build;
+  std::int64_t threads_start_ns;
 };
 
 class CopyEngine {
@@ -97,9 +104,11 @@ class CopyEngine {
   CUresult prepare(Lane& lane);  // builds the lane's ring and queue; called holding the lane
   // The copy threads of the GPU at `pci`, started with the first lane that needs them: one
   // copy's worth, `per_copy`, and `most` once two of the GPU's copies run at once; idle as
-  // `gpu_config` (that GPU's knobs) says: spin_us, wake_ahead.
+  // `gpu_config` (that GPU's knobs) says: spin_us, wake_ahead. `*started_ns`: how long starting
+  // them took, 0 where they were running already.
   GpuPool& pool_for(const std::string& pci, unsigned per_copy, unsigned most,
-                    const std::vector<int>& cpus, const Config& gpu_config);
+                    const std::vector<int>& cpus, const Config& gpu_config,
+                    std::int64_t* started_ns);
   CopyOutcome host_to_device(Lane& lane, const CopyRequest& request);
   CopyOutcome device_to_host(Lane& lane, const CopyRequest& request);
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/steady_clock.h"
 #include "cuda/real_dl.h"
 
 namespace cmt {
@@ -47,6 +48,7 @@ std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsign
                                                  std::size_t slot_bytes, int numa_node,
                                                  PinnedBudget::Hold hold, CUresult* error) {
   *error = CUDA_SUCCESS;
+  const std::int64_t t0 = steady_now_ns();
   std::unique_ptr<StagingRing> ring(new StagingRing(driver));
   ring->hold_ = std::move(hold);
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -63,11 +65,15 @@ std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsign
   // A forked child must not share (or lose) the parent's pinned pages.
   madvise(mem, ring->mapped_bytes_, MADV_DONTFORK);
   std::memset(mem, 0, ring->mapped_bytes_);  // fault the pages in on the chosen node
+  const std::int64_t t1 = steady_now_ns();
+  ring->build_times_.fault_ns = t1 - t0;
 
   RelaxedCaptureMode relaxed(driver);
   *error = driver.mem_host_register(mem, ring->mapped_bytes_, CU_MEMHOSTREGISTER_PORTABLE);
   if (*error != CUDA_SUCCESS) return nullptr;
   ring->registered_ = true;
+  const std::int64_t t2 = steady_now_ns();
+  ring->build_times_.register_ns = t2 - t1;
   for (unsigned i = 0; i < slots; ++i) {
     auto s = std::make_unique<StagingSlot>();
     s->data = static_cast<char*>(mem) + i * ring->slot_bytes_;
@@ -75,6 +81,7 @@ std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsign
     if (*error != CUDA_SUCCESS) return nullptr;
     ring->slots_.push_back(std::move(s));
   }
+  ring->build_times_.events_ns = steady_now_ns() - t2;
   return ring;
 }
 

@@ -25,6 +25,13 @@ struct StagingSlot {
   std::atomic<std::size_t> units_done{0};  // units of the current piece finished so far
 };
 
+// What making a ring took, part by part (a lane's first copy waits for it: lab/NOTES.md 86).
+struct RingBuildTimes {
+  std::int64_t fault_ns = 0;     // mapping the memory and faulting its pages in
+  std::int64_t register_ns = 0;  // registering it with the driver (pinning the pages)
+  std::int64_t events_ns = 0;    // one event per slot
+};
+
 class StagingRing {
  public:
   // Allocates `slots` buffers of `slot_bytes` each, their bytes taken from the pinned budget
@@ -46,6 +53,8 @@ class StagingRing {
   // has, or the driver's error.
   CUresult poll_idle(StagingSlot& s);
 
+  const RingBuildTimes& build_times() const { return build_times_; }
+
   // Marks the ring unusable (a driver error left its events in doubt); the engine replaces it.
   void mark_broken() { broken_ = true; }
   bool broken() const { return broken_; }
@@ -61,6 +70,7 @@ class StagingRing {
   std::size_t slot_bytes_ = 0;
   bool broken_ = false;
   PinnedBudget::Hold hold_;
+  RingBuildTimes build_times_;
 };
 
 }  // namespace cmt

@@ -215,6 +215,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
                             std::to_string(slot_bytes) + " bytes of pinned staging memory (" +
                             cuda_error_text(driver_, why) + ")");
   }
+  lane.threads_start_ns = 0;  // a rebuilt ring's lane has its threads
   if (!lane.queue) {
     // Every lane of a GPU draws on one pool of threads, each copy on at most `per_copy` of them
     // plus its issuer, so concurrent copies share the cores instead of oversubscribing them.

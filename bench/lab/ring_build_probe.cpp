@@ -6,6 +6,9 @@
 //   fault      mmap + memset (the ring's way of faulting its pages in on the chosen node)
 //   populate   mmap + madvise(MADV_POPULATE_WRITE) (Linux 5.14: the same pages, no exception each)
 //   register   cuMemHostRegister(PORTABLE) of the faulted memory (pinning it for the DMA engine)
+//   1st write  a memset of the registered memory, as the copy threads' first staging writes it
+//              (on the development VM a page populated but never written costs its first write
+//              what the memset would have: NOTES 76)
 //   hostalloc  cuMemHostAlloc(PORTABLE): the driver's own pinned allocation, in one call
 //   unregister cuMemHostUnregister + munmap, and cuMemFreeHost (what a ring's end costs)
 // The process's first of each is printed apart: a lane is built once per process.
@@ -36,7 +39,8 @@ double ms_since(Clock::time_point t0) {
 }
 
 struct Row {
-  std::vector<double> fault, populate, reg_faulted, reg_populated, hostalloc, unreg, free_host;
+  std::vector<double> fault, populate, reg_faulted, reg_populated, write_faulted, write_populated,
+      hostalloc, write_hostalloc, unreg, free_host;
 };
 
 void* fresh_mapping(std::size_t bytes) {
@@ -57,6 +61,9 @@ void one_round(std::size_t bytes, Row* row) {
   t0 = Clock::now();
   CMT_CHECK_CU(cuMemHostRegister(a, bytes, CU_MEMHOSTREGISTER_PORTABLE));
   row->reg_faulted.push_back(ms_since(t0));
+  t0 = Clock::now();
+  std::memset(a, 1, bytes);
+  row->write_faulted.push_back(ms_since(t0));
 
   t0 = Clock::now();
   void* b = fresh_mapping(bytes);
@@ -66,11 +73,17 @@ void one_round(std::size_t bytes, Row* row) {
   t0 = Clock::now();
   CMT_CHECK_CU(cuMemHostRegister(b, bytes, CU_MEMHOSTREGISTER_PORTABLE));
   row->reg_populated.push_back(ms_since(t0));
+  t0 = Clock::now();
+  std::memset(b, 1, bytes);
+  row->write_populated.push_back(ms_since(t0));
 
   t0 = Clock::now();
   void* c = nullptr;
   CMT_CHECK_CU(cuMemHostAlloc(&c, bytes, CU_MEMHOSTALLOC_PORTABLE));
   row->hostalloc.push_back(ms_since(t0));
+  t0 = Clock::now();
+  std::memset(c, 1, bytes);
+  row->write_hostalloc.push_back(ms_since(t0));
 
   t0 = Clock::now();
   CMT_CHECK_CU(cuMemHostUnregister(a));
@@ -115,7 +128,10 @@ int main(int argc, char** argv) {
     say("mmap + POPULATE_WRITE", row.populate);
     say("register (memset)", row.reg_faulted);
     say("register (populated)", row.reg_populated);
+    say("1st write (memset)", row.write_faulted);
+    say("1st write (populated)", row.write_populated);
     say("cuMemHostAlloc", row.hostalloc);
+    say("1st write (hostalloc)", row.write_hostalloc);
     say("unregister + munmap", row.unreg);
     say("cuMemFreeHost", row.free_host);
   }

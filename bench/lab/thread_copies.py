@@ -7,9 +7,10 @@ wants none below it, and eight at 39.0. One pass per thread count in turn, so th
 drift falls on every count alike; each pass is loaders.copy_all itself (`.to('cuda')` then the
 stream's synchronize, each thread on its own stream, tensors taken in turn).
 
-  --blocking-sync  cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync) before CUDA starts: the
-                   threads waiting in a synchronize sleep instead of spinning on a core (do the
-                   waiters of four threads take cores from cmt's copy threads?)
+  --blocking-sync  the primary context's flags set to CU_CTX_SCHED_BLOCKING_SYNC through the
+                   driver before CUDA starts: the threads waiting in a synchronize sleep instead
+                   of spinning on a core (do the waiters of four threads take cores from cmt's
+                   copy threads?)
   --mapped         each pass from a fresh np.memmap of the file (loaders.py's mapped-T)
   --pinned         from pinned copies of the tensors (the ceiling)
 
@@ -42,7 +43,8 @@ def main():
         cuda = ctypes.CDLL("libcuda.so.1")
         dev = ctypes.c_int()
         rc = [cuda.cuInit(0), cuda.cuDeviceGet(ctypes.byref(dev), 0)]
-        setter = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None) or cuda.cuDevicePrimaryCtxSetFlags
+        setter = (getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None)
+                  or cuda.cuDevicePrimaryCtxSetFlags)
         rc.append(setter(dev, 4))  # CU_CTX_SCHED_BLOCKING_SYNC
         print(f"primary context BLOCKING_SYNC: {rc}", flush=True)
     import numpy as np

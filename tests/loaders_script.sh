@@ -13,6 +13,23 @@ sys.argv = ["loaders.py", "--reps", "2"]
 spec = importlib.util.spec_from_file_location("loaders", path)
 L = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(L)
+L.REPS = 2  # as main() sets it from --reps
+# The command line: an unknown flag or a malformed --mode is refused, naming it.
+import contextlib, io
+for bad in (["cmt", "--only", "x"], ["cmt", "--mode", "nocolon"], [], ["cmt", "--hf", "--hf-only"]):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            L.parse_args(bad)
+            raise AssertionError(f"{bad} was accepted")
+        except SystemExit as e:
+            assert e.code == 2, (bad, e.code)
+    assert "--only" in err.getvalue() or bad != ["cmt", "--only", "x"], err.getvalue()
+a = L.parse_args(["cmt", "--rounds", "2", "--files-only", "--mode", "m:A=1,B=2", "--deadline", "9"])
+assert (a.cmt, a.rounds, a.files_only, a.deadline) == ("cmt", 2, True, 9.0), a
+assert L.parse_modes(a.mode)["m"] == {"A": "1", "B": "2"}
+c = L.parse_args(["--child", "copies", "b.bin", "b.json", "--reps", "1"])
+assert c.child == ["copies", "b.bin", "b.json"] and c.reps == 1, c
 work = tempfile.mkdtemp()
 blob, index, at = os.path.join(work, "b.bin"), [], 0
 with open(blob, "wb") as f:

@@ -9,9 +9,15 @@
 //   1st write  a memset of the registered memory, as the copy threads' first staging writes it
 //              (on the development VM a page populated but never written costs its first write
 //              what the memset would have: NOTES 76)
+//   huge       mmap 2 MiB aligned + madvise(MADV_HUGEPAGE) + memset: one fault per 2 MiB instead of
+//              512 (THP is `madvise` on the GPU VMs: nothing is huge unless asked; a 4 KiB first
+//              touch there costs about 2.5 us, NOTES 25, which is 15 ms for a 24 MiB ring)
+//   huge+pop   the same aligned huge-page mapping faulted with MADV_POPULATE_WRITE instead of the
+//              memset (the kernel zeroes each 2 MiB page; the memset then writes it a second time)
 //   hostalloc  cuMemHostAlloc(PORTABLE): the driver's own pinned allocation, in one call
 //   unregister cuMemHostUnregister + munmap, and cuMemFreeHost (what a ring's end costs)
-// The process's first of each is printed apart: a lane is built once per process.
+// The process's first of each is printed apart: a lane is built once per process. Session 42's run
+// (results/2026-12-06-h200-ring-huge-pages-s42.txt) had every method but huge+pop, added after it.
 //
 // usage: cmt-lab-ring-build [--sizes 24M,48M] [--reps 5]
 #include <cuda.h>
@@ -19,6 +25,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -39,8 +46,8 @@ double ms_since(Clock::time_point t0) {
 }
 
 struct Row {
-  std::vector<double> fault, populate, reg_faulted, reg_populated, write_faulted, write_populated,
-      hostalloc, write_hostalloc, unreg, free_host;
+  std::vector<double> fault, populate, huge, huge_populate, reg_faulted, reg_populated, reg_huge,
+      write_faulted, write_populated, write_huge, hostalloc, write_hostalloc, unreg, free_host;
 };
 
 void* fresh_mapping(std::size_t bytes) {
@@ -49,6 +56,16 @@ void* fresh_mapping(std::size_t bytes) {
     std::perror("cmt-lab-ring-build: mmap");
     std::exit(1);
   }
+  return p;
+}
+
+constexpr std::size_t kHuge = std::size_t{2} << 20;
+
+// `bytes` at a 2 MiB boundary inside a larger mapping (the slack is left mapped: a lab program).
+void* huge_mapping(std::size_t bytes) {
+  const auto raw = reinterpret_cast<std::uintptr_t>(fresh_mapping(bytes + kHuge));
+  void* p = reinterpret_cast<void*>((raw + kHuge - 1) / kHuge * kHuge);
+  if (madvise(p, bytes, MADV_HUGEPAGE) != 0) std::perror("cmt-lab-ring-build: MADV_HUGEPAGE");
   return p;
 }
 
@@ -78,6 +95,21 @@ void one_round(std::size_t bytes, Row* row) {
   row->write_populated.push_back(ms_since(t0));
 
   t0 = Clock::now();
+  void* h = huge_mapping(bytes);
+  std::memset(h, 0, bytes);
+  row->huge.push_back(ms_since(t0));
+  t0 = Clock::now();
+  void* hp = huge_mapping(bytes);
+  if (madvise(hp, bytes, MADV_POPULATE_WRITE) != 0) std::memset(hp, 0, bytes);
+  row->huge_populate.push_back(ms_since(t0));
+  t0 = Clock::now();
+  CMT_CHECK_CU(cuMemHostRegister(h, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+  row->reg_huge.push_back(ms_since(t0));
+  t0 = Clock::now();
+  std::memset(h, 1, bytes);
+  row->write_huge.push_back(ms_since(t0));
+
+  t0 = Clock::now();
   void* c = nullptr;
   CMT_CHECK_CU(cuMemHostAlloc(&c, bytes, CU_MEMHOSTALLOC_PORTABLE));
   row->hostalloc.push_back(ms_since(t0));
@@ -91,6 +123,9 @@ void one_round(std::size_t bytes, Row* row) {
   row->unreg.push_back(ms_since(t0));
   CMT_CHECK_CU(cuMemHostUnregister(b));
   munmap(b, bytes);
+  CMT_CHECK_CU(cuMemHostUnregister(h));
+  munmap(h, bytes);
+  munmap(hp, bytes);
   t0 = Clock::now();
   CMT_CHECK_CU(cuMemFreeHost(c));
   row->free_host.push_back(ms_since(t0));
@@ -126,10 +161,14 @@ int main(int argc, char** argv) {
                 bytes >> 20, reps);
     say("mmap + memset", row.fault);
     say("mmap + POPULATE_WRITE", row.populate);
+    say("mmap huge + memset", row.huge);
+    say("mmap huge + POPULATE", row.huge_populate);
     say("register (memset)", row.reg_faulted);
     say("register (populated)", row.reg_populated);
+    say("register (huge)", row.reg_huge);
     say("1st write (memset)", row.write_faulted);
     say("1st write (populated)", row.write_populated);
+    say("1st write (huge)", row.write_huge);
     say("cuMemHostAlloc", row.hostalloc);
     say("1st write (hostalloc)", row.write_hostalloc);
     say("unregister + munmap", row.unreg);

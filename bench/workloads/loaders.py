@@ -46,6 +46,7 @@ usage: loaders.py CMT [--rounds N] [--reps N] [--mode NAME:VAR=VAL,...]... [--hf
 --deadline S starts no further round once the longest round so far would end past S seconds,
 and reports the rounds done (a device call's limit then cuts rounds, not the report).
 """
+import argparse
 import json
 import os
 import statistics
@@ -62,7 +63,7 @@ HIDDEN, INTER, VOCAB, LAYERS, KV = 2048, 5632, 32000, 22, 256
 THREADS = (1, 4, 8)
 # Each scenario's repetitions in one process: a single pass of 2.2 GB takes 0.05-0.3 s, and single
 # passes of one mode differed by 10-20% between processes (lab/NOTES.md 48).
-REPS = int(sys.argv[sys.argv.index("--reps") + 1]) if "--reps" in sys.argv else 3
+REPS = 3  # --reps
 
 
 def shapes():
@@ -373,12 +374,41 @@ def run_child(cmt, mode_env, record, args):
     return doc
 
 
-def parse_modes(argv):
+def parse_args(argv):
+    """The command line, by argparse: an unknown flag or a missing value is refused with a message
+    that names it (a flag misspelt in a device call would otherwise be ignored and cost the call)."""
+    p = argparse.ArgumentParser(prog="loaders.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("cmt", nargs="?", metavar="CMT", help="the cmt launcher to run children with")
+    p.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)  # run_child's
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--reps", type=int, default=REPS)
+    p.add_argument("--mode", action="append", default=[], metavar="NAME:VAR=VAL,...")
+    hf = p.add_mutually_exclusive_group()
+    hf.add_argument("--hf", action="store_true")
+    hf.add_argument("--hf-only", action="store_true")
+    files = p.add_mutually_exclusive_group()
+    files.add_argument("--files", action="store_true")
+    files.add_argument("--files-only", action="store_true")
+    p.add_argument("--record", metavar="DIR")
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--workdir", metavar="DIR")
+    p.add_argument("--deadline", type=float, metavar="SECONDS")
+    args = p.parse_args(argv)
+    if not args.child and not args.cmt:
+        p.error("CMT, the cmt launcher, is required")
+    for m in args.mode:
+        name, colon, assigns = m.partition(":")
+        if not name or not colon or any("=" not in kv for kv in assigns.split(",") if kv):
+            p.error(f"--mode {m!r}: expected NAME:VAR=VAL,... (e.g. lanes1:CMT_LANES=1)")
+    return args
+
+
+def parse_modes(mode_args):
     modes = {"default": {"CMT_DISABLE": "1"}, "cmt": {}}
-    for i, a in enumerate(argv):
-        if a == "--mode":
-            name, _, assigns = argv[i + 1].partition(":")
-            modes[name] = dict(kv.split("=", 1) for kv in assigns.split(",") if kv)
+    for m in mode_args:
+        name, _, assigns = m.partition(":")
+        modes[name] = dict(kv.split("=", 1) for kv in assigns.split(",") if kv)
     return modes
 
 
@@ -405,43 +435,41 @@ def summarize(runs, modes):
 
 
 def main():
-    if "--child" in sys.argv:
-        i = sys.argv.index("--child")
-        what = sys.argv[i + 1]
+    global REPS
+    args = parse_args(sys.argv[1:])
+    REPS = args.reps
+    if args.child:
+        what, rest = args.child[0], args.child[1:]
         if what == "hf":
-            doc = child_hf(sys.argv[i + 2])
+            doc = child_hf(rest[0])
         elif what == "files":
-            doc = child_files(sys.argv[i + 2], sys.argv[i + 3], sys.argv[i + 4],
-                              json.load(open(sys.argv[i + 5])))
+            doc = child_files(rest[0], rest[1], rest[2], json.load(open(rest[3])))
         else:
-            doc = child_copies(sys.argv[i + 2], json.load(open(sys.argv[i + 3])))
+            doc = child_copies(rest[0], json.load(open(rest[1])))
         print(json.dumps(doc))
         return 0
-    cmt = sys.argv[1]
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
-    modes = parse_modes(sys.argv)
-    workdir = (sys.argv[sys.argv.index("--workdir") + 1] if "--workdir" in sys.argv
-               else tempfile.mkdtemp(prefix="cmt-loaders-"))
+    cmt = args.cmt
+    rounds = args.rounds
+    modes = parse_modes(args.mode)
+    workdir = args.workdir or tempfile.mkdtemp(prefix="cmt-loaders-")
     os.makedirs(workdir, exist_ok=True)
     blob = os.path.join(workdir, "model.bin")
     index = write_blob(blob)
     json.dump(index, open(blob + ".json", "w"))
     subprocess.run(["cat", blob], stdout=subprocess.DEVNULL)  # in the page cache
-    hf = prepare_hf(workdir) if "--hf" in sys.argv or "--hf-only" in sys.argv else None
-    files = (prepare_files(workdir, blob, index)
-             if "--files" in sys.argv or "--files-only" in sys.argv else None)
+    hf = prepare_hf(workdir) if args.hf or args.hf_only else None
+    files = prepare_files(workdir, blob, index) if args.files or args.files_only else None
     files_args = ["files", *files, blob, blob + ".json"] if files else None
     doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, reps=REPS, modes=modes,
                bytes=sum(n for _, _, n in index), tensors=len(index))
     runs = {m: [] for m in modes}
     hf_runs = {m: [] for m in modes}
     file_runs = {m: [] for m in modes}
-    copies = "--hf-only" not in sys.argv and "--files-only" not in sys.argv
+    copies = not args.hf_only and not args.files_only
     order = list(modes.items())
     # --deadline S: start no round that would end more than S seconds after the start, judged by
     # the longest round so far, so that a device call's time limit cuts a round, never the report.
-    deadline = (float(sys.argv[sys.argv.index("--deadline") + 1]) if "--deadline" in sys.argv
-                else None)
+    deadline = args.deadline
     began, longest = time.perf_counter(), 0.0
     for r in range(rounds):
         elapsed = time.perf_counter() - began
@@ -485,8 +513,8 @@ def main():
                          "runs_s": [r["seconds"] for r in v if "seconds" in r],
                          "first_call_runs_s": [r["first_seconds"] for r in v if "seconds" in r]}
                      for m, v in hf_runs.items() if any("seconds" in r for r in v)}
-    if "--record" in sys.argv:
-        out = sys.argv[sys.argv.index("--record") + 1]
+    if args.record:
+        out = args.record
         os.makedirs(out, exist_ok=True)
         for m, env in modes.items():
             if m == "default":
@@ -499,9 +527,9 @@ def main():
             if files:
                 run_child(cmt, env, os.path.join(out, f"files-{m}.tsv"), files_args)
     report(doc)
-    if "--json" in sys.argv:
-        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
-    if "--workdir" not in sys.argv:
+    if args.json:
+        json.dump(doc, open(args.json, "w"), indent=2)
+    if not args.workdir:
         subprocess.run(["rm", "-rf", workdir])
     return 0 if doc["checks"] == ["ok"] else 1
 

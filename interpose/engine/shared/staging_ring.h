@@ -1,6 +1,7 @@
 // A ring of pinned host buffers that copies pass through on their way to or from a GPU. The
-// memory is mapped once, bound to the GPU's NUMA node, pre-faulted and registered with the driver;
-// each slot carries an event marking when the last DMA touching it has finished.
+// memory is mapped once (2 MiB aligned, in transparent huge pages where the kernel has them: a
+// lane's first copy waits for the build), bound to the GPU's NUMA node, pre-faulted and registered
+// with the driver; each slot carries an event marking when the last DMA touching it has finished.
 #pragma once
 
 #include <atomic>

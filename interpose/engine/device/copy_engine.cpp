@@ -205,16 +205,8 @@ CUresult CopyEngine::prepare(Lane& lane) {
                    std::to_string(c.slots) + " staging buffers of " + std::to_string(slot_bytes) +
                        " bytes would take cmt's pinned memory to " +
                        std::to_string((budget_.taken() + ring_bytes) >> 20) + " MiB, past " +
-                       std::to_string(budget_.limit() >> 20) + " MiB (" +
-                       rules::kPinnedShareText + " of this machine's memory)");
-  lane.ring =
-      StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, std::move(hold), &r);
-  if (!lane.ring) {
-    const CUresult why = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
-    return give_up(why, "cannot allocate " + std::to_string(c.slots) + " x " +
-                            std::to_string(slot_bytes) + " bytes of pinned staging memory (" +
-                            cuda_error_text(driver_, why) + ")");
-  }
+                       std::to_string(budget_.limit() >> 20) + " MiB (" + rules::kPinnedShareText +
+                       " of this machine's memory)");
   lane.threads_start_ns = 0;  // a rebuilt ring's lane has its threads
   if (!lane.queue) {
     // Every lane of a GPU draws on one pool of threads, each copy on at most `per_copy` of them
@@ -231,11 +223,19 @@ CUresult CopyEngine::prepare(Lane& lane) {
     } catch (...) {
       why = "an unknown error";
     }
-    if (!lane.queue) {
-      lane.ring.reset();
+    if (!lane.queue)
       return give_up(CUDA_ERROR_OPERATING_SYSTEM,
                      "cannot start " + std::to_string(threads) + " copy threads (" + why + ")");
-    }
+  }
+  // The threads first: they fault the ring in, a 2 MiB block each, where one thread took most of
+  // the build (lab/NOTES.md 88).
+  lane.ring = StagingRing::create(driver_, c.slots, slot_bytes, where.numa_node, std::move(hold),
+                                  &r, lane.queue);
+  if (!lane.ring) {
+    const CUresult why = r == CUDA_SUCCESS ? CUDA_ERROR_OUT_OF_MEMORY : r;
+    return give_up(why, "cannot allocate " + std::to_string(c.slots) + " x " +
+                            std::to_string(slot_bytes) + " bytes of pinned staging memory (" +
+                            cuda_error_text(driver_, why) + ")");
   }
   lane.build_ns = steady_now_ns() - began_ns;
   // Said at each build (a broken ring's replacement too): its first copy waited this long.

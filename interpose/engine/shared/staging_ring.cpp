@@ -11,6 +11,8 @@
 #include "common/log.h"
 #include "common/steady_clock.h"
 #include "cuda/real_dl.h"
+#include "engine/shared/fresh_pages.h"
+#include "engine/shared/worker_pool.h"
 
 namespace cmt {
 
@@ -65,11 +67,37 @@ void* map_huge_aligned(std::size_t bytes) {
   return mem;
 }
 
+// Faults [mem, mem + bytes) in: its whole 2 MiB blocks on `queue`'s threads, one block each
+// (MADV_POPULATE_WRITE: each thread takes its block's one huge-page fault, and no two race for
+// the same page), the rest and any block the kernel refused with a memset here.
+void fault_in(void* mem, std::size_t bytes, WorkQueue* queue) {
+  const FreshBlocks blocks = queue && can_populate() ? whole_blocks(mem, bytes) : FreshBlocks{};
+  if (blocks.count == 0) {
+    std::memset(mem, 0, bytes);
+    return;
+  }
+  PopulateFresh populate(blocks);
+  queue->begin(&populate);
+  queue->publish(blocks.count);
+  queue->end();
+  if (populate.refused()) {
+    std::memset(mem, 0, bytes);
+    return;
+  }
+  char* const first = static_cast<char*>(mem);
+  char* const done_from = blocks.first;
+  char* const done_to = blocks.first + blocks.count * kFreshBlock;
+  if (done_from > first) std::memset(first, 0, static_cast<std::size_t>(done_from - first));
+  if (first + bytes > done_to)
+    std::memset(done_to, 0, static_cast<std::size_t>(first + bytes - done_to));
+}
+
 }  // namespace
 
 std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsigned slots,
                                                  std::size_t slot_bytes, int numa_node,
-                                                 PinnedBudget::Hold hold, CUresult* error) {
+                                                 PinnedBudget::Hold hold, CUresult* error,
+                                                 WorkQueue* fault_on) {
   *error = CUDA_SUCCESS;
   const std::int64_t t0 = steady_now_ns();
   std::unique_ptr<StagingRing> ring(new StagingRing(driver));
@@ -86,7 +114,7 @@ std::unique_ptr<StagingRing> StagingRing::create(const DriverApi& driver, unsign
   bind_to_node(mem, ring->mapped_bytes_, numa_node);
   // A forked child must not share (or lose) the parent's pinned pages.
   madvise(mem, ring->mapped_bytes_, MADV_DONTFORK);
-  std::memset(mem, 0, ring->mapped_bytes_);  // fault the pages in on the chosen node
+  fault_in(mem, ring->mapped_bytes_, fault_on);  // on the chosen node
   const std::int64_t t1 = steady_now_ns();
   ring->build_times_.fault_ns = t1 - t0;
 

@@ -1,7 +1,8 @@
 // A ring of pinned host buffers that copies pass through on their way to or from a GPU. The
 // memory is mapped once (2 MiB aligned, in transparent huge pages where the kernel has them: a
-// lane's first copy waits for the build), bound to the GPU's NUMA node, pre-faulted and registered
-// with the driver; each slot carries an event marking when the last DMA touching it has finished.
+// lane's first copy waits for the build), bound to the GPU's NUMA node, pre-faulted (by the copy
+// threads where the engine gives them) and registered with the driver; each slot carries an event
+// marking when the last DMA touching it has finished.
 #pragma once
 
 #include <atomic>
@@ -14,6 +15,8 @@
 #include "engine/shared/pinned_budget.h"
 
 namespace cmt {
+
+class WorkQueue;
 
 struct StagingSlot {
   char* data = nullptr;
@@ -38,10 +41,13 @@ class StagingRing {
   // Allocates `slots` buffers of `slot_bytes` each, their bytes taken from the pinned budget
   // beforehand (`hold`, given back when the ring is freed). Returns nullptr and sets *error on
   // failure (everything allocated so far is released). Must be called with the owning context
-  // current.
+  // current. With `fault_on`, the memory's 2 MiB blocks are faulted in by that queue's threads,
+  // one block each, where the kernel can populate (a ring faulted on one thread is most of its
+  // build: lab/NOTES.md 88); without, or where it cannot, by the calling thread.
   static std::unique_ptr<StagingRing> create(const DriverApi& driver, unsigned slots,
                                              std::size_t slot_bytes, int numa_node,
-                                             PinnedBudget::Hold hold, CUresult* error);
+                                             PinnedBudget::Hold hold, CUresult* error,
+                                             WorkQueue* fault_on = nullptr);
   ~StagingRing();
   StagingRing(const StagingRing&) = delete;
   StagingRing& operator=(const StagingRing&) = delete;

@@ -9,6 +9,7 @@ launcher is the same. Bytes are checked in every copy.
 
 usage: entry_paths.py BUILD_DIR [--json FILE] [--rounds N]
 """
+import argparse
 import json
 import os
 import subprocess
@@ -62,8 +63,13 @@ def framework_row(cmt, name):
 
 
 def main():
-    build = sys.argv[1]
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
+    p = argparse.ArgumentParser(prog="entry_paths.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("build", metavar="BUILD_DIR")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--json", metavar="FILE")
+    args = p.parse_args()
+    build, rounds = args.build, args.rounds
     cmt = os.path.join(build, "cmt")
     rows = {}
     for label, exe in (("dynamic cudart", "cmt-entry-bench-dynamic"),
@@ -93,9 +99,9 @@ def main():
         print(f"| {label} | {r['bytes'] >> 20} MiB | {taken} | {d['h2d_gbps']:.1f} -> {c['h2d_gbps']:.1f} | "
               f"{c['h2d_gbps'] / d['h2d_gbps']:.2f}x | {d['d2h_gbps']:.1f} -> {c['d2h_gbps']:.1f} | "
               f"{c['d2h_gbps'] / d['d2h_gbps']:.2f}x |")
-    if "--json" in sys.argv:
+    if args.json:
         doc = dict(machine_meta.meta(cmt, sys.argv), rows=rows)
-        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
+        json.dump(doc, open(args.json, "w"), indent=2)
 
 
 if __name__ == "__main__":

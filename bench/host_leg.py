@@ -20,6 +20,7 @@ usage: host_leg.py CMT CMT_BENCH_HOST [--rounds N] [--parts fill,small,python,fr
 With --versus, small and python also run under another build's `cmt run` (e.g. the commit before
 a change), in the same alternation: its figures are the "versus" ones.
 """
+import argparse
 import json
 import os
 import statistics
@@ -44,28 +45,42 @@ def spread(v):
     return (max(v) - min(v)) / statistics.median(v)
 
 
-def main():
-    cmt, bench = sys.argv[1], sys.argv[2]
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 5
-    doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds)
-    parts = (sys.argv[sys.argv.index("--parts") + 1].split(",") if "--parts" in sys.argv
-             else ["fill", "small", "python", "fresh"])
-    unknown = set(parts) - {"fill", "small", "python", "fresh"}
+PARTS = ("fill", "small", "python", "fresh")
+
+
+def part_list(text):
+    parts = text.split(",")
+    unknown = sorted(set(parts) - set(PARTS))
     if unknown:
-        sys.exit(f"host_leg.py: unknown part(s) {', '.join(sorted(unknown))} "
-                 "(expected fill, small, python, fresh)")
+        raise argparse.ArgumentTypeError(
+            f"unknown part(s) {', '.join(unknown)} (expected {', '.join(PARTS)})")
+    return parts
+
+
+def main():
+    p = argparse.ArgumentParser(prog="host_leg.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("cmt", metavar="CMT")
+    p.add_argument("bench", metavar="CMT_BENCH_HOST")
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--parts", type=part_list, default=",".join(PARTS), metavar="a,b")
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--versus", metavar="OTHER_CMT")
+    args = p.parse_args()
+    cmt, bench, rounds, parts = args.cmt, args.bench, args.rounds, args.parts
+    doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds)
 
     if "fill" in parts:
         fill(cmt, bench, rounds, doc)
-    versus = sys.argv[sys.argv.index("--versus") + 1] if "--versus" in sys.argv else None
+    versus = args.versus
     if "small" in parts:
         small(cmt, bench, rounds, doc, versus)
     if "python" in parts:
         python(cmt, rounds, doc, versus)
     if "fresh" in parts:
         fresh(cmt, bench, rounds, doc)
-    if "--json" in sys.argv:
-        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
+    if args.json:
+        json.dump(doc, open(args.json, "w"), indent=2)
     ok = (doc.get("fill", {}).get("wrong", 0) == 0 and
           all(r.get("wrong", 1) == 0 for r in doc.get("fresh", {}).values()))
     return 0 if ok else 1

@@ -15,6 +15,7 @@ runs both builds finished.
 usage: versus_concurrent.py BEFORE_CMT AFTER_CMT --rounds N --out DIR [--only NAME,...] [--json FILE]
        versus_concurrent.py --runs DIR [--json FILE]
 """
+import argparse
 import json
 import os
 import statistics
@@ -55,23 +56,42 @@ def finished_runs(out):
             for side, by in runs.items()}
 
 
+def parse_args(argv):
+    """The command line, by argparse: an unknown flag or config is refused, named."""
+    p = argparse.ArgumentParser(prog="versus_concurrent.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("before", nargs="?", metavar="BEFORE_CMT")
+    p.add_argument("after", nargs="?", metavar="AFTER_CMT")
+    p.add_argument("--runs", metavar="DIR", help="summarize the finished runs in DIR instead")
+    p.add_argument("--rounds", type=int)
+    p.add_argument("--out", metavar="DIR")
+    p.add_argument("--only", type=config_list, metavar="NAME,...")
+    p.add_argument("--json", metavar="FILE")
+    args = p.parse_args(argv)
+    if not args.runs and not (args.before and args.after and args.rounds and args.out):
+        p.error("BEFORE_CMT AFTER_CMT --rounds N --out DIR are required (or --runs DIR)")
+    return args
+
+
+def config_list(text):
+    names = text.split(",")
+    unknown = [n for n in names if n not in CONFIGS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"{','.join(unknown)}: not one of {', '.join(CONFIGS)}")
+    return names
+
+
 def main():
-    if "--runs" in sys.argv:
+    args = parse_args(sys.argv[1:])
+    if args.runs:
         before = after = None
         rounds = None
-        runs = finished_runs(sys.argv[sys.argv.index("--runs") + 1])
+        runs = finished_runs(args.runs)
     else:
-        before, after = sys.argv[1], sys.argv[2]
-        rounds = int(sys.argv[sys.argv.index("--rounds") + 1])
-        if "--only" in sys.argv:
-            only = sys.argv[sys.argv.index("--only") + 1].split(",")
-            unknown = [n for n in only if n not in CONFIGS]
-            if unknown:
-                sys.exit(f"versus_concurrent.py: --only {','.join(unknown)}: not one of {', '.join(CONFIGS)}")
-            for n in list(CONFIGS):
-                if n not in only:
-                    del CONFIGS[n]
-        out = sys.argv[sys.argv.index("--out") + 1]
+        before, after, rounds, out = args.before, args.after, args.rounds, args.out
+        for n in list(CONFIGS):
+            if args.only and n not in args.only:
+                del CONFIGS[n]
         os.makedirs(out, exist_ok=True)
         runs = {"before": {n: [] for n in CONFIGS}, "after": {n: [] for n in CONFIGS}}
         for r in range(rounds):
@@ -100,10 +120,10 @@ def main():
                       f"{ratio:12.3f} {spread(b):6.2f}/{spread(a):.2f}")
     wrong = sum(d.get("wrong_windows", 0) for side in runs.values() for v in side.values() for d in v)
     print(f"wrong windows: {wrong}")
-    if "--json" in sys.argv:
+    if args.json:
         json.dump({"benchmark": "versus_concurrent.py", "before": before, "after": after,
                    "rounds": rounds, "summary": summary, "wrong_windows": wrong},
-                  open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=1)
+                  open(args.json, "w"), indent=1)
     return 1 if wrong else 0
 
 

@@ -3,7 +3,8 @@
 # (tests/data/standins): a child runs every copy scenario --reps times and checks its bytes, one
 # whose "copy" changes a byte is caught, and the parent's summary and report read what children
 # return; train_loop.py's parent with stand-in children; and bench/lab/load_bounds.py on a
-# made-up trace of one loader call. So a device call is not lost to a mistake in the script.
+# made-up trace of one loader call; and that every benchmark script refuses a misspelt flag. So a
+# device call is not lost to a mistake in the script or its command line.
 set -eu
 src=$1
 PYTHONPATH="$src/tests/data/standins" python3 - "$src/bench/workloads/loaders.py" <<'PY'
@@ -27,7 +28,7 @@ for bad in (["cmt", "--only", "x"], ["cmt", "--mode", "nocolon"], [], ["cmt", "-
     assert "--only" in err.getvalue() or bad != ["cmt", "--only", "x"], err.getvalue()
 a = L.parse_args(["cmt", "--rounds", "2", "--files-only", "--mode", "m:A=1,B=2", "--deadline", "9"])
 assert (a.cmt, a.rounds, a.files_only, a.deadline) == ("cmt", 2, True, 9.0), a
-assert L.parse_modes(a.mode)["m"] == {"A": "1", "B": "2"}
+assert L.modes_from(a.mode)["m"] == {"A": "1", "B": "2"}
 c = L.parse_args(["--child", "copies", "b.bin", "b.json", "--reps", "1"])
 assert c.child == ["copies", "b.bin", "b.json"] and c.reps == 1, c
 work = tempfile.mkdtemp()
@@ -162,3 +163,30 @@ got = L.read_through_pinned(FakeTorch, path, 65536, True, out=out, pinned=pinned
 assert got is out and bytes(out.mv) == data and len(reads) == 4, len(reads)  # the last one short
 print("ok: loaders.read_through_pinned reads every byte, each way")
 PY
+# Every benchmark script parses its flags with argparse: a misspelt flag or a bad value stops it
+# with exit 2 and a message naming it, before any work (one ignored would cost a device call).
+refuses() {  # SCRIPT (under bench/) EXPECTED-IN-MESSAGE ARGS...
+  script=$1 want=$2; shift 2
+  rc=0
+  msg=$(python3 "$src/bench/$script" "$@" 2>&1) || rc=$?
+  [ "$rc" = 2 ] || { echo "$script $*: exit $rc, not 2: $msg" >&2; exit 1; }
+  case $msg in *"$want"*) ;; *) echo "$script $*: '$want' not in: $msg" >&2; exit 1 ;; esac
+}
+for s in workloads/loaders.py workloads/train_loop.py workloads/run_all.py workloads/offload.py \
+    entry_paths.py; do
+  refuses $s --onyl CMT --onyl x
+done
+refuses host_leg.py --onyl CMT BENCH --onyl x
+refuses versus_concurrent.py --onyl --runs DIR --onyl x
+refuses workloads/move_tensors.py --rounds --rounds x
+refuses workloads/loaders.py "'nocolon'" CMT --mode nocolon
+refuses workloads/train_loop.py "unknown scenario foo" CMT --only light,foo
+refuses workloads/run_all.py "unknown workload bar" CMT --only bar
+refuses workloads/offload.py "BASE one of" CMT --mode x:nobase
+refuses workloads/offload.py "that name is taken" CMT --mode hot:pinned
+refuses workloads/offload.py "CMT_KEY=VALUE" CMT --same-process --env FOO=1
+refuses workloads/loaders.py "CMT, the cmt launcher, is required" --rounds 2
+refuses host_leg.py "unknown part(s) x" CMT BENCH --parts fill,x
+refuses versus_concurrent.py "not one of" A B --rounds 1 --out DIR --only zz
+refuses versus_concurrent.py "are required" A B --rounds 1
+echo "ok: the benchmark scripts refuse unknown flags and bad values, naming them"

@@ -58,6 +58,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine_meta  # noqa: E402  (bench/machine_meta.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from modes import add_mode_option, modes_from  # noqa: E402  (bench/workloads/modes.py)
 
 HIDDEN, INTER, VOCAB, LAYERS, KV = 2048, 5632, 32000, 22, 256
 THREADS = (1, 4, 8)
@@ -383,7 +385,7 @@ def parse_args(argv):
     p.add_argument("--child", nargs="+", metavar="ARG", help=argparse.SUPPRESS)  # run_child's
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--reps", type=int, default=REPS)
-    p.add_argument("--mode", action="append", default=[], metavar="NAME:VAR=VAL,...")
+    add_mode_option(p)
     hf = p.add_mutually_exclusive_group()
     hf.add_argument("--hf", action="store_true")
     hf.add_argument("--hf-only", action="store_true")
@@ -397,19 +399,7 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if not args.child and not args.cmt:
         p.error("CMT, the cmt launcher, is required")
-    for m in args.mode:
-        name, colon, assigns = m.partition(":")
-        if not name or not colon or any("=" not in kv for kv in assigns.split(",") if kv):
-            p.error(f"--mode {m!r}: expected NAME:VAR=VAL,... (e.g. lanes1:CMT_LANES=1)")
     return args
-
-
-def parse_modes(mode_args):
-    modes = {"default": {"CMT_DISABLE": "1"}, "cmt": {}}
-    for m in mode_args:
-        name, _, assigns = m.partition(":")
-        modes[name] = dict(kv.split("=", 1) for kv in assigns.split(",") if kv)
-    return modes
 
 
 def summarize(runs, modes):
@@ -450,7 +440,7 @@ def main():
         return 0
     cmt = args.cmt
     rounds = args.rounds
-    modes = parse_modes(args.mode)
+    modes = modes_from(args.mode)
     workdir = args.workdir or tempfile.mkdtemp(prefix="cmt-loaders-")
     os.makedirs(workdir, exist_ok=True)
     blob = os.path.join(workdir, "model.bin")

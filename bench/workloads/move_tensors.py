@@ -6,11 +6,16 @@ real mix, and as a workload on its own.
 
 usage: move_tensors.py [--rounds N]   exit 77 where torch or a GPU is missing
 """
+import argparse
 import sys
 import time
 
 
 def main():
+    p = argparse.ArgumentParser(prog="move_tensors.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
     try:
         import numpy as np
         import torch
@@ -19,7 +24,7 @@ def main():
     except ImportError as e:
         print(f"skipped: {e}")
         sys.exit(77)
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 3
+    rounds = args.rounds
     rng = np.random.default_rng(3)
     # 48 x 8 MiB (a batch of activations or layers) and 3 x 256 MiB (embeddings, big weights).
     sizes = [8 << 20] * 48 + [256 << 20] * 3

@@ -39,6 +39,7 @@ usage: offload.py CMT [--rounds N] [--passes N] [--modes M,...] [--mode NAME:BAS
        offload.py CMT --same-process [--register hot|auto|off] [--env KEY=VALUE,...] [--rounds N]
                      [--passes N] [--json FILE]
 """
+import argparse
 import hashlib
 import json
 import os
@@ -308,40 +309,75 @@ def same_process(cmt, rounds, passes, json_path, register="hot", extra=None):
     return 0 if same else 1
 
 
-def main():
-    if sys.argv[1] == "--child":
-        return child(sys.argv[2] == "pinned", int(sys.argv[3]))
-    if sys.argv[1] == "--child-same":
-        return child_same(int(sys.argv[2]), sys.argv[3] if len(sys.argv) > 3 else "hot")
-    cmt = sys.argv[1]
-    arg = lambda name, default: sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
-    rounds, passes = int(arg("--rounds", 2)), int(arg("--passes", 5))
-    if "--same-process" in sys.argv:
-        register = arg("--register", "hot")
-        if register not in ("hot", "auto", "off"):
-            sys.exit(f"offload.py: --register takes hot, auto or off, not {register!r}")
-        pairs = [kv for kv in arg("--env", "").split(",") if kv]
-        if any("=" not in kv or not kv.startswith("CMT_") for kv in pairs):
-            sys.exit(f"offload.py: --env takes CMT_KEY=VALUE,..., not {arg('--env', '')!r}")
-        extra = dict(kv.split("=", 1) for kv in pairs)
-        return same_process(cmt, rounds, passes, arg("--json", None), register, extra)
+def parse_args(argv):
+    """The command line, by argparse: an unknown flag or a bad value is refused, named."""
+    p = argparse.ArgumentParser(prog="offload.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("cmt", nargs="?", metavar="CMT", help="the cmt launcher to run children with")
+    p.add_argument("--child", nargs=2, metavar=("MODE", "PASSES"), help=argparse.SUPPRESS)
+    p.add_argument("--child-same", nargs="+", metavar="ARG", help=argparse.SUPPRESS)
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--passes", type=int, default=5)
+    p.add_argument("--same-process", action="store_true")
+    p.add_argument("--register", choices=("hot", "auto", "off"), default="hot")
+    p.add_argument("--env", type=cmt_env, default={}, metavar="CMT_KEY=VALUE,...")
     # --modes hot,pinned,...: those modes only, in that order (a short device call prints each as
     # it ends).
-    modes = arg("--modes", "default,staged,hot,pinned").split(",")
-    if not modes or any(m not in BASES for m in modes):
-        sys.exit(f"offload.py: --modes takes default, staged, hot and pinned, not {arg('--modes', '')!r}")
-    # name -> (base mode, extra environment)
-    how = {m: (m, {}) for m in modes}
-    for i, a in enumerate(sys.argv):
-        if a != "--mode":
-            continue
-        parts = sys.argv[i + 1].split(":", 2) if i + 1 < len(sys.argv) else []
-        if len(parts) < 2 or parts[1] not in BASES or parts[0] in how:
-            sys.exit(f"offload.py: --mode takes NAME:BASE[:KEY=VALUE,...] with a new NAME and BASE "
-                     f"one of {', '.join(BASES)}, not {sys.argv[i + 1] if i + 1 < len(sys.argv) else ''!r}")
-        extra = dict(kv.split("=", 1) for kv in parts[2].split(",")) if len(parts) == 3 else {}
-        how[parts[0]] = (parts[1], extra)
-        modes.append(parts[0])
+    p.add_argument("--modes", type=base_modes, default=",".join(BASES), metavar="M,...")
+    p.add_argument("--mode", action="append", default=[], type=extra_mode,
+                   metavar="NAME:BASE[:KEY=VALUE,...]")
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--record", metavar="DIR")
+    args = p.parse_args(argv)
+    if not args.child and not args.child_same and not args.cmt:
+        p.error("CMT, the cmt launcher, is required")
+    names = list(args.modes)
+    for name, _, _ in args.mode:
+        if name in names:
+            p.error(f"--mode {name}: that name is taken; give the mode a new one")
+        names.append(name)
+    return args
+
+
+def cmt_env(text):
+    pairs = [kv for kv in text.split(",") if kv]
+    if any("=" not in kv or not kv.startswith("CMT_") for kv in pairs):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CMT_KEY=VALUE,...")
+    return dict(kv.split("=", 1) for kv in pairs)
+
+
+def base_modes(text):
+    modes = text.split(",")
+    if any(m not in BASES for m in modes):
+        raise argparse.ArgumentTypeError(f"{text!r}: the modes are {', '.join(BASES)}")
+    return modes
+
+
+def extra_mode(text):
+    """NAME:BASE[:KEY=VALUE,...] as (name, base, {key: value})."""
+    parts = text.split(":", 2)
+    pairs = [kv for kv in parts[2].split(",") if kv] if len(parts) == 3 else []
+    if len(parts) < 2 or not parts[0] or parts[1] not in BASES or any("=" not in kv for kv in pairs):
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: expected NAME:BASE[:KEY=VALUE,...] with BASE one of {', '.join(BASES)}")
+    return parts[0], parts[1], dict(kv.split("=", 1) for kv in pairs)
+
+
+def main():
+    args = parse_args(sys.argv[1:])
+    if args.child:
+        return child(args.child[0] == "pinned", int(args.child[1]))
+    if args.child_same:
+        return child_same(int(args.child_same[0]),
+                          args.child_same[1] if len(args.child_same) > 1 else "hot")
+    cmt, rounds, passes = args.cmt, args.rounds, args.passes
+    if args.same_process:
+        return same_process(cmt, rounds, passes, args.json, args.register, args.env)
+    modes = list(args.modes)
+    how = {m: (m, {}) for m in modes}  # name -> (base mode, extra environment)
+    for name, base, extra in args.mode:
+        how[name] = (base, extra)
+        modes.append(name)
     results = {m: [] for m in modes}
     digests = set()
     for r in range(rounds):
@@ -380,11 +416,11 @@ def main():
               f"(cmt's copy threads {copy / gb:.3f})")
     same = len(digests) == 1
     print(f"logits identical in every mode and round: {'yes' if same else 'NO'}")
-    if "--record" in sys.argv:
-        os.makedirs(arg("--record", "."), exist_ok=True)
-        run(cmt, "hot", passes, os.path.join(arg("--record", "."), "offload-hot.tsv"))
-    if "--json" in sys.argv:
-        with open(arg("--json", ""), "w") as f:
+    if args.record:
+        os.makedirs(args.record, exist_ok=True)
+        run(cmt, "hot", passes, os.path.join(args.record, "offload-hot.tsv"))
+    if args.json:
+        with open(args.json, "w") as f:
             json.dump(dict(meta, rounds=results, median_s=med, identical=same), f, indent=1)
     return 0 if same else 1
 

@@ -17,6 +17,7 @@ CUDA host memory) and the seconds in them, and the check.
 
 usage: run_all.py CMT_EXECUTABLE [--rounds N] [--only a,b] [--json FILE]
 """
+import argparse
 import hashlib
 import json
 import os
@@ -200,14 +201,35 @@ def run(cmt, name, tmp, with_cmt):
     return out
 
 
+def parse_args(argv):
+    """The command line, by argparse: an unknown flag or workload is refused, named."""
+    p = argparse.ArgumentParser(prog="run_all.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("cmt", nargs="?", metavar="CMT_EXECUTABLE")
+    p.add_argument("--child", nargs=2, metavar=("NAME", "TMP"), help=argparse.SUPPRESS)  # run's
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--only", type=workload_list, default=list(WORKLOADS), metavar="a,b")
+    p.add_argument("--json", metavar="FILE")
+    args = p.parse_args(argv)
+    if not args.child and not args.cmt:
+        p.error("CMT_EXECUTABLE, the cmt launcher, is required")
+    return args
+
+
+def workload_list(text):
+    names = text.split(",")
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown workload {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
+    return names
+
+
 def main():
-    if "--child" in sys.argv:
-        i = sys.argv.index("--child")
-        return child(sys.argv[i + 1], sys.argv[i + 2])
-    cmt = sys.argv[1]
-    rounds = int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else 2
-    names = (sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv
-             else list(WORKLOADS))
+    args = parse_args(sys.argv[1:])
+    if args.child:
+        return child(*args.child)
+    cmt, rounds, names = args.cmt, args.rounds, args.only
     tmp = tempfile.mkdtemp(prefix="cmt-workloads-")
     prepare(tmp, names)
     rows = {}
@@ -236,9 +258,9 @@ def main():
                           "cmt_host_copy_s": statistics.median(r["host_s"] for r in runs["cmt"]),
                           "taken_when_disabled": sum(r["taken"] for r in runs["default"])}
         print(name, json.dumps(rows[name])[:300], flush=True)
-        if "--json" in sys.argv:  # after each workload, so a run cut short keeps what it has
+        if args.json:  # after each workload, so a run cut short keeps what it has
             doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, rows=rows)
-            json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
+            json.dump(doc, open(args.json, "w"), indent=2)
     subprocess.run(["rm", "-rf", tmp])
     print()
     print("| workload | without cmt (s) | with cmt (s) | speed-up | copies taken | in them (s) | host copies taken | in them (s) | check |")

@@ -26,6 +26,7 @@ usage: train_loop.py CMT [--rounds N] [--steps N] [--workers N] [--batch N]
                      [--mode NAME:VAR=VAL,...]...
                      [--only a,b] [--json FILE] [--deadline SECONDS]
 """
+import argparse
 import json
 import os
 import statistics
@@ -35,16 +36,44 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine_meta  # noqa: E402  (bench/machine_meta.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from modes import add_mode_option, modes_from  # noqa: E402  (bench/workloads/modes.py)
 
 IMAGE = (3, 224, 224)
 SCENARIOS = ("light", "light-pin", "resnet18", "resnet18-pin", "loader-only")
 
 
-def arg(name, default):
-    return type(default)(sys.argv[sys.argv.index(name) + 1]) if name in sys.argv else default
+BATCH = 128  # --batch
 
 
-BATCH = arg("--batch", 128)
+def parse_args(argv):
+    """The command line, by argparse: an unknown flag or a bad value is refused, named."""
+    p = argparse.ArgumentParser(prog="train_loop.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("cmt", nargs="?", metavar="CMT", help="the cmt launcher to run children with")
+    p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # run_child's
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--workers", type=int, default=8)
+    p.add_argument("--batch", type=int, default=BATCH)
+    add_mode_option(p)
+    p.add_argument("--only", default=",".join(SCENARIOS), metavar="a,b",
+                   type=scenario_list)
+    p.add_argument("--json", metavar="FILE")
+    p.add_argument("--deadline", type=float, default=0.0, metavar="SECONDS")
+    args = p.parse_args(argv)
+    if not args.child and not args.cmt:
+        p.error("CMT, the cmt launcher, is required")
+    return args
+
+
+def scenario_list(text):
+    names = text.split(",")
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown scenario {', '.join(unknown)} (known: {', '.join(SCENARIOS)})")
+    return names
 
 
 class Images:
@@ -192,21 +221,16 @@ def report(doc):
 
 
 def main():
-    steps, workers = arg("--steps", 40), arg("--workers", 8)
-    only = arg("--only", ",".join(SCENARIOS)).split(",")
-    if "--child" in sys.argv:
+    global BATCH
+    args = parse_args(sys.argv[1:])
+    BATCH = args.batch
+    steps, workers, only = args.steps, args.workers, args.only
+    if args.child:
         print(json.dumps(child(steps, workers, only)))
         return 0
-    if len(sys.argv) < 2 or sys.argv[1].startswith("-"):
-        print(__doc__)
-        return 2
-    cmt, rounds = sys.argv[1], arg("--rounds", 3)
-    modes = {"default": {"CMT_DISABLE": "1"}, "cmt": {}}
-    for i, a in enumerate(sys.argv):
-        if a == "--mode":
-            name, _, assigns = sys.argv[i + 1].partition(":")
-            modes[name] = dict(kv.split("=", 1) for kv in assigns.split(",") if kv)
-    deadline = arg("--deadline", 0.0)
+    cmt, rounds = args.cmt, args.rounds
+    modes = modes_from(args.mode)
+    deadline = args.deadline
     doc = dict(machine_meta.meta(cmt, sys.argv), rounds=rounds, steps=steps, workers=workers,
                batch=BATCH, image=IMAGE, modes=modes)
     runs = {m: [] for m in modes}
@@ -227,8 +251,8 @@ def main():
     doc["checks"] = sorted({d["check"] for v in runs.values() for d in v}) or ["no runs"]
     doc["scenarios"] = summarize(runs)
     report(doc)
-    if "--json" in sys.argv:
-        json.dump(doc, open(sys.argv[sys.argv.index("--json") + 1], "w"), indent=2)
+    if args.json:
+        json.dump(doc, open(args.json, "w"), indent=2)
     return 0 if doc["checks"] == ["ok"] else 1
 
 

@@ -31,6 +31,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import machine_meta  # noqa: E402
+from script_args import name_list  # noqa: E402  (bench/script_args.py)
 
 PYTHON_WORK = """
 import torch
@@ -48,22 +49,13 @@ def spread(v):
 PARTS = ("fill", "small", "python", "fresh")
 
 
-def part_list(text):
-    parts = text.split(",")
-    unknown = sorted(set(parts) - set(PARTS))
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown part(s) {', '.join(unknown)} (expected {', '.join(PARTS)})")
-    return parts
-
-
 def main():
     p = argparse.ArgumentParser(prog="host_leg.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("cmt", metavar="CMT")
     p.add_argument("bench", metavar="CMT_BENCH_HOST")
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--parts", type=part_list, default=",".join(PARTS), metavar="a,b")
+    p.add_argument("--parts", type=name_list(PARTS, "part"), default=",".join(PARTS), metavar="a,b")
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--versus", metavar="OTHER_CMT")
     args = p.parse_args()

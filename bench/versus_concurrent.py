@@ -22,6 +22,8 @@ import statistics
 import subprocess
 import sys
 
+from script_args import name_list  # bench/script_args.py, beside this script
+
 CONFIGS = {  # name: cmt bench copy's arguments (a short form of device_check.sh concurrent)
     "8x256M": ["--threads", "8", "--sizes", "256M", "--seconds", "1", "--rounds", "2"],
     "2x1G": ["--threads", "2", "--sizes", "1G", "--patterns", "both", "--seconds", "1.5",
@@ -65,20 +67,12 @@ def parse_args(argv):
     p.add_argument("--runs", metavar="DIR", help="summarize the finished runs in DIR instead")
     p.add_argument("--rounds", type=int)
     p.add_argument("--out", metavar="DIR")
-    p.add_argument("--only", type=config_list, metavar="NAME,...")
+    p.add_argument("--only", type=name_list(list(CONFIGS), "config"), metavar="NAME,...")
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
     if not args.runs and not (args.before and args.after and args.rounds and args.out):
         p.error("BEFORE_CMT AFTER_CMT --rounds N --out DIR are required (or --runs DIR)")
     return args
-
-
-def config_list(text):
-    names = text.split(",")
-    unknown = [n for n in names if n not in CONFIGS]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"{','.join(unknown)}: not one of {', '.join(CONFIGS)}")
-    return names
 
 
 def main():

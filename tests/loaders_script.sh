@@ -185,8 +185,9 @@ refuses workloads/run_all.py "unknown workload bar" CMT --only bar
 refuses workloads/offload.py "BASE one of" CMT --mode x:nobase
 refuses workloads/offload.py "that name is taken" CMT --mode hot:pinned
 refuses workloads/offload.py "CMT_KEY=VALUE" CMT --same-process --env FOO=1
+refuses workloads/offload.py "unknown mode foo" CMT --modes hot,foo
 refuses workloads/loaders.py "CMT, the cmt launcher, is required" --rounds 2
-refuses host_leg.py "unknown part(s) x" CMT BENCH --parts fill,x
-refuses versus_concurrent.py "not one of" A B --rounds 1 --out DIR --only zz
+refuses host_leg.py "unknown part x" CMT BENCH --parts fill,x
+refuses versus_concurrent.py "unknown config zz" A B --rounds 1 --out DIR --only zz
 refuses versus_concurrent.py "are required" A B --rounds 1
 echo "ok: the benchmark scripts refuse unknown flags and bad values, naming them"

@@ -58,8 +58,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine_meta  # noqa: E402  (bench/machine_meta.py)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from modes import add_mode_option, modes_from  # noqa: E402  (bench/workloads/modes.py)
+from script_args import add_mode_option, modes_from  # noqa: E402  (bench/script_args.py)
 
 HIDDEN, INTER, VOCAB, LAYERS, KV = 2048, 5632, 32000, 22, 256
 THREADS = (1, 4, 8)

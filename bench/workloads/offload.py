@@ -51,6 +51,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine_meta  # noqa: E402  (bench/machine_meta.py)
+from script_args import name_list  # noqa: E402  (bench/script_args.py)
 
 
 def threads_cpu():
@@ -323,7 +324,8 @@ def parse_args(argv):
     p.add_argument("--env", type=cmt_env, default={}, metavar="CMT_KEY=VALUE,...")
     # --modes hot,pinned,...: those modes only, in that order (a short device call prints each as
     # it ends).
-    p.add_argument("--modes", type=base_modes, default=",".join(BASES), metavar="M,...")
+    p.add_argument("--modes", type=name_list(BASES, "mode"), default=",".join(BASES),
+                   metavar="M,...")
     p.add_argument("--mode", action="append", default=[], type=extra_mode,
                    metavar="NAME:BASE[:KEY=VALUE,...]")
     p.add_argument("--json", metavar="FILE")
@@ -344,13 +346,6 @@ def cmt_env(text):
     if any("=" not in kv or not kv.startswith("CMT_") for kv in pairs):
         raise argparse.ArgumentTypeError(f"{text!r}: expected CMT_KEY=VALUE,...")
     return dict(kv.split("=", 1) for kv in pairs)
-
-
-def base_modes(text):
-    modes = text.split(",")
-    if any(m not in BASES for m in modes):
-        raise argparse.ArgumentTypeError(f"{text!r}: the modes are {', '.join(BASES)}")
-    return modes
 
 
 def extra_mode(text):

@@ -30,6 +30,7 @@ import time
 GiB = 1 << 30
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine_meta  # noqa: E402  (bench/machine_meta.py)
+from script_args import name_list  # noqa: E402  (bench/script_args.py)
 
 
 def digest(tensors):
@@ -208,21 +209,13 @@ def parse_args(argv):
     p.add_argument("cmt", nargs="?", metavar="CMT_EXECUTABLE")
     p.add_argument("--child", nargs=2, metavar=("NAME", "TMP"), help=argparse.SUPPRESS)  # run's
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--only", type=workload_list, default=list(WORKLOADS), metavar="a,b")
+    p.add_argument("--only", type=name_list(list(WORKLOADS), "workload"), default=list(WORKLOADS),
+                   metavar="a,b")
     p.add_argument("--json", metavar="FILE")
     args = p.parse_args(argv)
     if not args.child and not args.cmt:
         p.error("CMT_EXECUTABLE, the cmt launcher, is required")
     return args
-
-
-def workload_list(text):
-    names = text.split(",")
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown workload {', '.join(unknown)} (known: {', '.join(WORKLOADS)})")
-    return names
 
 
 def main():

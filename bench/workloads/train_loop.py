@@ -36,8 +36,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import machine_meta  # noqa: E402  (bench/machine_meta.py)
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from modes import add_mode_option, modes_from  # noqa: E402  (bench/workloads/modes.py)
+from script_args import add_mode_option, modes_from, name_list  # noqa: E402  (bench/script_args.py)
 
 IMAGE = (3, 224, 224)
 SCENARIOS = ("light", "light-pin", "resnet18", "resnet18-pin", "loader-only")
@@ -58,22 +57,13 @@ def parse_args(argv):
     p.add_argument("--batch", type=int, default=BATCH)
     add_mode_option(p)
     p.add_argument("--only", default=",".join(SCENARIOS), metavar="a,b",
-                   type=scenario_list)
+                   type=name_list(SCENARIOS, "scenario"))
     p.add_argument("--json", metavar="FILE")
     p.add_argument("--deadline", type=float, default=0.0, metavar="SECONDS")
     args = p.parse_args(argv)
     if not args.child and not args.cmt:
         p.error("CMT, the cmt launcher, is required")
     return args
-
-
-def scenario_list(text):
-    names = text.split(",")
-    unknown = [n for n in names if n not in SCENARIOS]
-    if unknown:
-        raise argparse.ArgumentTypeError(
-            f"unknown scenario {', '.join(unknown)} (known: {', '.join(SCENARIOS)})")
-    return names
 
 
 class Images:

@@ -1,7 +1,22 @@
-"""The processes a workload script compares, and the `--mode` option that adds to them: `default`
-(cmt run with CMT_DISABLE=1: CUDA's own path under the same launcher), `cmt` (the built-in
-defaults), and each `--mode NAME:VAR=VAL,...` (cmt with those environment variables set)."""
+"""What the benchmark scripts' command lines share (each parses its own with argparse, so that a
+misspelt flag stops it instead of being ignored): lists of known names (`--only a,b`), and the
+processes a workload script compares with the `--mode` option that adds to them: `default` (cmt run
+with CMT_DISABLE=1: CUDA's own path under the same launcher), `cmt` (the built-in defaults), and
+each `--mode NAME:VAR=VAL,...` (cmt with those environment variables set)."""
 import argparse
+
+
+def name_list(known, what):
+    """An argparse type: a comma-separated list of names, each one of `known` (e.g. the scenarios
+    for --only); an unknown one is refused, naming it and the known ones."""
+    def parse(text):
+        names = text.split(",")
+        unknown = [n for n in names if n not in known]
+        if unknown:
+            raise argparse.ArgumentTypeError(
+                f"unknown {what} {', '.join(unknown)} (known: {', '.join(known)})")
+        return names
+    return parse
 
 
 def add_mode_option(parser):

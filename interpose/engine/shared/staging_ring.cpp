@@ -45,19 +45,17 @@ void bind_to_node(void* memory, std::size_t bytes, int numa_node) {
     CMT_LOG(debug, "mbind to NUMA node {} failed: {}", numa_node, std::strerror(errno));
 }
 
-constexpr std::size_t kHugePage = std::size_t{2} << 20;
-
 // `bytes` of anonymous memory starting at a 2 MiB boundary, with transparent huge pages asked for
 // (MADV_HUGEPAGE): faulting a ring in 4 KiB pages costs about 2.5 us a page on the GPU VMs, 15 ms
 // for a 24 MiB ring, inside the program's first copy (lab/NOTES.md 87); in 2 MiB pages it is one
 // fault per page. Best effort: where THP is off or no huge page is free, the kernel gives small
 // pages and nothing else changes. The slack around the aligned stretch is unmapped again.
 void* map_huge_aligned(std::size_t bytes) {
-  const std::size_t span = bytes + kHugePage;
+  const std::size_t span = bytes + kFreshBlock;
   void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (raw == MAP_FAILED) return nullptr;
   const auto first = reinterpret_cast<std::uintptr_t>(raw);
-  const std::uintptr_t aligned = (first + kHugePage - 1) / kHugePage * kHugePage;
+  const std::uintptr_t aligned = (first + kFreshBlock - 1) / kFreshBlock * kFreshBlock;
   if (aligned > first) munmap(raw, aligned - first);
   const std::uintptr_t end = first + span;
   if (end > aligned + bytes)
@@ -67,9 +65,10 @@ void* map_huge_aligned(std::size_t bytes) {
   return mem;
 }
 
-// Faults [mem, mem + bytes) in: its whole 2 MiB blocks on `queue`'s threads, one block each
-// (MADV_POPULATE_WRITE: each thread takes its block's one huge-page fault, and no two race for
-// the same page), the rest and any block the kernel refused with a memset here.
+// Faults [mem, mem + bytes) in (`mem` 2 MiB aligned): its whole 2 MiB blocks on `queue`'s threads,
+// one block each (MADV_POPULATE_WRITE: each thread takes its block's one huge-page fault, and no
+// two race for the same page), the tail past them, or all where the kernel refused, with a memset
+// here.
 void fault_in(void* mem, std::size_t bytes, WorkQueue* queue) {
   const FreshBlocks blocks = queue && can_populate() ? whole_blocks(mem, bytes) : FreshBlocks{};
   if (blocks.count == 0) {
@@ -84,12 +83,8 @@ void fault_in(void* mem, std::size_t bytes, WorkQueue* queue) {
     std::memset(mem, 0, bytes);
     return;
   }
-  char* const first = static_cast<char*>(mem);
-  char* const done_from = blocks.first;
-  char* const done_to = blocks.first + blocks.count * kFreshBlock;
-  if (done_from > first) std::memset(first, 0, static_cast<std::size_t>(done_from - first));
-  if (first + bytes > done_to)
-    std::memset(done_to, 0, static_cast<std::size_t>(first + bytes - done_to));
+  const std::size_t populated = blocks.count * kFreshBlock;  // from mem on: it is aligned
+  std::memset(static_cast<char*>(mem) + populated, 0, bytes - populated);
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 #!/bin/sh
-# NOT RUN (session 42's device budget ended): the next session's first call. Carry [".deps"].
+# Written in session 42 (its device budget had ended); run as session 43's first call (an H100, results in archive/2026-12-06/s43/call1/). Carry [".deps"].
 # (1) NOTES 88: a process's first 125 MiB copy each way with the ring faulted in by the copy
 #     threads (abc6015) against the building thread alone (ring-fault-one-thread-lab.patch,
 #     CMT_LAB_RING_FAULT_ONE_THREAD=1) and default, processes taking turns, with `cmt run -v`'s

@@ -24,11 +24,20 @@
 // fresh makes each size and direction's copies on a new thread kept on the GPU's local cores (the
 // stream still the main thread's), and --buffers malloc gives the pageable buffer of each size
 // from malloc(size) on such a thread (its arena's heap or an mmap'd chunk, 16 bytes into a page).
+// Those two did not reproduce the loop's loss (NOTES.md 89: the loop adds 1.2-1.5 us to a hot copy
+// and nothing to a pinned one). A third does what else the benchmark's loop has: --neighbour
+// default mallocs, just before each pageable buffer and on the same thread, the buffer of the
+// benchmark's default mode (so the two may share a page, as the benchmark's do) and adds a sixth
+// mode, default: copies from it with the thread opted out of cmt (cmt_forward_this_thread), CUDA's
+// own pageable path, rotating with the others (with --block 5000, in blocks as the benchmark's
+// windows are).
 //
 // usage: cmt-lab-registered [--sizes 64K,256K,1M] [--reps 2000] [--offset 0] [--block 1]
 //                           [--thread main|fresh] [--buffers aligned|malloc]
+//                           [--neighbour none|default]
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -73,6 +82,7 @@ struct Buffers {
   char* pinned = nullptr;
   char* registered = nullptr;
   char* pageable = nullptr;
+  char* neighbour = nullptr;  // --neighbour default: the benchmark's default-mode buffer
   CUdeviceptr device = 0;
   cudaStream_t stream = nullptr;
 };
@@ -86,7 +96,13 @@ struct Mode {
   CopyFn copy;
 };
 
-std::vector<Mode> modes(Buffers& b) {
+// cmt's switch for a thread's copies (hooks/runtime_hooks.cpp); nullptr without libcmt.so.
+using ForwardFn = int (*)(int);
+ForwardFn forward_switch() {
+  return reinterpret_cast<ForwardFn>(dlsym(RTLD_DEFAULT, "cmt_forward_this_thread"));
+}
+
+std::vector<Mode> modes(Buffers& b, bool with_default) {
   auto runtime = [&b](char* host, std::size_t bytes, bool h2d) {
     void* dev = reinterpret_cast<void*>(b.device);
     CMT_CHECK_CUDA(h2d ? cudaMemcpyAsync(dev, host, bytes, cudaMemcpyHostToDevice, b.stream)
@@ -108,11 +124,20 @@ std::vector<Mode> modes(Buffers& b) {
     driver(host, bytes, h2d);
     CMT_CHECK_CU(cuThreadExchangeStreamCaptureMode(&mode));
   };
-  return {{"pinned", &Buffers::pinned, runtime},
-          {"registered", &Buffers::registered, runtime},
-          {"driver", &Buffers::registered, driver},
-          {"hotcalls", &Buffers::registered, hotcalls},
-          {"pageable", &Buffers::pageable, runtime}};
+  // The benchmark's default mode: CUDA's own path, the thread opted out of cmt for the copy.
+  auto opted_out = [runtime](char* host, std::size_t bytes, bool h2d) {
+    static const ForwardFn forward = forward_switch();
+    if (forward) forward(1);
+    runtime(host, bytes, h2d);
+    if (forward) forward(0);
+  };
+  std::vector<Mode> all = {{"pinned", &Buffers::pinned, runtime},
+                           {"registered", &Buffers::registered, runtime},
+                           {"driver", &Buffers::registered, driver},
+                           {"hotcalls", &Buffers::registered, hotcalls},
+                           {"pageable", &Buffers::pageable, runtime}};
+  if (with_default) all.push_back({"default", &Buffers::neighbour, opted_out});
+  return all;
 }
 
 // Every mode's copy of `bytes` moves the right bytes, one way then back.
@@ -195,8 +220,15 @@ int main(int argc, char** argv) {
                  "The pageable buffer: aligned (page-aligned, one for all sizes), or malloc "
                  "(malloc(size) for each size on a thread on the GPU's cores, as cmt bench copy's)")
       ->check(CLI::IsMember({"aligned", "malloc"}));
+  std::string neighbour = "none";
+  app.add_option("--neighbour", neighbour,
+                 "none, or default: a sixth mode, CUDA's own path with the thread opted out of "
+                 "cmt, from a buffer malloc'd just before the pageable one (as cmt bench copy's "
+                 "default-mode buffer is)")
+      ->check(CLI::IsMember({"none", "default"}));
   CLI11_PARSE(app, argc, argv);
   const bool fresh_thread = thread == "fresh", malloc_buffers = buffers == "malloc";
+  const bool with_default = neighbour == "default";
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "cmt-lab-registered: no CUDA GPU found\n");
@@ -221,29 +253,36 @@ int main(int argc, char** argv) {
   std::memset(b.pageable, 1, largest);
   CMT_CHECK_CU(cuMemHostRegister(b.registered, largest, CU_MEMHOSTREGISTER_PORTABLE));
   CMT_CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.device), largest));
-  std::vector<Mode> all = modes(b);
+  std::vector<char> neighbour_memory(with_default && !malloc_buffers ? largest : 0, 1);
+  b.neighbour = neighbour_memory.data();
+  std::vector<Mode> all = modes(b, with_default);
   char pci[64] = {};
   CMT_CHECK_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), 0));
   const std::vector<int> cpus = cmt::gpu_locality(pci).cpus;
-  std::printf("copies on the %s thread%s; pageable buffer %s\n", thread.c_str(),
+  std::printf("copies on the %s thread%s; pageable buffer %s%s\n", thread.c_str(),
               fresh_thread ? " (on the GPU's local cores)" : "",
-              malloc_buffers ? "malloc(size) for each size" : "page-aligned");
-  std::printf(
-      "size   dir  %12s %12s %12s %12s %12s   (median ns per copy, then mean and 99th percentile; "
-      "/ pinned)\n",
-      all[0].name, all[1].name, all[2].name, all[3].name, all[4].name);
+              malloc_buffers ? "malloc(size) for each size" : "page-aligned",
+              with_default ? "; default: CUDA's own path from the buffer malloc'd before it" : "");
+  std::printf("size   dir ");
+  for (const Mode& m : all) std::printf(" %12s", m.name);
+  std::printf("   (median ns per copy, then mean and 99th percentile; / pinned)\n");
   bool ok = true;
   for (std::size_t bytes : sizes)
     for (bool h2d : {true, false}) {
       char* aligned = b.pageable;
       char* own = nullptr;
       if (malloc_buffers) {  // the benchmark's: malloc(bytes) on a thread on the GPU's cores
-        on_fresh_thread(cpus, [&] { own = static_cast<char*>(std::malloc(bytes)); });
-        if (!own) {
+        on_fresh_thread(cpus, [&] {
+          // The benchmark mallocs its default-mode buffer, then cmt's, on one thread.
+          if (with_default) b.neighbour = static_cast<char*>(std::malloc(bytes));
+          own = static_cast<char*>(std::malloc(bytes));
+        });
+        if (!own || (with_default && !b.neighbour)) {
           std::fprintf(stderr, "cmt-lab-registered: out of memory\n");
           return 1;
         }
         std::memset(own, 1, bytes);
+        if (with_default) std::memset(b.neighbour, 1, bytes);
         b.pageable = own;
       }
       std::vector<std::vector<double>> ns;
@@ -257,6 +296,7 @@ int main(int argc, char** argv) {
         }
       b.pageable = aligned;
       std::free(own);
+      if (malloc_buffers && with_default) std::free(b.neighbour);
     }
   std::printf("check %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;

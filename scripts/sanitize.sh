@@ -18,5 +18,10 @@ cmake --build "$build" --target cmt_cpu_tests
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-"$build/tests/cmt_cpu_tests" --gtest_filter="$filter" --gtest_brief=1
+# The address run shuffles the tests (gtest prints the seed; --gtest_random_seed=N repeats an
+# order): ctest runs each test in a process of its own, and this run in one process is where a
+# test that needs what an earlier one left, or leaves state to a later one, shows.
+order=()
+[ "$kind" = address ] && order+=(--gtest_shuffle)
+"$build/tests/cmt_cpu_tests" --gtest_filter="$filter" --gtest_brief=1 "${order[@]}"
 echo "sanitize.sh: the CPU tests passed under $kind"

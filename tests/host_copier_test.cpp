@@ -49,7 +49,9 @@ TEST(HostMemoryMap, FindsOverlapsAndForgetsRemovedRanges) {
 }
 
 TEST(HostMemoryMap, ReusesFreedEntriesAndRefusesPastItsCapacity) {
-  static HostMemoryMap map;  // 64 KiB: not on the stack
+  // 64 KiB: not on the stack; a new one each run (a static one stayed full for a repeated run).
+  auto owned = std::make_unique<HostMemoryMap>();
+  HostMemoryMap& map = *owned;
   std::vector<char> arena(HostMemoryMap::kCapacity + 1);
   for (std::size_t i = 0; i < HostMemoryMap::kCapacity; ++i) ASSERT_TRUE(map.add(&arena[i], 1));
   EXPECT_FALSE(map.add(&arena[HostMemoryMap::kCapacity], 1));
@@ -591,13 +593,18 @@ TEST(HostLeg, LeavesFilesThatHaveNoSizeToLibc) {
   HostLeg leg(&map);
   leg.arm(copier, host_config(HostCopy::All));
   std::vector<unsigned char> buf(2u << 20);
-  const int maps = open("/proc/self/maps", O_RDONLY);
-  ASSERT_GE(maps, 0);
-  EXPECT_FALSE(leg.take_read(maps, buf.data(), 1u << 20, -1).taken);
-  EXPECT_FALSE(leg.take_read(maps, buf.data(), 1u << 20, 0).taken);
-  iovec seg{buf.data(), 1u << 20};
-  EXPECT_FALSE(leg.take_readv(maps, &seg, 1, -1).taken);
-  close(maps);
+  // On a thread of its own: a readv that finds a descriptor no file leaves the thread a note of it
+  // (HostLeg::kNotFileCalls), and the descriptor's number, closed here, is the next file's in the
+  // tests that follow in this process (run in one process, shuffled, they failed so).
+  std::thread([&] {
+    const int maps = open("/proc/self/maps", O_RDONLY);
+    ASSERT_GE(maps, 0);
+    EXPECT_FALSE(leg.take_read(maps, buf.data(), 1u << 20, -1).taken);
+    EXPECT_FALSE(leg.take_read(maps, buf.data(), 1u << 20, 0).taken);
+    iovec seg{buf.data(), 1u << 20};
+    EXPECT_FALSE(leg.take_readv(maps, &seg, 1, -1).taken);
+    close(maps);
+  }).join();
   // An empty regular file too (nothing to gain), at any offset.
   char name[] = "/tmp/cmt-empty-XXXXXX";
   const int empty = mkstemp(name);
@@ -606,6 +613,38 @@ TEST(HostLeg, LeavesFilesThatHaveNoSizeToLibc) {
   EXPECT_FALSE(leg.take_read(empty, buf.data(), 1u << 20, -1).taken);
   close(empty);
   EXPECT_EQ(copier.counts().read_calls, 0u);
+}
+
+// What kNotFileCalls trades (host_leg.h): a descriptor a thread's readv found to be no file,
+// closed and opened again as a file, is left to libc by that thread's next readv calls on it,
+// and read right by libc; once the note runs out, the threads take it again.
+TEST(HostLeg, ADescriptorReopenedAsAFileIsLeftToLibcUntilItsNoteRunsOut) {
+  const std::size_t size = (2u << 20) + 333;
+  HostCopier copier(host_config(HostCopy::All), 2, {});
+  HostMemoryMap map;
+  HostLeg leg(&map);
+  leg.arm(copier, host_config(HostCopy::All));
+  std::vector<unsigned char> buf(1u << 20);
+  iovec seg{buf.data(), buf.size()};
+  std::thread([&] {
+    int pipe_fds[2];
+    ASSERT_EQ(pipe(pipe_fds), 0);
+    EXPECT_FALSE(leg.take_readv(pipe_fds[0], &seg, 1, -1).taken);
+    const int number = pipe_fds[0];
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    PatternFile file(size);
+    ASSERT_GE(file.fd, 0);
+    ASSERT_EQ(dup2(file.fd, number), number);  // the file, under the pipe's number
+    for (unsigned i = 0; i < HostLeg::kNotFileCalls; ++i)
+      ASSERT_FALSE(leg.take_readv(number, &seg, 1, 0).taken) << "call " << i;
+    EXPECT_EQ(copier.counts().read_calls, 0u);
+    const HostLeg::ReadTaken r = leg.take_readv(number, &seg, 1, 4096);
+    ASSERT_TRUE(r.taken);
+    EXPECT_EQ(r.result, static_cast<long>(buf.size()));
+    EXPECT_EQ(std::memcmp(buf.data(), file.bytes.data() + 4096, buf.size()), 0);
+    close(number);
+  }).join();
 }
 
 // The host leg's decisions, on a leg of the test's own (its own map of CUDA host memory).

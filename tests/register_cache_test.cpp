@@ -250,6 +250,8 @@ void note_neighbour_free(void* chunk) {
 }
 
 TEST(RegisterCache, AFreeFinishedLaterDoesNotWaitForANeighboursRegistrationQueuedBehindIt) {
+  g_neighbour_frees.store(0);  // counted afresh when the test runs again in one process
+  g_neighbour_registered_when_freed.store(false);
   RegisterSettings s;
   s.release_wait = std::chrono::milliseconds(3000);
   Harness h(s);

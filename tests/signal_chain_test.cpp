@@ -170,6 +170,8 @@ void count_usr1(int, siginfo_t* info, void*) {
 // A signal the program handles, arriving while the thread is held: put aside, then sent again to
 // the thread with its own siginfo when the hold is released; the program sees its own handler.
 TEST(SignalChain, ASignalDuringAHoldRunsItsHandlerAtTheRelease) {
+  g_usr1.store(0);  // counted afresh when the test runs again in one process
+  g_usr1_value.store(-1);
   install_cmt_handler();
   struct sigaction mine {}, old {}, seen {}, real {};
   mine.sa_sigaction = count_usr1;

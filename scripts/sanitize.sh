@@ -18,10 +18,14 @@ cmake --build "$build" --target cmt_cpu_tests
 export LSAN_OPTIONS="suppressions=$root/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1"
-# The address run shuffles the tests (gtest prints the seed; --gtest_random_seed=N repeats an
-# order): ctest runs each test in a process of its own, and this run in one process is where a
-# test that needs what an earlier one left, or leaves state to a later one, shows.
+# The address run shuffles the tests: ctest runs each test in a process of its own, and this run
+# in one process is where a test that needs what an earlier one left, or leaves state to a later
+# one, shows. The seed is said here (gtest's brief output does not); CMT_TEST_SEED=N repeats it.
 order=()
-[ "$kind" = address ] && order+=(--gtest_shuffle)
+if [ "$kind" = address ]; then
+  seed=${CMT_TEST_SEED:-$((RANDOM % 99999 + 1))}
+  echo "sanitize.sh: tests in a shuffled order, seed $seed (CMT_TEST_SEED=$seed repeats it)"
+  order+=(--gtest_shuffle "--gtest_random_seed=$seed")
+fi
 "$build/tests/cmt_cpu_tests" --gtest_filter="$filter" --gtest_brief=1 "${order[@]}"
 echo "sanitize.sh: the CPU tests passed under $kind"

@@ -30,11 +30,13 @@
 // benchmark's default mode (so the two may share a page, as the benchmark's do) and adds a sixth
 // mode, default: copies from it with the thread opted out of cmt (cmt_forward_this_thread), CUDA's
 // own pageable path, rotating with the others (with --block 5000, in blocks as the benchmark's
-// windows are).
+// windows are). --neighbour idle mallocs that buffer the same way but never copies it: the shared
+// page without CUDA's pageable copies in between. --thread block makes each block's copies on a
+// new thread, as cmt bench copy makes a thread for each window.
 //
 // usage: cmt-lab-registered [--sizes 64K,256K,1M] [--reps 2000] [--offset 0] [--block 1]
-//                           [--thread main|fresh] [--buffers aligned|malloc]
-//                           [--neighbour none|default]
+//                           [--thread main|fresh|block] [--buffers aligned|malloc]
+//                           [--neighbour none|idle|default]
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
@@ -153,20 +155,25 @@ bool check(Buffers& b, const Mode& m, std::size_t bytes) {
 }
 
 // Every mode's copies of `bytes` one way, `block` at a time in rotation, the first 20 of each
-// mode warming it up: ns per copy, by mode.
+// mode warming it up: ns per copy, by mode. Each block runs inside `around` (on a thread of its
+// own for --thread block, as each of cmt bench copy's windows does).
+using Around = std::function<void(const std::function<void()>&)>;
 std::vector<std::vector<double>> measure(const std::vector<Mode>& all, Buffers& b,
-                                         std::size_t bytes, bool h2d, int reps, int block) {
+                                         std::size_t bytes, bool h2d, int reps, int block,
+                                         const Around& around) {
   std::vector<std::vector<double>> ns(all.size());
   for (int r = 0; r < (reps + 20 + block - 1) / block; ++r)
     for (std::size_t k = 0; k < all.size(); ++k) {
       const std::size_t which = (k + r) % all.size();
       const Mode& m = all[which];
-      for (int i = 0; i < block; ++i) {
-        const auto t0 = Clock::now();
-        m.copy(b.*m.buffer, bytes, h2d);
-        const double t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
-        if (r * block + i >= 20) ns[which].push_back(t);
-      }
+      around([&] {
+        for (int i = 0; i < block; ++i) {
+          const auto t0 = Clock::now();
+          m.copy(b.*m.buffer, bytes, h2d);
+          const double t = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
+          if (r * block + i >= 20) ns[which].push_back(t);
+        }
+      });
     }
   return ns;
 }
@@ -213,22 +220,25 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 4095));
   std::string thread = "main", buffers = "aligned";
   app.add_option("--thread", thread,
-                 "Where the copies are made: main (this thread), or fresh (a new thread for each "
-                 "size and direction, kept on the GPU's local cores, as cmt bench copy's)")
-      ->check(CLI::IsMember({"main", "fresh"}));
+                 "Where the copies are made: main (this thread), fresh (a new thread for each "
+                 "size and direction, kept on the GPU's local cores), or block (a new such "
+                 "thread for each block, as cmt bench copy makes one for each window)")
+      ->check(CLI::IsMember({"main", "fresh", "block"}));
   app.add_option("--buffers", buffers,
                  "The pageable buffer: aligned (page-aligned, one for all sizes), or malloc "
                  "(malloc(size) for each size on a thread on the GPU's cores, as cmt bench copy's)")
       ->check(CLI::IsMember({"aligned", "malloc"}));
   std::string neighbour = "none";
   app.add_option("--neighbour", neighbour,
-                 "none, or default: a sixth mode, CUDA's own path with the thread opted out of "
+                 "none; default: a sixth mode, CUDA's own path with the thread opted out of "
                  "cmt, from a buffer malloc'd just before the pageable one (as cmt bench copy's "
-                 "default-mode buffer is)")
-      ->check(CLI::IsMember({"none", "default"}));
+                 "default-mode buffer is); idle: that buffer malloc'd but never copied")
+      ->check(CLI::IsMember({"none", "idle", "default"}));
   CLI11_PARSE(app, argc, argv);
-  const bool fresh_thread = thread == "fresh", malloc_buffers = buffers == "malloc";
+  const bool fresh_thread = thread == "fresh", thread_a_block = thread == "block";
+  const bool malloc_buffers = buffers == "malloc";
   const bool with_default = neighbour == "default";
+  const bool with_neighbour = neighbour != "none";  // malloc'd before the pageable buffer
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     std::fprintf(stderr, "cmt-lab-registered: no CUDA GPU found\n");
@@ -253,16 +263,18 @@ int main(int argc, char** argv) {
   std::memset(b.pageable, 1, largest);
   CMT_CHECK_CU(cuMemHostRegister(b.registered, largest, CU_MEMHOSTREGISTER_PORTABLE));
   CMT_CHECK_CUDA(cudaMalloc(reinterpret_cast<void**>(&b.device), largest));
-  std::vector<char> neighbour_memory(with_default && !malloc_buffers ? largest : 0, 1);
+  std::vector<char> neighbour_memory(with_neighbour && !malloc_buffers ? largest : 0, 1);
   b.neighbour = neighbour_memory.data();
   std::vector<Mode> all = modes(b, with_default);
   char pci[64] = {};
   CMT_CHECK_CUDA(cudaDeviceGetPCIBusId(pci, sizeof(pci), 0));
   const std::vector<int> cpus = cmt::gpu_locality(pci).cpus;
   std::printf("copies on the %s thread%s; pageable buffer %s%s\n", thread.c_str(),
-              fresh_thread ? " (on the GPU's local cores)" : "",
+              fresh_thread || thread_a_block ? " (on the GPU's local cores)" : "",
               malloc_buffers ? "malloc(size) for each size" : "page-aligned",
-              with_default ? "; default: CUDA's own path from the buffer malloc'd before it" : "");
+              with_default     ? "; default: CUDA's own path from the buffer malloc'd before it"
+              : with_neighbour ? "; a buffer malloc'd before it, never copied"
+                               : "");
   std::printf("size   dir ");
   for (const Mode& m : all) std::printf(" %12s", m.name);
   std::printf("   (median ns per copy, then mean and 99th percentile; / pinned)\n");
@@ -274,19 +286,22 @@ int main(int argc, char** argv) {
       if (malloc_buffers) {  // the benchmark's: malloc(bytes) on a thread on the GPU's cores
         on_fresh_thread(cpus, [&] {
           // The benchmark mallocs its default-mode buffer, then cmt's, on one thread.
-          if (with_default) b.neighbour = static_cast<char*>(std::malloc(bytes));
+          if (with_neighbour) b.neighbour = static_cast<char*>(std::malloc(bytes));
           own = static_cast<char*>(std::malloc(bytes));
         });
-        if (!own || (with_default && !b.neighbour)) {
+        if (!own || (with_neighbour && !b.neighbour)) {
           std::fprintf(stderr, "cmt-lab-registered: out of memory\n");
           return 1;
         }
         std::memset(own, 1, bytes);
-        if (with_default) std::memset(b.neighbour, 1, bytes);
+        if (with_neighbour) std::memset(b.neighbour, 1, bytes);
         b.pageable = own;
       }
       std::vector<std::vector<double>> ns;
-      auto run = [&] { ns = measure(all, b, bytes, h2d, reps, block); };
+      const Around around = [&](const std::function<void()>& copies) {
+        thread_a_block ? on_fresh_thread(cpus, copies) : copies();
+      };
+      auto run = [&] { ns = measure(all, b, bytes, h2d, reps, block, around); };
       fresh_thread ? on_fresh_thread(cpus, run) : run();
       print(ns, bytes, h2d);
       for (const Mode& m : all)
@@ -296,7 +311,7 @@ int main(int argc, char** argv) {
         }
       b.pageable = aligned;
       std::free(own);
-      if (malloc_buffers && with_default) std::free(b.neighbour);
+      if (malloc_buffers && with_neighbour) std::free(b.neighbour);
     }
   std::printf("check %s\n", ok ? "ok" : "FAILED");
   return ok ? 0 : 1;

@@ -9,8 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <mutex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -183,66 +181,6 @@ TEST(WorkerPool, AGrownPoolKeepsAwakeOnlyTheThreadsItsJobsUse) {
   CountingTask again(300);  // and the sleepers still come when there is work
   run_job(q, again, 300);
   EXPECT_TRUE(again.each_ran_once());
-}
-
-// Records which threads ran its units.
-class ThreadsTask final : public UnitTask {
- public:
-  void run_unit(std::size_t) override {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      ids_.insert(std::this_thread::get_id());
-    }
-    for (volatile int spin = 0; spin < 20000; ++spin) {
-    }
-  }
-  std::size_t threads_other_than(std::thread::id issuer) {
-    std::lock_guard<std::mutex> lk(mu_);
-    return ids_.size() - ids_.count(issuer);
-  }
-
- private:
-  std::mutex mu_;
-  std::set<std::thread::id> ids_;
-};
-
-// Awake workers, the median of `samples` looks 1 ms apart.
-unsigned median_awake(const WorkerPool& pool, int samples) {
-  std::vector<unsigned> seen;
-  for (int i = 0; i < samples; ++i) {
-    seen.push_back(pool.awake());
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  std::sort(seen.begin(), seen.end());
-  return seen[seen.size() / 2];
-}
-
-TEST(WorkerPool, BetweenJobsOnlySpinThreadsSpinAndTheNextJobWakesTheRest) {
-  // A spin far longer than the test's looks, so that only spin_threads puts threads to sleep.
-  const auto spin = std::chrono::milliseconds(500);
-  auto awake_between_jobs = [spin](WorkerPool& pool) {
-    CountingTask task(600);
-    run_job(pool.queue(), task, 600);
-    EXPECT_TRUE(task.each_ran_once());
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // past the bridge, in the spin
-    return median_awake(pool, 20);
-  };
-  {
-    WorkerPool all(6, {}, spin, FaultSignals::Blocked, true, 0);
-    EXPECT_EQ(awake_between_jobs(all), 6u) << "spin_threads 0 let threads sleep inside their spin";
-  }
-  WorkerPool capped(6, {}, spin, FaultSignals::Blocked, true, 2);
-  EXPECT_LE(awake_between_jobs(capped), 2u) << "more threads than spin_threads spun between jobs";
-  // The next job wakes the sleepers as it begins, as the engine's issuers do, and all come.
-  ThreadsTask task;
-  WorkQueue& q = capped.queue();
-  q.wake();
-  q.begin(&task);
-  q.publish(4000);
-  while (q.finished() < 4000) q.help();
-  q.end();
-  EXPECT_EQ(task.threads_other_than(std::this_thread::get_id()), 6u)
-      << "sleeping threads did not come to the next job";
 }
 
 // The gaps between jobs on a clock of their own (JobGaps): 1 ms of spin.

@@ -263,12 +263,6 @@ std::vector<OptionSpec> build_table() {
                           "next is due; 0: they spin spin_us after every copy and then sleep "
                           "until a copy wakes them (how benchmarks measure them cold).",
                           &Config::wake_ahead));
-  t.push_back(count_option("spin_threads", "CMT_SPIN_THREADS", Scope::PerGpu, false,
-                           "Of a pool's idle copy threads, at most this many spin through a gap "
-                           "between copies (after 100 us, when no copy is due after a known "
-                           "gap); the others sleep at once and the next copy wakes them, its "
-                           "first pieces taken by those spinning. 0: every idle thread spins.",
-                           &Config::spin_threads, 0, 256));
   t.push_back(flag_option("ramp", "CMT_RAMP", Scope::PerGpu,
                           "Start and end each copy with smaller pieces (doubling up to the piece "
                           "size, then halving), so the first DMA starts and the last one ends "

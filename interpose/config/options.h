@@ -36,7 +36,6 @@ struct Config {
   std::size_t d2h_warm_threshold = 256u << 10;
   unsigned spin_us = 1000;                    // how long idle copy threads spin before sleeping
   bool wake_ahead = true;                     // they nap through long gaps, woken before the next copy
-  unsigned spin_threads = 4;  // of a pool's threads, at most this many spin between copies (0: all)
   bool ramp = true;                           // small pieces at both ends of a copy (engine/device/copy_plan.h)
   CopyMethod h2d_method = CopyMethod::Auto;   // how workers write the staging buffers
   CopyMethod d2h_method = CopyMethod::Auto;   // how workers write the user's buffer

@@ -265,7 +265,7 @@ CopyEngine::GpuPool& CopyEngine::pool_for(const std::string& pci, unsigned per_c
   pool->most = std::max(most, per_copy);
   pool->threads = std::make_unique<WorkerPool>(
       per_copy, cpus, std::chrono::microseconds(gpu_config.spin_us), FaultSignals::Blocked,
-      gpu_config.wake_ahead, gpu_config.spin_threads);
+      gpu_config.wake_ahead);
   pools_.push_back(std::move(pool));
   *started_ns = steady_now_ns() - began_ns;
   return *pools_.back();

@@ -145,9 +145,9 @@ std::size_t unit_for(std::size_t bytes, std::size_t threads) {
 
 HostCopier::HostCopier(const Config& config, unsigned threads, const std::vector<int>& cpus)
     : fresh_pages_(config.fresh_pages),
-      pool_(std::make_unique<WorkerPool>(
-          std::max(1u, threads), cpus, std::chrono::microseconds(config.spin_us),
-          FaultSignals::Delivered, config.wake_ahead, config.spin_threads)) {}
+      pool_(std::make_unique<WorkerPool>(std::max(1u, threads), cpus,
+                                         std::chrono::microseconds(config.spin_us),
+                                         FaultSignals::Delivered, config.wake_ahead)) {}
 
 HostCopier::~HostCopier() = default;
 

@@ -93,11 +93,9 @@ void Backoff::pause() {
 }
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
-                       std::chrono::microseconds idle_spin, FaultSignals faults, bool wake_ahead,
-                       unsigned spin_threads)
+                       std::chrono::microseconds idle_spin, FaultSignals faults, bool wake_ahead)
     : gaps_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_spin).count(), wake_ahead),
       base_threads_(std::max(1u, threads)),
-      spin_threads_(spin_threads),
       cpus_(cpus),
       faults_(faults) {
   add_queue();  // queue(): every thread
@@ -210,15 +208,6 @@ bool WorkerPool::claim_early_sleep() {
   int asleep = sleepers_.load(std::memory_order_seq_cst);
   while (threads - asleep > cap)
     if (sleepers_.compare_exchange_weak(asleep, asleep + 1, std::memory_order_seq_cst)) return true;
-  return false;
-}
-
-bool WorkerPool::claim_spare_sleep(std::int64_t now) {
-  if (spin_threads_ == 0 || !gaps_.spinning_through_gap(now)) return false;
-  const int most = static_cast<int>(spin_threads_);
-  int idle = idle_.load(std::memory_order_seq_cst);
-  while (idle > most)
-    if (idle_.compare_exchange_weak(idle, idle - 1, std::memory_order_seq_cst)) return true;
   return false;
 }
 
@@ -336,23 +325,16 @@ void WorkerPool::worker_main(unsigned index) {
     }
     // Every 64 turns: sleep at once if more workers are awake than the jobs running now can use,
     // else as the gaps between jobs say (JobGaps: once the spin is over, or a nap till the next).
-    // Or, a bridge after the last job, at once if more than spin_threads_ spin through the gap.
     const bool counted = claim_early_sleep();
     JobGaps::Choice choice{JobGaps::Choice::Sleep, 0};
-    bool spare = false;  // idle_ already counts it out
     if (!counted) {
-      const std::int64_t now = steady_now_ns();
-      choice = gaps_.idle(now, idle_since);
+      choice = gaps_.idle(steady_now_ns(), idle_since);
       if (choice.kind == JobGaps::Choice::Spin) {
-        spare = claim_spare_sleep(now);
-        if (!spare) {
-          CMT_CPU_RELAX();
-          continue;
-        }
-        choice = {JobGaps::Choice::Sleep, 0};
+        CMT_CPU_RELAX();
+        continue;
       }
     }
-    if (!spare) idle_.fetch_sub(1, std::memory_order_seq_cst);
+    idle_.fetch_sub(1, std::memory_order_seq_cst);
     // Announce the sleep, then re-check: a publisher either sees us in sleepers_ and bumps the
     // futex word (so the wait returns at once), or we see its work here.
     if (!counted) sleepers_.fetch_add(1, std::memory_order_seq_cst);

@@ -70,13 +70,6 @@ class JobGaps {
   Choice idle(std::int64_t now_ns, std::int64_t idle_since_ns) const;
   // The gap the next job is expected after (0: none, the threads spin through gaps).
   std::int64_t expected_gap_ns() const { return expected_gap_ns_.load(std::memory_order_relaxed); }
-  // Whether at `now_ns` no job has run for kBridge (a copy's own next job, a lane's hand-over,
-  // come within it) and none is expected after a known gap: the threads spin through the gap,
-  // and how many of them do is the pool's choice (WorkerPool's spin_threads).
-  bool spinning_through_gap(std::int64_t now_ns) const {
-    return running_.load(std::memory_order_relaxed) == 0 && expected_gap_ns() == 0 &&
-           now_ns - idle_from_ns_.load(std::memory_order_relaxed) >= kBridge;
-  }
 
  private:
   static constexpr std::int64_t kNever = INT64_MIN / 4;
@@ -146,13 +139,11 @@ class WorkerPool {
  public:
   // Starts `threads` workers allowed on `cpus` (empty: anywhere); an idle worker spins for
   // `idle_spin` before it sleeps, bridging the gaps between units and between back-to-back
-  // copies, and naps through longer gaps if `wake_ahead` (JobGaps). Between jobs at most
-  // `spin_threads` of them spin (0: all); the rest sleep at once and the next job wakes them.
-  // Throws std::system_error if a thread cannot start; the caller then forwards.
+  // copies, and naps through longer gaps if `wake_ahead` (JobGaps). Throws std::system_error if
+  // a thread cannot start; the caller then forwards.
   WorkerPool(unsigned threads, const std::vector<int>& cpus,
              std::chrono::microseconds idle_spin = std::chrono::microseconds(1000),
-             FaultSignals faults = FaultSignals::Blocked, bool wake_ahead = true,
-             unsigned spin_threads = 0);
+             FaultSignals faults = FaultSignals::Blocked, bool wake_ahead = true);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -202,18 +193,9 @@ class WorkerPool {
   // An idle worker's early sleep: true (and counted among the sleepers) if more workers are awake
   // than awake_cap().
   bool claim_early_sleep();
-  // An idle worker's sleep between jobs: true (and no longer counted idle) if more than
-  // spin_threads_ workers spin through a gap with no job running. Fifteen threads spinning 1 ms
-  // after every job, in each of two pools (the engine's, the host leg's), kept 13 of a 16-core
-  // machine's cores busy through a torch.load(map_location='cuda') whose reads and copies
-  // alternate in gaps shorter than the spin (1.04 CPU s/GB at 12.5 GB/s; CUDA's path 0.27 s/GB,
-  // lab/NOTES.md 90); a job's first units need only a few threads at once, and the issuer wakes
-  // the rest as it begins (their wake-up, ~70 us, overlaps the first units).
-  bool claim_spare_sleep(std::int64_t now_ns);
 
   JobGaps gaps_;  // the idle spin, and when the threads nap instead
   const unsigned base_threads_;  // the threads the pool started with
-  const unsigned spin_threads_;  // at most this many spin between jobs (0: all)
   const std::vector<int> cpus_;
   const FaultSignals faults_;
   std::vector<std::thread> threads_;  // changed under add_mu_ only

@@ -3,7 +3,7 @@
 # spin_threads (CMT_SPIN_THREADS, built in 4): of a pool's idle copy threads, at most that many spin
 # through a gap between jobs, the rest sleep and the next job wakes them. Against every thread
 # spinning (CMT_SPIN_THREADS=0, the build before): (1) cmt bench copy, 256K-64M both ways,
-# processes alternating, 2 each: no row slower; (2) loaders.py --hf --files, default / cmt / all
+# processes alternating, 2 each: no row slower; (2) loaders.py --files (no --hf: the budget), default / cmt / all
 # processes alternating, as many rounds as fit: each row's GB/s and the CPU seconds per GB.
 limit=${1:-560}
 start=$(date +%s); o=$OUT/r; mkdir -p $o; b=build-gpu
@@ -35,7 +35,7 @@ PY
 pack
 left=$(( limit - ($(date +%s) - start) ))
 echo "loaders with $left s left"
-[ $left -gt 150 ] && timeout $left python3 bench/workloads/loaders.py $b/cmt --rounds 3 --hf --files \
+[ $left -gt 150 ] && timeout $left python3 bench/workloads/loaders.py $b/cmt --rounds 3 --files \
   --mode all:CMT_SPIN_THREADS=0 --deadline $(( left - 40 )) \
   --workdir /tmp/cmt-loaders --json $o/loaders.json > $o/loaders.txt 2>&1
 echo "loaders rc $? at $(( $(date +%s) - start )) s"; grep -v "^child" $o/loaders.txt | tail -24

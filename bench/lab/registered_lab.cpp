@@ -32,7 +32,9 @@
 // own pageable path, rotating with the others (with --block 5000, in blocks as the benchmark's
 // windows are). --neighbour idle mallocs that buffer the same way but never copies it: the shared
 // page without CUDA's pageable copies in between. --thread block makes each block's copies on a
-// new thread, as cmt bench copy makes a thread for each window.
+// new thread, as cmt bench copy makes a thread for each window. None of them brought the loop's
+// loss back reliably, and on one instance the driver mode, without cmt, lost as much as the hot
+// path: the second stream wait a pageable copy owes its caller (NOTES.md 90).
 //
 // usage: cmt-lab-registered [--sizes 64K,256K,1M] [--reps 2000] [--offset 0] [--block 1]
 //                           [--thread main|fresh|block] [--buffers aligned|malloc]

@@ -45,6 +45,14 @@ want = {f"{k}-{t}" for k in ("mapped", "resident", "pinned") for t in L.THREADS}
 want |= {"gap-1ms", "pinned-gap-1ms"}
 assert doc["check"] == "ok" and set(doc["gbps"]) == want, doc
 assert all(len(v) == 2 for v in doc["reps_gbps"].values()), doc["reps_gbps"]
+# The files child's thread accounting: CPU this thread burns is seen (a thread that has ended
+# by the second snapshot is not: the scenarios' copy threads live as long as the process).
+before = L.thread_cpu()
+t0 = L.time.thread_time()
+while L.time.thread_time() - t0 < 0.1:
+    pass
+used = L.threads_during(before, L.thread_cpu())
+assert sum(sum(v) for v in used.values()) >= 0.03, used
 # A copy that changes a byte is caught.
 import torch
 good = torch._T.to

@@ -270,6 +270,35 @@ def read_through_pinned(torch, path, chunk, use_fread=False, use_preadv=False, o
     return out
 
 
+def thread_cpu():
+    """Each thread of this process: {tid: [name, CPU seconds so far]}, from /proc (utime + stime),
+    to tell which threads ran during a scenario: cmt's copy threads ("cmt-copy"), the program's,
+    torch's own pools."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{tid}/stat") as f:
+                stat = f.read()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2:].split()
+        out[int(tid)] = [name, (int(fields[11]) + int(fields[12])) / tick]
+    return out
+
+
+def threads_during(before, after):
+    """What each thread name's threads used between two thread_cpu() snapshots: {name: [CPU
+    seconds of each thread that used any, largest first]}."""
+    used = {}
+    for tid, (name, s) in after.items():
+        d = s - before.get(tid, [name, 0.0])[1]
+        if d > 0:
+            used.setdefault(name, []).append(round(d, 3))
+    return {name: sorted(v, reverse=True) for name, v in used.items()}
+
+
 def child_files(pt, st, blob, index):
     """Each checkpoint loader once: GB/s over the whole call, CPU s/GB, every byte checked."""
     import numpy as np
@@ -292,30 +321,43 @@ def child_files(pt, st, blob, index):
     loaders = {"torch-load-cuda": lambda: torch.load(pt, map_location="cuda", weights_only=True),
                "torch-load-mmap": mmap_then_copy, "safe-open": safe_open_loop,
                "load-file": lambda: load_file(st, device="cuda"),
-               "read-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20),
-               "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20),
-               "fread-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20, True),
-               "fread-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20, True),
+               "read-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20,
+                                                             read_seconds=reads),
+               "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20,
+                                                              read_seconds=reads),
+               "fread-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20, True,
+                                                              read_seconds=reads),
+               "fread-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20, True,
+                                                               read_seconds=reads),
                "preadv-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20,
-                                                                use_preadv=True)}
+                                                                use_preadv=True,
+                                                                read_seconds=reads)}
     with open(st, "rb") as f:  # the whole file's bytes, for the staging loaders' check
         whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
     results, cpu, windows, ok = {}, {}, {}, True
+    # Where a staging loader's time went (session 40's slow state of the 16 MiB reads, lab/NOTES.md
+    # 84): the time inside its reads, and which threads used the CPU meanwhile.
+    reads, read_s, threads = [], {}, {}
     for name in FILE_SCENARIOS:
+        reads.clear()
+        before = thread_cpu()
         t0, cpu0, w0 = time.perf_counter(), time.process_time(), time.monotonic_ns()
         loaded = loaders[name]()
         torch.cuda.synchronize()
         results[name] = gb / (time.perf_counter() - t0)
         windows[name] = [w0, time.monotonic_ns()]
         cpu[name] = (time.process_time() - cpu0) / gb
+        threads[name] = threads_during(before, thread_cpu())
+        if reads:
+            read_s[name] = round(sum(reads), 4)
         if "pinned" in name:
             ok &= torch.equal(loaded.cpu(), whole)
         else:
             ok &= all(torch.equal(loaded[k].cpu(), resident[k]) for k in names)
         del loaded
         torch.cuda.empty_cache()
-    return {"gbps": results, "cpu_s_per_gb": cpu, "windows_ns": windows,
-            "check": "ok" if ok else "WRONG BYTES"}
+    return {"gbps": results, "cpu_s_per_gb": cpu, "windows_ns": windows, "read_s": read_s,
+            "threads_cpu_s": threads, "check": "ok" if ok else "WRONG BYTES"}
 
 
 def prepare_files(workdir, blob, index):
@@ -493,6 +535,10 @@ def main():
                     runs[m][k]["check"] = r["check"]
             elif not copies:
                 runs[m].append(r)
+    # Each file child's reads and threads, scenario by scenario, as they ran (not summarized).
+    if files:
+        doc["file_children"] = {m: [{k: r[k] for k in ("gbps", "read_s", "threads_cpu_s")
+                                     if k in r} for r in v] for m, v in file_runs.items()}
     runs = {m: [r for r in v if "gbps" in r] for m, v in runs.items()}
     doc["checks"] = sorted({r["check"] for v in runs.values() for r in v} |
                            {r["check"] for v in hf_runs.values() for r in v if "check" in r})

@@ -7,7 +7,8 @@
 # 90). cap4 (CMT_SPIN_THREADS=4) against the built-in: cmt bench copy 256K-64M both ways and
 # the concurrent benchmark at 8 threads, processes alternating; then loaders.py --hf --files, as
 # many rounds as fit. Keep it only if no row is slower beyond the spread and the CPU per GB drops.
-start=$(date +%s); o=$OUT/r; mkdir -p $o; b=build-gpu
+start=$(date +%s); o=$OUT/r;  # T: seconds in all (560)
+ mkdir -p $o; b=build-gpu
 pack() { (cd $OUT && tar czf r.tgz r); }
 p=bench/results/archive/2026-12-06/s44/engine-spin-cap-lab.patch
 { git apply $p 2>/dev/null || patch -p1 < $p; } > $o/patch.txt 2>&1 || { cat $o/patch.txt; exit 1; }
@@ -27,7 +28,7 @@ done
 python3 bench/results/archive/2026-12-06/s44/spin_rows.py $o all cap4 | tee $o/copy-rows.txt
 grep -E "x 8 threads|^  cmt " $o/conc-*.txt
 pack
-left=$(( 560 - ($(date +%s) - start) ))
+left=$(( ${T:-560} - ($(date +%s) - start) ))
 [ $left -gt 150 ] && timeout $left python3 bench/workloads/loaders.py $b/cmt --rounds 3 --hf --files \
   --mode cap4:CMT_SPIN_THREADS=4 --deadline $(( left - 40 )) \
   --workdir /tmp/cmt-loaders --json $o/loaders.json > $o/loaders.txt 2>&1

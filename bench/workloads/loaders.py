@@ -234,18 +234,22 @@ def process_libc():
 
 
 def read_through_pinned(torch, path, chunk, use_fread=False, use_preadv=False, out=None,
-                        pinned=None, read_seconds=None):
+                        pinned=None, read_seconds=None, copy_seconds=None):
     """A loader's staging: the file read into a pinned buffer `chunk` bytes at a time (raw
     readinto: one read(2) each; or C's fread on a FILE, as llama.cpp's loader reads), each buffer
     copied to its place in one GPU tensor. The tensor and the buffer are made here unless given
     (bench/lab/read_loop.py keeps them from pass to pass); `read_seconds`, a list, gets each read's
-    time."""
+    time, and `copy_seconds` each copy's (its synchronize included) after the time making the
+    tensor and the buffer took."""
     import ctypes
     size = os.path.getsize(path)
+    s0 = time.perf_counter()
     if out is None:
         out = torch.empty(size, dtype=torch.uint8, device="cuda")
     if pinned is None:
         pinned = torch.empty(chunk, dtype=torch.uint8).pin_memory()
+    if copy_seconds is not None:
+        copy_seconds.append(time.perf_counter() - s0)
     view = memoryview(pinned.numpy())
     libc = process_libc()
     at = 0
@@ -263,7 +267,10 @@ def read_through_pinned(torch, path, chunk, use_fread=False, use_preadv=False, o
                 read_seconds.append(time.perf_counter() - r0)
             if not got:
                 break
+            c0 = time.perf_counter()
             out[at:at + got].copy_(pinned[:got])  # synchronous: the buffer is read again next
+            if copy_seconds is not None:
+                copy_seconds.append(time.perf_counter() - c0)
             at += got
         if fp:
             libc.fclose(fp)
@@ -299,6 +306,24 @@ def threads_during(before, after):
     return {name: sorted(v, reverse=True) for name, v in used.items()}
 
 
+def staging_times(reads, copies):
+    """A staging loader's reads and copies (copies[0]: making its tensor and buffer), in ms: the
+    setup, each kind's sum, median and largest five, and the copies in tenths of the run (a slow
+    stretch shows where it came)."""
+    def ms(v):
+        return round(v * 1e3, 2)
+    setup, copies = copies[:1], copies[1:]
+    out = {"setup_ms": ms(setup[0]) if setup else None}
+    for kind, v in (("read", reads), ("copy", copies)):
+        if v:
+            out[kind] = {"sum_ms": ms(sum(v)), "median_ms": ms(statistics.median(v)),
+                         "top_ms": [ms(x) for x in sorted(v, reverse=True)[:5]]}
+    if copies:
+        n = len(copies)
+        out["copy_tenths_ms"] = [ms(sum(copies[i * n // 10:(i + 1) * n // 10])) for i in range(10)]
+    return out
+
+
 def child_files(pt, st, blob, index):
     """Each checkpoint loader once: GB/s over the whole call, CPU s/GB, every byte checked."""
     import numpy as np
@@ -322,24 +347,25 @@ def child_files(pt, st, blob, index):
                "torch-load-mmap": mmap_then_copy, "safe-open": safe_open_loop,
                "load-file": lambda: load_file(st, device="cuda"),
                "read-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20,
-                                                             read_seconds=reads),
+                                                             read_seconds=reads, copy_seconds=copies),
                "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20,
-                                                              read_seconds=reads),
+                                                              read_seconds=reads, copy_seconds=copies),
                "fread-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20, True,
-                                                              read_seconds=reads),
+                                                              read_seconds=reads, copy_seconds=copies),
                "fread-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20, True,
-                                                               read_seconds=reads),
+                                                               read_seconds=reads, copy_seconds=copies),
                "preadv-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20,
                                                                 use_preadv=True,
-                                                                read_seconds=reads)}
+                                                                read_seconds=reads, copy_seconds=copies)}
     with open(st, "rb") as f:  # the whole file's bytes, for the staging loaders' check
         whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
     results, cpu, windows, ok = {}, {}, {}, True
     # Where a staging loader's time went (session 40's slow state of the 16 MiB reads, lab/NOTES.md
     # 84): the time inside its reads, and which threads used the CPU meanwhile.
-    reads, read_s, threads = [], {}, {}
+    reads, copies, read_s, staged, threads = [], [], {}, {}, {}
     for name in FILE_SCENARIOS:
         reads.clear()
+        copies.clear()
         before = thread_cpu()
         t0, cpu0, w0 = time.perf_counter(), time.process_time(), time.monotonic_ns()
         loaded = loaders[name]()
@@ -350,6 +376,7 @@ def child_files(pt, st, blob, index):
         threads[name] = threads_during(before, thread_cpu())
         if reads:
             read_s[name] = round(sum(reads), 4)
+            staged[name] = staging_times(reads, copies)
         if "pinned" in name:
             ok &= torch.equal(loaded.cpu(), whole)
         else:
@@ -357,7 +384,7 @@ def child_files(pt, st, blob, index):
         del loaded
         torch.cuda.empty_cache()
     return {"gbps": results, "cpu_s_per_gb": cpu, "windows_ns": windows, "read_s": read_s,
-            "threads_cpu_s": threads, "check": "ok" if ok else "WRONG BYTES"}
+            "staging": staged, "threads_cpu_s": threads, "check": "ok" if ok else "WRONG BYTES"}
 
 
 def prepare_files(workdir, blob, index):
@@ -537,7 +564,8 @@ def main():
                 runs[m].append(r)
     # Each file child's reads and threads, scenario by scenario, as they ran (not summarized).
     if files:
-        doc["file_children"] = {m: [{k: r[k] for k in ("gbps", "read_s", "threads_cpu_s")
+        doc["file_children"] = {m: [{k: r[k] for k in ("gbps", "read_s", "staging",
+                                                                  "threads_cpu_s")
                                      if k in r} for r in v] for m, v in file_runs.items()}
     runs = {m: [r for r in v if "gbps" in r] for m, v in runs.items()}
     doc["checks"] = sorted({r["check"] for v in runs.values() for r in v} |

@@ -51,8 +51,12 @@ before = L.thread_cpu()
 t0 = L.time.thread_time()
 while L.time.thread_time() - t0 < 0.1:
     pass
-used = L.threads_during(before, L.thread_cpu())
+for _ in range(5):  # five sleeps: five voluntary switches at least
+    L.time.sleep(0.001)
+after = L.thread_cpu()
+used = L.threads_during(before, after)
 assert sum(sum(v) for v in used.values()) >= 0.03, used
+assert sum(v[0] for v in L.switches_during(before, after).values()) >= 5, after
 # A copy that changes a byte is caught.
 import torch
 good = torch._T.to

@@ -278,20 +278,25 @@ def read_through_pinned(torch, path, chunk, use_fread=False, use_preadv=False, o
 
 
 def thread_cpu():
-    """Each thread of this process: {tid: [name, CPU seconds so far]}, from /proc (utime + stime),
-    to tell which threads ran during a scenario: cmt's copy threads ("cmt-copy"), the program's,
-    torch's own pools."""
+    """Each thread of this process: {tid: [name, CPU seconds so far, voluntary and involuntary
+    context switches so far]}, from /proc (utime + stime; status), to tell which threads ran
+    during a scenario (cmt's copy threads, "cmt-copy"; the program's; torch's own pools), and how
+    often each went to sleep or was put off its core."""
     tick = os.sysconf("SC_CLK_TCK")
     out = {}
     for tid in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{tid}/stat") as f:
                 stat = f.read()
+            with open(f"/proc/self/task/{tid}/status") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:  # the thread ended meanwhile
             continue
         name = stat[stat.index("(") + 1:stat.rindex(")")]
         fields = stat[stat.rindex(")") + 2:].split()
-        out[int(tid)] = [name, (int(fields[11]) + int(fields[12])) / tick]
+        out[int(tid)] = [name, (int(fields[11]) + int(fields[12])) / tick,
+                         int(status.get("voluntary_ctxt_switches", 0)),
+                         int(status.get("nonvoluntary_ctxt_switches", 0))]
     return out
 
 
@@ -299,11 +304,24 @@ def threads_during(before, after):
     """What each thread name's threads used between two thread_cpu() snapshots: {name: [CPU
     seconds of each thread that used any, largest first]}."""
     used = {}
-    for tid, (name, s) in after.items():
+    for tid, (name, s, *_) in after.items():
         d = s - before.get(tid, [name, 0.0])[1]
         if d > 0:
             used.setdefault(name, []).append(round(d, 3))
     return {name: sorted(v, reverse=True) for name, v in used.items()}
+
+
+def switches_during(before, after):
+    """The context switches of each thread name's threads between two thread_cpu() snapshots:
+    {name: [voluntary (sleeps, naps), involuntary (put off the core)]}, summed. A copy thread
+    that naps through each gap between reads switches once a read; one that spins, rarely."""
+    out = {}
+    for tid, (name, _, vol, invol) in after.items():
+        was = before.get(tid, [name, 0.0, 0, 0])
+        total = out.setdefault(name, [0, 0])
+        total[0] += vol - was[2]
+        total[1] += invol - was[3]
+    return {name: v for name, v in out.items() if v != [0, 0]}
 
 
 def staging_times(reads, copies):
@@ -362,7 +380,7 @@ def child_files(pt, st, blob, index):
     results, cpu, windows, ok = {}, {}, {}, True
     # Where a staging loader's time went (session 40's slow state of the 16 MiB reads, lab/NOTES.md
     # 84): the time inside its reads, and which threads used the CPU meanwhile.
-    reads, copies, read_s, staged, threads = [], [], {}, {}, {}
+    reads, copies, read_s, staged, threads, switches = [], [], {}, {}, {}, {}
     for name in FILE_SCENARIOS:
         reads.clear()
         copies.clear()
@@ -373,7 +391,9 @@ def child_files(pt, st, blob, index):
         results[name] = gb / (time.perf_counter() - t0)
         windows[name] = [w0, time.monotonic_ns()]
         cpu[name] = (time.process_time() - cpu0) / gb
-        threads[name] = threads_during(before, thread_cpu())
+        after = thread_cpu()
+        threads[name] = threads_during(before, after)
+        switches[name] = switches_during(before, after)
         if reads:
             read_s[name] = round(sum(reads), 4)
             staged[name] = staging_times(reads, copies)
@@ -384,7 +404,8 @@ def child_files(pt, st, blob, index):
         del loaded
         torch.cuda.empty_cache()
     return {"gbps": results, "cpu_s_per_gb": cpu, "windows_ns": windows, "read_s": read_s,
-            "staging": staged, "threads_cpu_s": threads, "check": "ok" if ok else "WRONG BYTES"}
+            "staging": staged, "threads_cpu_s": threads,
+            "threads_switches": switches, "check": "ok" if ok else "WRONG BYTES"}
 
 
 def prepare_files(workdir, blob, index):
@@ -565,7 +586,8 @@ def main():
     # Each file child's reads and threads, scenario by scenario, as they ran (not summarized).
     if files:
         doc["file_children"] = {m: [{k: r[k] for k in ("gbps", "read_s", "staging",
-                                                                  "threads_cpu_s")
+                                                                  "threads_cpu_s",
+                                                                  "threads_switches")
                                      if k in r} for r in v] for m, v in file_runs.items()}
     runs = {m: [r for r in v if "gbps" in r] for m, v in runs.items()}
     doc["checks"] = sorted({r["check"] for v in runs.values() for r in v} |

@@ -173,6 +173,13 @@ out, pinned, reads = FakeTorch.empty(len(data)), FakeTorch.empty(65536), []
 got = L.read_through_pinned(FakeTorch, path, 65536, True, out=out, pinned=pinned,
                             read_seconds=reads)
 assert got is out and bytes(out.mv) == data and len(reads) == 4, len(reads)  # the last one short
+# Each copy timed after the setup, and the files child's summary of them.
+reads, copies = [], []
+out = L.read_through_pinned(FakeTorch, path, 65536, read_seconds=reads, copy_seconds=copies)
+assert bytes(out.mv) == data and len(reads) == 4 and len(copies) == 5, (len(reads), len(copies))
+st = L.staging_times(reads, copies)  # copies[0]: the setup, then one a read
+assert st["setup_ms"] >= 0 and len(st["copy"]["top_ms"]) == 4 and len(st["copy_tenths_ms"]) == 10
+assert abs(sum(st["copy_tenths_ms"]) - st["copy"]["sum_ms"]) < 0.05, st
 print("ok: loaders.read_through_pinned reads every byte, each way")
 PY
 # Every benchmark script parses its flags with argparse: a misspelt flag or a bad value stops it

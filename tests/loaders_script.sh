@@ -182,6 +182,73 @@ assert st["setup_ms"] >= 0 and len(st["copy"]["top_ms"]) == 4 and len(st["copy_t
 assert abs(sum(st["copy_tenths_ms"]) - st["copy"]["sum_ms"]) < 0.05, st
 print("ok: loaders.read_through_pinned reads every byte, each way")
 PY
+# The files child itself (child_files) over stand-ins for torch, numpy and safetensors whose tensors
+# are bytes in memory: every scenario runs, its bytes check out, and it reports what the device
+# calls read (each staging scenario's reads, copies and threads). A mistake here would cost a call.
+python3 - "$src/bench/workloads/loaders.py" <<'PY'
+import ctypes, importlib.util, os, sys, tempfile, types
+
+class T:  # a tensor: a writable view of bytes
+    def __init__(s, mv): s.mv = mv if isinstance(mv, memoryview) else memoryview(bytearray(mv))
+    def __getitem__(s, k): return T(s.mv[k])
+    def copy_(s, other): s.mv[:] = other.mv
+    def pin_memory(s): return s
+    def numpy(s): return s.mv
+    def numel(s): return len(s.mv)
+    def to(s, device): return T(bytes(s.mv))
+    def cpu(s): return T(bytes(s.mv))
+    def data_ptr(s): return ctypes.addressof(ctypes.c_char.from_buffer(s.mv))
+
+work = tempfile.mkdtemp()
+blob, index, at = os.path.join(work, "b.bin"), [], 0
+with open(blob, "wb") as f:
+    for i in range(5):
+        n = (1 << 20) + 4096 * i + 7
+        f.write(os.urandom(n))
+        index.append((f"t{i}", at, n))
+        at += n
+def tensors():
+    data = open(blob, "rb").read()
+    return {k: T(data[a:a + n]) for k, a, n in index}
+torch = types.ModuleType("torch")
+torch.uint8 = "uint8"
+torch.zeros = lambda n, device=None: T(bytes(n))
+torch.empty = lambda n, dtype=None, device=None: T(bytearray(n))
+torch.from_numpy = lambda b: T(b)
+torch.frombuffer = lambda b, dtype=None: T(b)
+torch.equal = lambda x, y: bytes(x.mv) == bytes(y.mv)
+torch.load = lambda path, **kw: tensors()
+torch.cuda = types.SimpleNamespace(synchronize=lambda: None, empty_cache=lambda: None)
+numpy = types.ModuleType("numpy")
+numpy.uint8 = "uint8"
+def fromfile(path, dtype=None, count=0, offset=0):
+    with open(path, "rb") as f:
+        f.seek(offset)
+        return f.read(count)
+numpy.fromfile = fromfile
+class safe_open:
+    def __init__(s, path, framework=None, device=None): s.t = tensors()
+    def __enter__(s): return s
+    def __exit__(s, *a): return False
+    def get_tensor(s, k): return s.t[k]
+safetensors = types.ModuleType("safetensors")
+safetensors.safe_open = safe_open
+safetensors.torch = types.ModuleType("safetensors.torch")
+safetensors.torch.load_file = lambda path, device=None: tensors()
+sys.modules.update({"torch": torch, "numpy": numpy, "safetensors": safetensors,
+                    "safetensors.torch": safetensors.torch})
+spec = importlib.util.spec_from_file_location("loaders", sys.argv[1])
+L = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(L)
+doc = L.child_files("unused.pt", blob, blob, index)
+assert doc["check"] == "ok" and set(doc["gbps"]) == set(L.FILE_SCENARIOS), doc["check"]
+staging = [s for s in L.FILE_SCENARIOS if "pinned" in s]
+assert set(doc["read_s"]) == set(doc["staging"]) == set(staging), doc["staging"].keys()
+st = doc["staging"]["read-pinned-1M"]  # 5 MiB and change: 6 reads into a 1 MiB buffer
+assert len(st["copy"]["top_ms"]) == 5 and st["setup_ms"] is not None, st
+assert set(doc["threads_cpu_s"]) == set(L.FILE_SCENARIOS), doc["threads_cpu_s"].keys()
+print("ok: loaders.child_files runs every scenario and reports its reads, copies and threads")
+PY
 # Every benchmark script parses its flags with argparse: a misspelt flag or a bad value stops it
 # with exit 2 and a message naming it, before any work (one ignored would cost a device call).
 refuses() {  # SCRIPT (under bench/) EXPECTED-IN-MESSAGE ARGS...

@@ -361,26 +361,23 @@ def child_files(pt, st, blob, index):
     def safe_open_loop():
         with safe_open(st, framework="pt", device="cpu") as f:
             return {k: f.get_tensor(k).to("cuda") for k in names}
+    # Where a staging loader's time went (session 40's slow state of the 16 MiB reads, lab/NOTES.md
+    # 84, 91): its reads' and copies' times, and which threads used the CPU meanwhile.
+    reads, copies, read_s, staged, threads, switches = [], [], {}, {}, {}, {}
+
+    def staging(chunk, **how):
+        return lambda: read_through_pinned(torch, st, chunk, read_seconds=reads,
+                                           copy_seconds=copies, **how)
     loaders = {"torch-load-cuda": lambda: torch.load(pt, map_location="cuda", weights_only=True),
                "torch-load-mmap": mmap_then_copy, "safe-open": safe_open_loop,
                "load-file": lambda: load_file(st, device="cuda"),
-               "read-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20,
-                                                             read_seconds=reads, copy_seconds=copies),
-               "read-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20,
-                                                              read_seconds=reads, copy_seconds=copies),
-               "fread-pinned-1M": lambda: read_through_pinned(torch, st, 1 << 20, True,
-                                                              read_seconds=reads, copy_seconds=copies),
-               "fread-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20, True,
-                                                               read_seconds=reads, copy_seconds=copies),
-               "preadv-pinned-16M": lambda: read_through_pinned(torch, st, 16 << 20,
-                                                                use_preadv=True,
-                                                                read_seconds=reads, copy_seconds=copies)}
+               "read-pinned-1M": staging(1 << 20), "read-pinned-16M": staging(16 << 20),
+               "fread-pinned-1M": staging(1 << 20, use_fread=True),
+               "fread-pinned-16M": staging(16 << 20, use_fread=True),
+               "preadv-pinned-16M": staging(16 << 20, use_preadv=True)}
     with open(st, "rb") as f:  # the whole file's bytes, for the staging loaders' check
         whole = torch.frombuffer(bytearray(f.read()), dtype=torch.uint8)
     results, cpu, windows, ok = {}, {}, {}, True
-    # Where a staging loader's time went (session 40's slow state of the 16 MiB reads, lab/NOTES.md
-    # 84): the time inside its reads, and which threads used the CPU meanwhile.
-    reads, copies, read_s, staged, threads, switches = [], [], {}, {}, {}, {}
     for name in FILE_SCENARIOS:
         reads.clear()
         copies.clear()
@@ -585,10 +582,9 @@ def main():
                 runs[m].append(r)
     # Each file child's reads and threads, scenario by scenario, as they ran (not summarized).
     if files:
-        doc["file_children"] = {m: [{k: r[k] for k in ("gbps", "read_s", "staging",
-                                                                  "threads_cpu_s",
-                                                                  "threads_switches")
-                                     if k in r} for r in v] for m, v in file_runs.items()}
+        kept = ("gbps", "read_s", "staging", "threads_cpu_s", "threads_switches")
+        doc["file_children"] = {m: [{k: r[k] for k in kept if k in r} for r in v]
+                                for m, v in file_runs.items()}
     runs = {m: [r for r in v if "gbps" in r] for m, v in runs.items()}
     doc["checks"] = sorted({r["check"] for v in runs.values() for r in v} |
                            {r["check"] for v in hf_runs.values() for r in v if "check" in r})

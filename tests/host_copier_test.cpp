@@ -2,6 +2,7 @@
 // the host leg's decisions (the libc hooks over them are tested end to end by host_copy.sh).
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -24,6 +25,7 @@
 #include "engine/shared/fresh_pages.h"
 #include "interposer/host_leg.h"
 #include "interposer/host_memory.h"
+#include "interposer/signal_chain.h"
 
 namespace cmt {
 namespace {
@@ -127,10 +129,20 @@ class PatternFile {
   std::vector<unsigned char> bytes;
 };
 
+// cmt's SIGSEGV/SIGBUS handler in front, over libc's own sigaction, as the host leg has it before
+// it builds a copier: a copier's guarded units need it.
+void install_cmt_handler() {
+  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(libc, nullptr);
+  set_next_sigaction(reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction")));
+  ASSERT_TRUE(install_signal_chain());
+}
+
 // read_file returns what one pread of the whole would: at odd offsets and sizes, across the end of
 // the file (short), past it (0), and failing (EBADF, EISDIR, EFAULT), never touching a byte past
 // what it says it read within the stretches before the end, nor any byte outside the buffer.
 TEST(HostCopier, FileReadsReturnWhatOnePreadWould) {
+  install_cmt_handler();  // a read may stream into the buffer under a fault guard
   HostCopier copier(host_config(HostCopy::All), 3, {});
   const std::size_t size = (5u << 20) + 12345;
   PatternFile file(size);
@@ -214,6 +226,7 @@ TEST(HostCopier, AReadIntoANewBufferPreparesItsPagesAndReadsRight) {
 // returns (the bytes before the page; the kernel's EFAULT only where nothing was read), whatever
 // preparing its pages ran into, and writes nothing past it that the file does not hold there.
 TEST(HostCopier, AReadIntoANewBufferWithAHoleReadsUpToTheHole) {
+  install_cmt_handler();  // a read may stream into the buffer under a fault guard
   HostCopier copier(host_config(HostCopy::All), 3, {});
   const std::size_t size = 24u << 20;
   PatternFile file(size);
@@ -551,6 +564,7 @@ TEST(HostLeg, ReadsOfOneDescriptorFromSeveralThreadsEachGetBytesOfTheirOwn) {
 // moved past them alone, as the kernel's read leaves it; where nothing can be written, -1 and
 // EFAULT with the offset where it was (the claimed bytes given back).
 TEST(HostLeg, AReadThatFaultsMovesTheOffsetPastWhatItReadAlone) {
+  install_cmt_handler();  // a read may stream into the buffer under a fault guard
   const std::size_t size = 4u << 20, half = 1u << 20, page = 4096;
   PatternFile file(size);
   ASSERT_GE(file.fd, 0);

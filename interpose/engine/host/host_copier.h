@@ -1,8 +1,10 @@
-// A copier of host memory on a pool of CPU threads: one memcpy or memset cut into units, run by
-// every thread at once, a destination never written yet prepared first (engine/shared/fresh_pages.h). A plain
-// copier: which calls to hand it, when, and in which process is the host leg's business
-// (interposer/host_leg.h). It never allocates or waits for a lock once built, so it may be called
-// inside malloc and signal handlers; a call while another holds its threads is declined.
+// A copier of host memory on a pool of CPU threads: one memcpy, memset or file read cut into
+// units, run by every thread at once, a destination never written yet prepared first
+// (engine/shared/fresh_pages.h). A plain copier: which calls to hand it, when, and in which process
+// is the host leg's business (interposer/host_leg.h). It never allocates or waits for a lock once
+// built, so it may be called inside malloc and signal handlers; a call while another holds its
+// threads is declined. Its units write under a
+// fault guard (engine/shared/fault_guard.h): cmt's SIGSEGV/SIGBUS handler must be in front.
 #pragma once
 
 #include <sys/types.h>
@@ -40,10 +42,12 @@ class HostCopier {
   std::size_t fill(void* dst, int value, std::size_t bytes) noexcept;
 
   // pread(fd, dst, bytes, offset) cut into stretches read at once on all threads, each by pread
-  // (issue 32: a file in the page cache is read at many times one thread's rate). What one pread
-  // of the whole would have returned: `bytes` read, fewer where the file ends (up to its end), or
-  // an error where the first stretch that came short failed with one (`error`, the errno; bytes
-  // read before it still count). Stretches after one that came short may have been read too, as
+  // into a slot of the thread's own and streamed into `dst` from there (issue 32: a file in the
+  // page cache is read at many times one thread's rate, and a DMA from `dst` afterwards finds its
+  // lines in memory, not in the threads' caches). What one pread of the whole would have
+  // returned: `bytes` read, fewer where the file ends (up to its end), or an error where the
+  // first stretch that came short failed with one (`error`, the errno; bytes read before it still
+  // count). Stretches after one that came short may have been read too, as
   // when the file grows meanwhile: only the leading `bytes` are the call's. `taken` false: another
   // job holds the threads and nothing was read.
   static constexpr std::size_t kMostReadUnits = 64;  // stretches of one read, at most
@@ -70,6 +74,7 @@ class HostCopier {
  private:
   class Job;
   class FileRead;
+  class ReadBounce;
   class Occupied;
 
   // What one kind of job (copies, fills) has done.
@@ -90,6 +95,7 @@ class HostCopier {
   // Runs `task`'s first `units` units on all threads, the issuer helping; the threads are held.
   void run_units(UnitTask& task, std::size_t units) noexcept;
 
+  std::unique_ptr<ReadBounce> bounce_;  // the slots file reads go through (FileRead)
   Tally copies_, fills_, reads_;
   std::atomic<std::uint64_t> declined_busy_{0};
 };

@@ -1,5 +1,5 @@
 #!/bin/sh
-# NOT RUN (session 45's device time ran out): the next session's call. Carry [".deps"].
+# Ran in session 46 (output: archive/2026-12-07/s46/call1/, lab/NOTES.md 92). Carry [".deps"].
 # Where the 16 MiB staging loaders' slow state goes (call 1 found it outside the reads: the time
 # between them doubled, 106-121 ms per 2.2 GB against 58-69, while the host leg's threads were off
 # their cores ~37% of the scenario against 5-10%: NOTES 91). The file children now time each copy

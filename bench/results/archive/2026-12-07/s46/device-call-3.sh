@@ -1,6 +1,7 @@
 #!/bin/sh
-# NOT RUN (session 46: too little device time left to start a machine). Carry [".deps"]. The committed build (slots of 256 KiB built in): the CPU read
-# tests on the device, then loaders.py --files-only, default against cmt, one round, every byte checked.
+# NOT RUN (session 46: too little device time left to start a machine). Carry [".deps"].
+# The committed build (slots of 256 KiB built in): the CPU read tests on the device, then
+# loaders.py --files-only, default against cmt, one round, every byte checked.
 start=$(date +%s); o=$OUT/r; mkdir -p $o; b=build-gpu
 pack() { (cd $OUT && tar czf r.tgz r); }
 cmake -S . -B $b -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INCLUDE_PATH=$PWD/.deps/include > $o/cmake.txt 2>&1 &&

@@ -2,7 +2,6 @@
 // the host leg's decisions (the libc hooks over them are tested end to end by host_copy.sh).
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/uio.h>
@@ -19,13 +18,13 @@
 #include <thread>
 #include <vector>
 
+#include "cmt_fault_handler.h"
 #include "common/engine_rules.h"
 #include "common/thread_context.h"
 #include "engine/host/host_copier.h"
 #include "engine/shared/fresh_pages.h"
 #include "interposer/host_leg.h"
 #include "interposer/host_memory.h"
-#include "interposer/signal_chain.h"
 
 namespace cmt {
 namespace {
@@ -128,15 +127,6 @@ class PatternFile {
   int fd = -1;
   std::vector<unsigned char> bytes;
 };
-
-// cmt's SIGSEGV/SIGBUS handler in front, over libc's own sigaction, as the host leg has it before
-// it builds a copier: a copier's guarded units need it.
-void install_cmt_handler() {
-  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(libc, nullptr);
-  set_next_sigaction(reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction")));
-  ASSERT_TRUE(install_signal_chain());
-}
 
 // read_file returns what one pread of the whole would: at odd offsets and sizes, across the end of
 // the file (short), past it (0), and failing (EBADF, EISDIR, EFAULT), never touching a byte past

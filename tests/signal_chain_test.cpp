@@ -13,25 +13,17 @@
 #include <cstring>
 #include <vector>
 
+#include "cmt_fault_handler.h"
+#include "common/caller_hold.h"
 #include "config/options.h"
 #include "engine/host/host_copier.h"
 #include "engine/shared/fault_guard.h"
-#include "common/caller_hold.h"
 #include "interposer/signal_chain.h"
 
 namespace cmt {
 namespace {
 
 constexpr std::size_t kPage = 4096;
-
-// cmt's handler in front, over libc's own sigaction (as libcmt-host.so gives it).
-void install_cmt_handler() {
-  void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
-  ASSERT_NE(libc, nullptr);
-  set_next_sigaction(reinterpret_cast<SigactionFn>(dlsym(libc, "sigaction")));
-  ASSERT_TRUE(install_signal_chain());
-  ASSERT_TRUE(fault_handlers_in_front());
-}
 
 // `bytes` of memory whose page at `bad` is protected with `prot`.
 struct Guarded {

@@ -130,9 +130,14 @@ class PatternFile {
 
 // read_file returns what one pread of the whole would: at odd offsets and sizes, across the end of
 // the file (short), past it (0), and failing (EBADF, EISDIR, EFAULT), never touching a byte past
-// what it says it read within the stretches before the end, nor any byte outside the buffer.
-TEST(HostCopier, FileReadsReturnWhatOnePreadWould) {
+// what it says it read within the stretches before the end, nor any byte outside the buffer; both
+// for a DMA (each stretch through a slot, streamed out) and for the CPU (under the streaming size:
+// each stretch read straight into the buffer).
+class HostCopierReads : public testing::TestWithParam<HostCopier::ReadFor> {};
+
+TEST_P(HostCopierReads, ReturnWhatOnePreadWould) {
   install_cmt_handler();  // a read may stream into the buffer under a fault guard
+  const HostCopier::ReadFor next = GetParam();
   HostCopier copier(host_config(HostCopy::All), 3, {});
   const std::size_t size = (5u << 20) + 12345;
   PatternFile file(size);
@@ -150,19 +155,20 @@ TEST(HostCopier, FileReadsReturnWhatOnePreadWould) {
     std::fill(dst.begin(), dst.end(), 0xEE);
     std::fill(want.begin(), want.end(), 0xEE);
     const ssize_t libc = pread(file.fd, want.data() + 1, c.bytes, c.offset);
-    const HostCopier::ReadResult r = copier.read_file(file.fd, dst.data() + 1, c.bytes, c.offset);
+    const HostCopier::ReadResult r =
+        copier.read_file(file.fd, dst.data() + 1, c.bytes, c.offset, next);
     ASSERT_TRUE(r.taken);
     EXPECT_EQ(r.error, 0);
     ASSERT_EQ(static_cast<ssize_t>(r.bytes), libc);
     EXPECT_EQ(std::memcmp(dst.data(), want.data(), dst.size()), 0);
   }
   std::vector<unsigned char> buf(1u << 20);
-  HostCopier::ReadResult r = copier.read_file(-1, buf.data(), buf.size(), 0);
+  HostCopier::ReadResult r = copier.read_file(-1, buf.data(), buf.size(), 0, next);
   EXPECT_EQ(r.bytes, 0u);
   EXPECT_EQ(r.error, EBADF);
   const int dir = open("/tmp", O_RDONLY | O_DIRECTORY);
   ASSERT_GE(dir, 0);
-  r = copier.read_file(dir, buf.data(), buf.size(), 0);
+  r = copier.read_file(dir, buf.data(), buf.size(), 0, next);
   close(dir);
   EXPECT_EQ(r.error, EISDIR);
   // The buffer's second half unmapped: the first stretches are read, the call says how many bytes.
@@ -171,14 +177,25 @@ TEST(HostCopier, FileReadsReturnWhatOnePreadWould) {
       mmap(nullptr, 2 * half, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(map, MAP_FAILED);
   munmap(map + half, half);
-  r = copier.read_file(file.fd, map + page, 2 * half - page, 0);
+  r = copier.read_file(file.fd, map + page, 2 * half - page, 0, next);
   EXPECT_EQ(r.error, EFAULT);
   EXPECT_GT(r.bytes, 0u);
   EXPECT_LE(r.bytes, half - page);
   EXPECT_EQ(std::memcmp(map + page, file.bytes.data(), r.bytes), 0);
   munmap(map, half);
   EXPECT_EQ(copier.counts().read_calls, std::size(cases) + 3);
+  // Through the slots for a DMA; for the CPU, under the streaming size, straight into the buffer.
+  if (next == HostCopier::ReadFor::Dma)
+    EXPECT_EQ(copier.counts().read_streamed_bytes, copier.counts().read_bytes);
+  else
+    EXPECT_EQ(copier.counts().read_streamed_bytes, 0u);
 }
+
+INSTANTIATE_TEST_SUITE_P(ForEachReader, HostCopierReads,
+                         testing::Values(HostCopier::ReadFor::Dma, HostCopier::ReadFor::Cpu),
+                         [](const testing::TestParamInfo<HostCopier::ReadFor>& info) {
+                           return info.param == HostCopier::ReadFor::Dma ? "Dma" : "Cpu";
+                         });
 
 // A read into a new buffer (torch.load reads each storage into one) has its pages made first, as a
 // fresh copy destination's: the bytes are the file's, the rest of the buffer past the file's end
@@ -193,11 +210,13 @@ TEST(HostCopier, AReadIntoANewBufferPreparesItsPagesAndReadsRight) {
       mmap(nullptr, n + 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
   ASSERT_NE(map, MAP_FAILED);
   const off_t offset = 4097;
-  const HostCopier::ReadResult r = copier.read_file(file.fd, map + 16, n, offset);
+  const HostCopier::ReadResult r =
+      copier.read_file(file.fd, map + 16, n, offset, HostCopier::ReadFor::Cpu);
   ASSERT_TRUE(r.taken);
   EXPECT_EQ(r.error, 0);
   ASSERT_EQ(r.bytes, size - static_cast<std::size_t>(offset));
   EXPECT_EQ(std::memcmp(map + 16, file.bytes.data() + offset, r.bytes), 0);
+  EXPECT_EQ(copier.counts().read_streamed_bytes, n);  // too large to stay cached: streamed
   EXPECT_EQ(std::count(map, map + 16, 0), 16);
   EXPECT_EQ(std::count(map + 16 + r.bytes, map + n + 8192, 0),
             static_cast<long>(n + 8192 - 16 - r.bytes));
@@ -206,7 +225,7 @@ TEST(HostCopier, AReadIntoANewBufferPreparesItsPagesAndReadsRight) {
   }
   // Written once, the buffer is no longer fresh: a second read prepares nothing more.
   const std::uint64_t prepared = copier.counts().read_fresh_bytes;
-  ASSERT_EQ(copier.read_file(file.fd, map + 16, n, 0).bytes, size);
+  ASSERT_EQ(copier.read_file(file.fd, map + 16, n, 0, HostCopier::ReadFor::Cpu).bytes, size);
   EXPECT_EQ(std::memcmp(map + 16, file.bytes.data(), size), 0);
   EXPECT_EQ(copier.counts().read_fresh_bytes, prepared);
   munmap(map, n + 8192);
@@ -226,7 +245,8 @@ TEST(HostCopier, AReadIntoANewBufferWithAHoleReadsUpToTheHole) {
   ASSERT_NE(map, MAP_FAILED);
   const std::size_t hole = (13u << 20) + 4096;
   ASSERT_EQ(mprotect(map + hole, 4096, PROT_READ), 0);
-  const HostCopier::ReadResult r = copier.read_file(file.fd, map, size, 0);
+  const HostCopier::ReadResult r =
+      copier.read_file(file.fd, map, size, 0, HostCopier::ReadFor::Cpu);
   ASSERT_TRUE(r.taken);
   std::vector<unsigned char> want(size);
   const ssize_t libc = pread(file.fd, want.data(), size, 0);
@@ -254,7 +274,8 @@ TEST(HostCopier, AReadWhileTheThreadsAreHeldIsDeclined) {
     callers.emplace_back([&] {
       std::vector<unsigned char> dst(size, 0xEE);
       for (int i = 0; i < 20; ++i) {
-        const HostCopier::ReadResult r = copier.read_file(file.fd, dst.data(), size, 0);
+        const HostCopier::ReadResult r =
+            copier.read_file(file.fd, dst.data(), size, 0, HostCopier::ReadFor::Dma);
         if (!r.taken) {
           ++declined;
           if (std::count(dst.begin(), dst.end(), 0xEE) != static_cast<long>(size)) ++wrong;
@@ -327,6 +348,9 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   EXPECT_FALSE(leg.take_read(-1, pinned.data(), n, 0).taken);
   leg.disarm();
   EXPECT_FALSE(leg.take_read(file.fd, pinned.data(), n, 0).taken) << "disarmed";
+  // Read for a DMA: through the slots, streamed into the buffer.
+  const std::uint64_t streamed = copier.counts().read_streamed_bytes;
+  EXPECT_GE(streamed, 4 * n);
   // host_copy = all: reads into any memory, and readv's segments in it, on the threads.
   HostLeg all(&map);
   all.arm(copier, host_config(HostCopy::All));
@@ -350,6 +374,9 @@ TEST(HostLeg, TakesFileReadsIntoCudaHostMemoryOnly) {
   ASSERT_TRUE(r.taken);
   EXPECT_EQ(r.result, static_cast<long>(n));
   EXPECT_EQ(std::memcmp(plain.data(), file.bytes.data() + 99, n), 0);
+  // Read for the program's code, under the streaming size: straight into the buffer, its lines
+  // left in the caches as libc's read leaves them.
+  EXPECT_EQ(copier.counts().read_streamed_bytes, streamed);
   // Its pages dropped from the cache: a read into ordinary memory is libc's (sequential, with the
   // kernel's read-ahead), one into CUDA host memory still the threads'. Dropped before each call:
   // the probe's RWF_NOWAIT read starts the kernel's read-ahead there as it says no, so the pages

@@ -229,14 +229,16 @@ HostCopier::ReadResult pread_here(int fd, void* dst, std::size_t bytes, off_t at
 
 }  // namespace
 
-bool HostLeg::reads_into(const void* dst, std::size_t bytes, ReadsAnywhere& anywhere, int fd,
-                         long long offset) const {
-  if (pinned().overlaps(dst, bytes)) return true;
+std::optional<HostCopier::ReadFor> HostLeg::reads_into(const void* dst, std::size_t bytes,
+                                                       ReadsAnywhere& anywhere, int fd,
+                                                       long long offset) const {
+  if (pinned().overlaps(dst, bytes)) return HostCopier::ReadFor::Dma;
   if (anywhere == ReadsAnywhere::Unasked)
     anywhere = reads_anywhere_.load(std::memory_order_relaxed) && cached_from(fd, offset)
                    ? ReadsAnywhere::Yes
                    : ReadsAnywhere::No;
-  return anywhere == ReadsAnywhere::Yes;
+  if (anywhere == ReadsAnywhere::No) return std::nullopt;
+  return HostCopier::ReadFor::Cpu;
 }
 
 HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long long offset,
@@ -247,14 +249,15 @@ HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long
   HostCopier* copier = copier_.load(std::memory_order_acquire);
   if (!copier || !readable_regular_file(fd)) return {};
   ReadsAnywhere anywhere = ReadsAnywhere::Unasked;
-  if (!reads_into(dst, bytes, anywhere, fd, offset)) return {};
+  const std::optional<HostCopier::ReadFor> next = reads_into(dst, bytes, anywhere, fd, offset);
+  if (!next) return {};
   bytes = std::min(bytes, rules::kMostReadBytes);
   const bool moves = offset < 0;  // read(): from the descriptor's offset, which it moves
   const off_t at = moves ? claim_bytes(fd, bytes) : static_cast<off_t>(offset);
   if (at < 0) return {};
   Held held(hold);
   const std::uint64_t start = Recorder::started() ? record_clock_ns() : 0;
-  HostCopier::ReadResult r = copier->read_file(fd, dst, bytes, at);
+  HostCopier::ReadResult r = copier->read_file(fd, dst, bytes, at, *next);
   if (!r.taken) {
     if (!moves) return {};               // pread: libc's, untouched
     r = pread_here(fd, dst, bytes, at);  // the bytes are claimed: read them here
@@ -290,14 +293,14 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
   std::size_t total = 0;
   bool on_threads = false;
   ReadsAnywhere anywhere = ReadsAnywhere::Unasked;  // asked once, at the list's first byte
-  const auto threads_read = [&](const iovec& segment) {
-    return segment.iov_len >= threshold &&
-           reads_into(segment.iov_base, segment.iov_len, anywhere, fd, offset);
+  const auto threads_read = [&](const iovec& segment) -> std::optional<HostCopier::ReadFor> {
+    if (segment.iov_len < threshold) return std::nullopt;
+    return reads_into(segment.iov_base, segment.iov_len, anywhere, fd, offset);
   };
   for (int i = 0; i < count; ++i) {
     if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > rules::kMostReadBytes)
       return {};
-    on_threads |= threads_read(list[i]);
+    on_threads |= threads_read(list[i]).has_value();
   }
   if (!on_threads) return {};
   const off_t first = offset >= 0 ? static_cast<off_t>(offset) : claim_bytes(fd, total);
@@ -310,7 +313,8 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
     const std::size_t want = list[i].iov_len;
     const off_t at = first + static_cast<off_t>(done);
     HostCopier::ReadResult r;
-    if (threads_read(list[i])) r = copier->read_file(fd, list[i].iov_base, want, at);
+    if (const auto next = threads_read(list[i]))
+      r = copier->read_file(fd, list[i].iov_base, want, at, *next);
     if (!r.taken) r = pread_here(fd, list[i].iov_base, want, at);  // small, or threads held
     done += r.bytes;
     if (r.bytes < want) {

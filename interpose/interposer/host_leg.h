@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -120,13 +121,15 @@ class HostLeg {
  private:
   const HostMemoryMap& pinned() const { return pinned_ ? *pinned_ : cuda_host_memory(); }
   // Whether a read of file `fd` at `offset` (< 0: the descriptor's) into `dst` is read on the
-  // threads: into CUDA host memory, or, with host_reads = all, into any memory where the file's
-  // byte there is in the page cache (torch.load reads each tensor's bytes into a new pageable
-  // buffer, one read() each: bench/lab/NOTES.md 48). `anywhere` holds the answer for memory of
-  // the second kind once asked, for the other segments of one readv.
+  // threads, and for whom (nothing: libc reads it): into CUDA host memory, for a DMA; or, with
+  // host_reads = all, into any memory where the file's byte there is in the page cache, for the
+  // program's code (torch.load reads each tensor's bytes into a new pageable buffer, one read()
+  // each: bench/lab/NOTES.md 48). `anywhere` holds the answer for memory of the second kind once
+  // asked, for the other segments of one readv.
   enum class ReadsAnywhere { Unasked, Yes, No };
-  bool reads_into(const void* dst, std::size_t bytes, ReadsAnywhere& anywhere, int fd,
-                  long long offset) const;
+  std::optional<HostCopier::ReadFor> reads_into(const void* dst, std::size_t bytes,
+                                                ReadsAnywhere& anywhere, int fd,
+                                                long long offset) const;
   // Whether a copy under the threshold is one take_copy takes: it fills CUDA host memory from
   // pageable memory whose middle page is not mapped in yet.
   bool unmapped_into_pinned(const void* dst, const void* src, std::size_t bytes) const;

@@ -115,7 +115,7 @@ std::string Stats::host_copies_json() {
       "\"fills\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, "
       "\"gbps\": %.2f, \"fresh_bytes\": %llu, \"faults\": %llu}, "
       "\"reads\": {\"calls\": %llu, \"bytes\": %llu, \"seconds\": %.6f, \"gbps\": %.2f, "
-      "\"fresh_bytes\": %llu}}",
+      "\"fresh_bytes\": %llu, \"streamed_bytes\": %llu}}",
       copier ? "true" : "false", static_cast<unsigned long long>(c.calls),
       static_cast<unsigned long long>(c.bytes), static_cast<double>(c.ns) / 1e9,
       c.ns ? static_cast<double>(c.bytes) / static_cast<double>(c.ns) : 0.0,
@@ -130,7 +130,8 @@ std::string Stats::host_copies_json() {
       static_cast<unsigned long long>(c.fill_faults), static_cast<unsigned long long>(c.read_calls),
       static_cast<unsigned long long>(c.read_bytes), static_cast<double>(c.read_ns) / 1e9,
       c.read_ns ? static_cast<double>(c.read_bytes) / static_cast<double>(c.read_ns) : 0.0,
-      static_cast<unsigned long long>(c.read_fresh_bytes));
+      static_cast<unsigned long long>(c.read_fresh_bytes),
+      static_cast<unsigned long long>(c.read_streamed_bytes));
   return buf;
 }
 

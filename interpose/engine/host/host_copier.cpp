@@ -75,15 +75,16 @@ class HostCopier::Job final : public UnitTask {
   std::atomic<std::size_t> first_fault_{kNone};
 };
 
-// The slots file reads go through (FileRead). pread's copy into the program's buffer leaves each
-// thread's stretch dirty in its own core's caches, and the program's DMA from the buffer then
-// fetches every line from there: on an H100 machine the copies from a 16 MiB pinned buffer took
-// 62-71 ms per 2.2 GB after cmt's 8 threads had read into it, 51-56 after one thread's read
-// (lab/NOTES.md 84, 92). Read into a slot that stays in the core's cache and streamed out with
-// non-temporal stores, the lines go to memory instead, and the copies took 46-53 ms with the reads
-// as fast as before. 256 KiB a slot: it stays in an L2 on current x86 server cores with room for
-// the page cache's lines passing through (slots of 1 MiB lost much of the gain). One slot per
-// thread that can run a stretch at once (the pool's threads and the issuer), claimed lock-free.
+// The slots file reads for a DMA, and the large ones for the CPU, go through (FileRead; read_file
+// says which). pread's copy into the program's buffer leaves each thread's stretch dirty in its own
+// core's caches, and the program's DMA from the buffer then fetches every line from there: on an
+// H100 machine the copies from a 16 MiB pinned buffer took 62-71 ms per 2.2 GB after cmt's 8
+// threads had read into it, 51-56 after one thread's read (lab/NOTES.md 84, 92). Read into a slot
+// that stays in the core's cache and streamed out with non-temporal stores, the lines go to memory
+// instead, and the copies took 46-53 ms with the reads as fast as before. 256 KiB a slot: it stays
+// in an L2 on current x86 server cores with room for the page cache's lines passing through (slots
+// of 1 MiB lost much of the gain). One slot per thread that can run a stretch at once (the pool's
+// threads and the issuer), claimed lock-free.
 class HostCopier::ReadBounce {
  public:
   static constexpr std::size_t kSlotBytes = 256u << 10;
@@ -317,16 +318,22 @@ void HostCopier::run_units(UnitTask& task, std::size_t units) noexcept {
   pool.end();
 }
 
-HostCopier::ReadResult HostCopier::read_file(int fd, void* dst, std::size_t bytes,
-                                             off_t offset) noexcept {
+HostCopier::ReadResult HostCopier::read_file(int fd, void* dst, std::size_t bytes, off_t offset,
+                                             ReadFor next) noexcept {
   if (bytes == 0) return {true, 0, 0};
   const Occupied occupied(*this, reads_, bytes);
   if (!occupied) return {};
   // A new buffer read into (torch.load reads each storage into one) spends most of a read in
   // faults of its pages, one per 4 KiB, as a device-to-host copy's fresh destination does.
   prepare_fresh(dst, bytes, reads_);
+  // Through the slots where streaming stores pay: for a DMA, and from the size on where a copy
+  // streams (Job). A smaller read for the CPU is read straight into the buffer, as before the
+  // slots, its lines left in the threads' caches for the code that reads them next (whether
+  // streaming would cost such code more than it gives is not measured yet: lab/NOTES.md 93).
+  const bool streamed = (next == ReadFor::Dma || bytes >= kStreamFrom) && bounce_->mapped();
+  if (streamed) read_streamed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   FileRead job(fd, static_cast<char*>(dst), bytes, offset, read_unit_for(bytes, pool_->size() + 1),
-               bounce_->mapped() ? bounce_.get() : nullptr);
+               streamed ? bounce_.get() : nullptr);
   run_units(job, job.units());
   return job.result();
 }
@@ -343,11 +350,12 @@ std::size_t HostCopier::fill(void* dst, int value, std::size_t bytes) noexcept {
 }
 
 HostCopier::Counts HostCopier::counts() const {
-  return {copies_.calls.load(),      copies_.bytes.load(), copies_.ns.load(),
+  return {copies_.calls.load(),       copies_.bytes.load(),  copies_.ns.load(),
           copies_.fresh_bytes.load(), declined_busy_.load(), fills_.calls.load(),
-          fills_.bytes.load(),        fills_.ns.load(),     fills_.fresh_bytes.load(),
+          fills_.bytes.load(),        fills_.ns.load(),      fills_.fresh_bytes.load(),
           copies_.faults.load(),      fills_.faults.load(),  reads_.calls.load(),
-          reads_.bytes.load(),        reads_.ns.load(),      reads_.fresh_bytes.load()};
+          reads_.bytes.load(),        reads_.ns.load(),      reads_.fresh_bytes.load(),
+          read_streamed_bytes_.load()};
 }
 
 }  // namespace cmt

@@ -41,11 +41,18 @@ class HostCopier {
   // memset(dst, value, bytes) on all threads; returns how many leading bytes are set, as copy().
   std::size_t fill(void* dst, int value, std::size_t bytes) noexcept;
 
-  // pread(fd, dst, bytes, offset) cut into stretches read at once on all threads, each by pread
-  // into a slot of the thread's own and streamed into `dst` from there (issue 32: a file in the
-  // page cache is read at many times one thread's rate, and a DMA from `dst` afterwards finds its
-  // lines in memory, not in the threads' caches). What one pread of the whole would have
-  // returned: `bytes` read, fewer where the file ends (up to its end), or an error where the
+  // Who reads a file read's buffer next, which decides how read_file writes it.
+  enum class ReadFor {
+    Dma,  // a copy engine (CUDA host memory: a loader's pinned staging buffer)
+    Cpu,  // the program's own code (a parser, a checkpoint reader's new buffers)
+  };
+  // pread(fd, dst, bytes, offset) cut into stretches read at once on all threads (issue 32: a
+  // file in the page cache is read at many times one thread's rate). For a DMA, and for any read
+  // too large to stay in the caches, each stretch is read by pread into a slot of the thread's
+  // own and streamed into `dst` from there, so the DMA afterwards finds the lines in memory, not
+  // dirty in the threads' caches; a smaller read for the CPU is read straight into `dst`, its
+  // lines left in the caches for the code that reads them next. What one pread of the whole would
+  // have returned: `bytes` read, fewer where the file ends (up to its end), or an error where the
   // first stretch that came short failed with one (`error`, the errno; bytes read before it still
   // count). Stretches after one that came short may have been read too, as
   // when the file grows meanwhile: only the leading `bytes` are the call's. `taken` false: another
@@ -56,7 +63,7 @@ class HostCopier {
     std::size_t bytes = 0;
     int error = 0;
   };
-  ReadResult read_file(int fd, void* dst, std::size_t bytes, off_t offset) noexcept;
+  ReadResult read_file(int fd, void* dst, std::size_t bytes, off_t offset, ReadFor next) noexcept;
 
   unsigned threads() const;
   // The CPU time its threads have used so far (WorkerPool::cpu_seconds).
@@ -68,6 +75,7 @@ class HostCopier {
     std::uint64_t faults, fill_faults;  // calls stopped by a fault, their rest left to libc
     std::uint64_t read_calls, read_bytes, read_ns;  // file reads (read_file), bytes asked
     std::uint64_t read_fresh_bytes;                 // of their destinations, prepared as fresh
+    std::uint64_t read_streamed_bytes;  // of those bytes, asked of reads through the slots
   };
   Counts counts() const;
 
@@ -97,6 +105,7 @@ class HostCopier {
 
   std::unique_ptr<ReadBounce> bounce_;  // the slots file reads go through (FileRead)
   Tally copies_, fills_, reads_;
+  std::atomic<std::uint64_t> read_streamed_bytes_{0};
   std::atomic<std::uint64_t> declined_busy_{0};
 };
 

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """What cmt's file reads into ordinary memory cost the CPU code that reads the buffer next (lab/
-NOTES.md 93). Since 5611af6 a read of 512 KiB or more that cmt takes goes through a slot per copy
-thread and is streamed into the program's buffer with non-temporal stores (host_reads = all takes
-reads into any memory once CUDA is up): the bytes end in memory, not in a cache. The default path's
-one-thread read leaves the last of them in its core's caches, and a program that parses what it
-read (a data loader, a tokenizer, a checksum) then reads them from there.
+NOTES.md 93). Session 46 (5611af6) sent every read of 512 KiB or more that cmt takes through a slot
+per copy thread, streamed into the program's buffer with non-temporal stores (host_reads = all
+takes reads into any memory once CUDA is up): the bytes end in memory, not in a cache. Session 47
+kept that for reads into CUDA host memory and reads of 8 MiB or more, and reads smaller ones into
+ordinary memory straight into the buffer again (the threads' caches keep their lines), unmeasured.
+The default path's one-thread read leaves the last of the bytes in its core's caches, and a program
+that parses what it read (a data loader, a tokenizer, a checksum) then reads them from there.
 
 A file of FILE_MIB in the page cache is read CHUNK at a time, each chunk consumed before the next
 read: `readinto` into one buffer kept from chunk to chunk, or `read` (a new bytes object a chunk, as

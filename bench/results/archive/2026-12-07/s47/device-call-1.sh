@@ -1,5 +1,5 @@
 #!/bin/sh
-# STATUS: not run yet (session 47: every start refused from 02:15 to 03:43 UTC).
+# NOT RUN (session 47: every start refused from 02:15 to 03:53 UTC, then the device time was spent). Its patch applies to fcd558f only; device-call-next.sh replaces it.
 # Session 47, call 1 (carry [".deps"]). The build with read-store-lab.patch applied on the device only
 # (CMT_LAB_READ_STORE: stream, the committed behaviour when unset; cached, the slot copied out with
 # ordinary stores; direct, no slot: each stretch pread straight into the buffer, as before 5611af6).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# NOT RUN (session 47 got no machine): the next session's first call. Carry [".deps"].
+# Session 47 got no machine; run in session 48 as its call 1 (raw in ../s48/call1/). Carry [".deps"].
 # The build with read-store-lab-v2.patch applied on the device only. CMT_LAB_READ_STORE: unset, the
 # rule built in since session 47 (reads into CUDA host memory, and any of 8 MiB or more, through the
 # slots, streamed out; smaller reads into ordinary memory straight into the buffer); stream, every

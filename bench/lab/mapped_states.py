@@ -7,7 +7,9 @@ machine (the VM's memory bandwidth moving, as session 38 saw) or cmt (where its 
 caller run, the ring's pages, a lane)? Each process here runs ITERS times, in turn: both mapped
 loaders (bytes checked the first time), a copy of the same 2.2 GB from pinned memory (the link),
 torch's multi-threaded CPU copy of 512 MiB and numpy's one-thread copy of 256 MiB (the host's
-memory bandwidth as it is at that moment), all timed on one clock; at its end each thread's CPU
+memory bandwidth as it is at that moment), all timed on one clock, and for each load what the
+scheduler says: how long the program's thread and cmt's ran and waited for a CPU, and how much
+time the VM's host stole (/proc schedstat, /proc/stat); at its end each thread's CPU
 time, the CPU it last ran on and its affinity, and the process's large anonymous mappings (cmt's
 staging rings among them) with their huge pages. Modes alternate process by process: `default`
 (CMT_DISABLE=1), `cmt`, and any NAME:VAR=VAL,... given; with --record DIR each process of a mode
@@ -72,6 +74,34 @@ def big_anon_mappings(least=16 << 20):
     return out
 
 
+def sched_now():
+    """What the scheduler says so far: {tid: [name, ns run, ns waited runnable for a CPU]}
+    (/proc schedstat), and the machine's stolen time in ns (/proc/stat: a VM's vCPUs kept off the
+    host's cores), to tell a thread kept from its CPU, or a VM held back, from slow code."""
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        try:
+            stat = open(f"/proc/self/task/{tid}/stat").read()
+            run, wait = open(f"/proc/self/task/{tid}/schedstat").read().split()[:2]
+        except OSError:
+            continue
+        out[int(tid)] = [stat[stat.index("(") + 1:stat.rindex(")")], int(run), int(wait)]
+    steal = int(open("/proc/stat").readline().split()[8]) * (1e9 / os.sysconf("SC_CLK_TCK"))
+    return out, steal
+
+
+def sched_during(before, after):
+    """Per loader: the main thread's ms run and ms waited for a CPU, the copy threads' (summed),
+    and the machine's ms stolen, between two sched_now()s."""
+    (b, steal0), (a, steal1) = before, after
+    me = os.getpid()
+    ms = lambda tids, k: sum(a[t][k] - b[t][k] for t in tids if t in b) / 1e6  # noqa: E731
+    copy = [t for t in a if a[t][0] == "cmt-copy"]
+    return {"main_run_ms": ms([me], 1), "main_wait_ms": ms([me], 2),
+            "copy_run_ms": ms(copy, 1), "copy_wait_ms": ms(copy, 2),
+            "steal_ms": (steal1 - steal0) / 1e6}
+
+
 def file_mappings(*paths):
     """The process's mappings of these files: [name, start % 2 MiB in KiB, MiB, Rss MiB,
     FilePmdMapped MiB] (a mapping's pages may come in 2 MiB at a time where the page cache holds
@@ -128,9 +158,10 @@ def child(pt, st, blob, index_path, iters):
     for i in range(iters):
         row = {"at_ns": time.monotonic_ns()}
         for name, fn in (("mmap", mmap_load), ("safe", safe_load)):
-            w0 = time.monotonic_ns()
+            w0, sched0 = time.monotonic_ns(), sched_now()
             out, s = timed(fn)
             row[name] = gb / s
+            row[name + "_sched"] = sched_during(sched0, sched_now())
             row[name + "_maps"] = file_mappings(os.path.realpath(pt), os.path.realpath(st))
             row[name + "_window_ns"] = [w0, time.monotonic_ns()]
             if i == 0:
@@ -174,7 +205,13 @@ def line(m, doc):
             f"cpu-mt {f('cpu_mt')} cpu-1t {f('cpu_1t')} GB/s; python cpu {py[0][1] if py else '-'}"
             f" s on cpu {py[0][2] if py else '-'}; {len(copy)} copy threads "
             f"{sum(t[1] for t in copy):.2f} s; anon maps <=64M {rings}; file maps (start % 2M "
-            f"KiB, MiB, rss, pmd) {maps}; {doc['check']}")
+            f"KiB, MiB, rss, pmd) {maps}; scheduler per mmap load (main run/wait, copy threads "
+            f"run/wait, stolen; ms) {[sched(x.get('mmap_sched')) for x in r]}; {doc['check']}")
+
+
+def sched(d):
+    return "-" if not d else (f"{d['main_run_ms']:.0f}/{d['main_wait_ms']:.1f} "
+                              f"{d['copy_run_ms']:.0f}/{d['copy_wait_ms']:.1f} {d['steal_ms']:.0f}")
 
 
 def main():

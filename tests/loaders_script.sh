@@ -71,6 +71,16 @@ rows = L.summarize(runs, {"default": {}, "cmt": {}})
 assert rows["mapped-8"]["cmt"]["vs_default"] > 0 and rows["mapped-8"]["cmt"]["vs_pinned"] > 0
 L.report({"date": "d", "gpu": "g", "tensors": 6, "bytes": at, "rounds": 2, "reps": 2,
           "checks": ["ok"], "scenarios": rows})
+# A process far below the others is named in the report (a median and spread alone hid them).
+slow = dict(cmt, gbps=dict(cmt["gbps"], **{"mapped-8": cmt["gbps"]["mapped-8"] / 4}))
+rows = L.summarize({"default": [doc] * 3, "cmt": [cmt, cmt, slow]}, {"default": {}, "cmt": {}})
+said = io.StringIO()
+with contextlib.redirect_stdout(said):
+    L.report({"date": "d", "gpu": "g", "tensors": 6, "bytes": at, "rounds": 3, "reps": 2,
+              "checks": ["ok"], "scenarios": rows})
+lines = {ln.split()[0]: ln for ln in said.getvalue().splitlines()[1:]}
+assert f"low {slow['gbps']['mapped-8']:.1f}" in lines["mapped-8"], lines["mapped-8"]
+assert "low" not in lines["mapped-1"], lines["mapped-1"]
 print("ok: loaders.py's scenarios, their check and their summary")
 PY
 # bench/workloads/train_loop.py's parent (its children need torch and a GPU): the rounds with

@@ -31,7 +31,8 @@ the file loaders once each): `default` (cmt run with CMT_DISABLE=1,
 the same launcher), `cmt` (built-in defaults) and any `--mode NAME:VAR=VALUE,...` given (cmt with
 those variables, e.g. lanes1:CMT_LANES=1); each round starts one mode further on. Reported: GB/s of each
 scenario (all bytes over the wall time from the first copy's start to the last thread's end),
-median of the rounds, their spread, each mode against default and against pinned, and the CPU
+median of the rounds, their spread (and the lowest, `low`, where a process ran below 3/4 of the
+median), each mode against default and against pinned, and the CPU
 seconds the process spent per GB copied (cmt's copy threads included: speed must not be bought
 with spinning that `top` shows). With
 --record DIR, one more round of each cmt mode runs under `cmt run --record` and leaves its trace
@@ -623,6 +624,8 @@ def report(doc):
         cells = []
         for m, r in row.items():
             cell = f"{m} {r['median']:.1f} [{r['spread'] * 100:.0f}%]"
+            if min(r["runs"]) < 0.75 * r["median"]:  # a process far below the rest (NOTES 95)
+                cell += f" low {min(r['runs']):.1f}"
             if m != "default" and r["vs_default"]:
                 cell += f" {r['vs_default']:.2f}x"
             if r["vs_pinned"] and not scenario.startswith("pinned"):

@@ -30,6 +30,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import loaders  # noqa: E402  (bench/workloads/loaders.py: the model's tensors and files)
 
 
+PROBE_MT_BYTES = 512 << 20  # torch's multi-threaded CPU copy: the host's memory bandwidth
+PROBE_1T_BYTES = 256 << 20  # numpy's one-thread copy: one core's
+
+
 def timed(fn):
     t0 = time.perf_counter()
     out = fn()
@@ -136,19 +140,28 @@ def child(pt, st, blob, index_path, iters):
     pinned = torch.empty(int(gb * 1e9), dtype=torch.uint8).pin_memory()
     pinned.copy_(torch.from_numpy(np.fromfile(blob, dtype=np.uint8, count=pinned.numel())))
     on_gpu = torch.empty_like(pinned, device="cuda")
-    src, dst = torch.ones(512 << 20, dtype=torch.uint8), torch.empty(512 << 20, dtype=torch.uint8)
-    a1, b1 = np.ones(256 << 20, dtype=np.uint8), np.empty(256 << 20, dtype=np.uint8)
+    src = torch.ones(PROBE_MT_BYTES, dtype=torch.uint8)
+    dst = torch.empty(PROBE_MT_BYTES, dtype=torch.uint8)
+    a1, b1 = np.ones(PROBE_1T_BYTES, dtype=np.uint8), np.empty(PROBE_1T_BYTES, dtype=np.uint8)
+
+    files = (os.path.realpath(pt), os.path.realpath(st))
+    seen = {}  # each load's end, and its file mappings read while still mapped (after the end)
+
+    def loaded(name):
+        torch.cuda.synchronize()
+        seen[name] = (time.perf_counter(), sched_now())
+        seen[name + "_maps"] = file_mappings(*files)
 
     def mmap_load():
         sd = torch.load(pt, mmap=True, weights_only=True)
         out = {k: v.to("cuda") for k, v in sd.items()}
-        torch.cuda.synchronize()
+        loaded("mmap")
         return out
 
     def safe_load():
         with safe_open(st, framework="pt", device="cpu") as f:
             out = {k: f.get_tensor(k).to("cuda") for k in names}
-        torch.cuda.synchronize()
+            loaded("safe")
         return out
 
     def from_pinned():
@@ -159,11 +172,13 @@ def child(pt, st, blob, index_path, iters):
         row = {"at_ns": time.monotonic_ns()}
         for name, fn in (("mmap", mmap_load), ("safe", safe_load)):
             w0, sched0 = time.monotonic_ns(), sched_now()
-            out, s = timed(fn)
-            row[name] = gb / s
-            row[name + "_sched"] = sched_during(sched0, sched_now())
-            row[name + "_maps"] = file_mappings(os.path.realpath(pt), os.path.realpath(st))
-            row[name + "_window_ns"] = [w0, time.monotonic_ns()]
+            t0 = time.perf_counter()
+            out = fn()
+            end, sched1 = seen.pop(name)
+            row[name] = gb / (end - t0)
+            row[name + "_sched"] = sched_during(sched0, sched1)
+            row[name + "_maps"] = seen.pop(name + "_maps")
+            row[name + "_window_ns"] = [w0, w0 + int((end - t0) * 1e9)]
             if i == 0:
                 ok &= all(torch.equal(out[k].cpu(), resident[k]) for k in names)
             del out

@@ -195,58 +195,12 @@ PY
 # The files child itself (child_files) over stand-ins for torch, numpy and safetensors whose tensors
 # are bytes in memory: every scenario runs, its bytes check out, and it reports what the device
 # calls read (each staging scenario's reads, copies and threads). A mistake here would cost a call.
-python3 - "$src/bench/workloads/loaders.py" <<'PY'
-import ctypes, importlib.util, os, sys, tempfile, types
-
-class T:  # a tensor: a writable view of bytes
-    def __init__(s, mv): s.mv = mv if isinstance(mv, memoryview) else memoryview(bytearray(mv))
-    def __getitem__(s, k): return T(s.mv[k])
-    def copy_(s, other): s.mv[:] = other.mv
-    def pin_memory(s): return s
-    def numpy(s): return s.mv
-    def numel(s): return len(s.mv)
-    def to(s, device): return T(bytes(s.mv))
-    def cpu(s): return T(bytes(s.mv))
-    def data_ptr(s): return ctypes.addressof(ctypes.c_char.from_buffer(s.mv))
-
-work = tempfile.mkdtemp()
-blob, index, at = os.path.join(work, "b.bin"), [], 0
-with open(blob, "wb") as f:
-    for i in range(5):
-        n = (1 << 20) + 4096 * i + 7
-        f.write(os.urandom(n))
-        index.append((f"t{i}", at, n))
-        at += n
-def tensors():
-    data = open(blob, "rb").read()
-    return {k: T(data[a:a + n]) for k, a, n in index}
-torch = types.ModuleType("torch")
-torch.uint8 = "uint8"
-torch.zeros = lambda n, device=None: T(bytes(n))
-torch.empty = lambda n, dtype=None, device=None: T(bytearray(n))
-torch.from_numpy = lambda b: T(b)
-torch.frombuffer = lambda b, dtype=None: T(b)
-torch.equal = lambda x, y: bytes(x.mv) == bytes(y.mv)
-torch.load = lambda path, **kw: tensors()
-torch.cuda = types.SimpleNamespace(synchronize=lambda: None, empty_cache=lambda: None)
-numpy = types.ModuleType("numpy")
-numpy.uint8 = "uint8"
-def fromfile(path, dtype=None, count=0, offset=0):
-    with open(path, "rb") as f:
-        f.seek(offset)
-        return f.read(count)
-numpy.fromfile = fromfile
-class safe_open:
-    def __init__(s, path, framework=None, device=None): s.t = tensors()
-    def __enter__(s): return s
-    def __exit__(s, *a): return False
-    def get_tensor(s, k): return s.t[k]
-safetensors = types.ModuleType("safetensors")
-safetensors.safe_open = safe_open
-safetensors.torch = types.ModuleType("safetensors.torch")
-safetensors.torch.load_file = lambda path, device=None: tensors()
-sys.modules.update({"torch": torch, "numpy": numpy, "safetensors": safetensors,
-                    "safetensors.torch": safetensors.torch})
+python3 - "$src/bench/workloads/loaders.py" "$src/tests/data" <<'PY'
+import importlib.util, sys
+sys.path.insert(0, sys.argv[2])
+import file_standins as S
+blob, index, at = S.write_blob()
+S.install(blob, index)
 spec = importlib.util.spec_from_file_location("loaders", sys.argv[1])
 L = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(L)
@@ -269,7 +223,7 @@ refuses() {  # SCRIPT (under bench/) EXPECTED-IN-MESSAGE ARGS...
   case $msg in *"$want"*) ;; *) echo "$script $*: '$want' not in: $msg" >&2; exit 1 ;; esac
 }
 for s in workloads/loaders.py workloads/train_loop.py workloads/run_all.py workloads/offload.py \
-    entry_paths.py; do
+    entry_paths.py lab/mapped_states.py; do
   refuses $s --onyl CMT --onyl x
 done
 refuses host_leg.py --onyl CMT BENCH --onyl x

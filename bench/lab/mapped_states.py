@@ -57,25 +57,28 @@ def threads_now():
     return out
 
 
-def big_anon_mappings(least=16 << 20):
-    """The process's anonymous mappings of `least` bytes or more: [start, MiB, AnonHugePages MiB,
-    Rss MiB, whether madvised for huge pages] (cmt's staging rings are 24-48 MiB ones)."""
-    out, cur = [], None
+def smaps():
+    """Each mapping of the process, from /proc/self/smaps: (start, end, path ("" or a [name] where
+    anonymous), {field: KiB}, VmFlags)."""
+    out = []
     for line in open("/proc/self/smaps"):
         head = line.split()
         if "-" in head[0] and ":" not in head[0]:
             lo, hi = (int(x, 16) for x in head[0].split("-"))
-            anon = len(head) < 6 or head[5].startswith("[anon")
-            cur = [hex(lo), (hi - lo) >> 20, 0, 0, False] if anon and hi - lo >= least else None
-            if cur:
-                out.append(cur)
-        elif cur and head[0] == "AnonHugePages:":
-            cur[2] = int(head[1]) >> 10
-        elif cur and head[0] == "Rss:":
-            cur[3] = int(head[1]) >> 10
-        elif cur and head[0] == "VmFlags:":
-            cur[4] = "hg" in head[1:]
+            out.append((lo, hi, head[5] if len(head) > 5 else "", {}, []))
+        elif head[0] == "VmFlags:":
+            out[-1][4].extend(head[1:])
+        elif head[0].endswith(":") and len(head) > 1 and head[1].isdigit():
+            out[-1][3][head[0][:-1]] = int(head[1])
     return out
+
+
+def big_anon_mappings(least=16 << 20):
+    """The process's anonymous mappings of `least` bytes or more: [start, MiB, AnonHugePages MiB,
+    Rss MiB, whether madvised for huge pages] (cmt's staging rings are 24-48 MiB ones)."""
+    return [[hex(lo), (hi - lo) >> 20, kib.get("AnonHugePages", 0) >> 10, kib.get("Rss", 0) >> 10,
+             "hg" in flags] for lo, hi, path, kib, flags in smaps()
+            if (not path or path.startswith("[anon")) and hi - lo >= least]
 
 
 def sched_now():
@@ -110,21 +113,9 @@ def file_mappings(*paths):
     """The process's mappings of these files: [name, start % 2 MiB in KiB, MiB, Rss MiB,
     FilePmdMapped MiB] (a mapping's pages may come in 2 MiB at a time where the page cache holds
     large folios and the mapping is aligned to them)."""
-    out, cur = [], None
-    for line in open("/proc/self/smaps"):
-        head = line.split()
-        if "-" in head[0] and ":" not in head[0]:
-            lo, hi = (int(x, 16) for x in head[0].split("-"))
-            path = head[5] if len(head) > 5 else ""
-            cur = ([os.path.basename(path), (lo % (2 << 20)) >> 10, (hi - lo) >> 20, 0, 0]
-                   if path in paths else None)
-            if cur:
-                out.append(cur)
-        elif cur and head[0] == "Rss:":
-            cur[3] = int(head[1]) >> 10
-        elif cur and head[0] == "FilePmdMapped:":
-            cur[4] = int(head[1]) >> 10
-    return out
+    return [[os.path.basename(path), (lo % (2 << 20)) >> 10, (hi - lo) >> 20,
+             kib.get("Rss", 0) >> 10, kib.get("FilePmdMapped", 0) >> 10]
+            for lo, hi, path, kib, flags in smaps() if path in paths]
 
 
 def child(pt, st, blob, index_path, iters):

@@ -1,5 +1,5 @@
 #!/bin/sh
-# NOT RUN: session 48's call 3 could not start (12 starts refused, about 04:53-05:50 UTC, until too
+# NOT RUN: session 48's call 3 could not start (12 starts refused, about 04:53-05:56 UTC, until too
 # little device time was left); the next session's first call (carry [".deps"]). The committed
 # build; bench/lab/mapped_states.py, default and cmt processes alternating, each running both
 # mapped loaders, a copy from pinned memory and two CPU bandwidth probes 3 times in turn, with

@@ -485,6 +485,71 @@ long shared_reads_wrong(unsigned char* pinned, std::size_t room) {
 // (`large_reads` counts them); every one must return what libc's would, and read's must move the
 // descriptor's offset as libc's does. Returns the reads that differed.
 
+// A read larger than one read() can move: the kernel moves at most 0x7ffff000 bytes a call, so a
+// read() of more returns that many (cmt's as the kernel's), where an fread() goes on until it has
+// them all, as glibc's loops. The file is sparse: written at its start, around that limit and at
+// its end, holes between (zeros); the buffer is ordinary memory (host_reads = all takes it).
+long past_the_read_limit_wrong() {
+  constexpr std::size_t kLimit = 0x7ffff000, kPiece = 1u << 20;
+  const std::size_t size = kLimit + (3u << 20) + 123;
+  char name[] = "/tmp/cmt-host-bigread-XXXXXX";
+  const int w = mkstemp(name);
+  if (w < 0) return 1;
+  unlink(name);
+  std::vector<unsigned char> piece(kPiece);
+  const std::size_t written[] = {0, kLimit - kPiece / 2, size - kPiece};
+  for (std::size_t at : written) {
+    for (std::size_t i = 0; i < kPiece; ++i)
+      piece[i] = static_cast<unsigned char>((at + i) * 7 + 1);
+    if (pwrite(w, piece.data(), kPiece, static_cast<off_t>(at)) != static_cast<ssize_t>(kPiece))
+      return 1;
+  }
+  if (ftruncate(w, static_cast<off_t>(size)) != 0) return 1;
+  auto* buf = static_cast<unsigned char*>(std::malloc(size));
+  if (!buf) return 1;
+  long wrong = 0;
+  auto bytes_wrong = [&](std::size_t got, const char* what) {
+    for (std::size_t at : written)
+      for (std::size_t i = 0; i < kPiece && at + i < got; i += 4093)
+        if (buf[at + i] != static_cast<unsigned char>((at + i) * 7 + 1)) {
+          std::fprintf(stderr, "%s past the read limit: byte %zu differs\n", what, at + i);
+          return 1L;
+        }
+    for (std::size_t at = kPiece; at + kPiece < got; at += 97 << 20)
+      if (at + 1 < written[1] || at > written[1] + kPiece)
+        if (buf[at]) {
+          std::fprintf(stderr, "%s past the read limit: byte %zu of a hole is not 0\n", what, at);
+          return 1L;
+        }
+    return 0L;
+  };
+  ++g_reads, ++g_large_plain_reads;
+  const ssize_t got = pread(w, buf, size, 0);
+  if (got != static_cast<ssize_t>(kLimit)) {
+    std::fprintf(stderr, "pread of %zu: %zd bytes, want the kernel's %zu\n", size, got, kLimit);
+    ++wrong;
+  }
+  wrong += bytes_wrong(got > 0 ? static_cast<std::size_t>(got) : 0, "pread");
+  std::memset(buf, 0xee, size);
+  FILE* f = fdopen(w, "rb");
+  if (!f) return wrong + 1;
+  ++g_freads_large;
+  const std::size_t n = std::fread(buf, 1, size, f);
+  if (n != size || std::feof(f) || std::ferror(f) || std::ftell(f) != static_cast<long>(size)) {
+    std::fprintf(stderr, "fread of %zu: %zu bytes, eof %d, error %d, at %ld\n", size, n,
+                 std::feof(f), std::ferror(f), std::ftell(f));
+    ++wrong;
+  }
+  wrong += bytes_wrong(n, "fread");
+  if (std::fread(buf, 1, 1, f) != 0 || !std::feof(f)) {
+    std::fprintf(stderr, "fread after the end of the file: no end of file\n");
+    ++wrong;
+  }
+  std::fclose(f);
+  std::free(buf);
+  return wrong;
+}
+
 long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) {
   const std::size_t size = (6u << 20) + 4321, large = 512u << 10;
   // Not zero-filled first (a vector's memset of new memory would be one more fresh fill for cmt).
@@ -685,7 +750,8 @@ int main(int argc, char** argv) {
   setitimer(ITIMER_REAL, &off, nullptr);
   // The copy threads idle now: every large read into pinned memory can be taken.
   std::mt19937_64 read_rng(seed + 7);
-  const long read_wrong = reads_wrong(buffers[0].real[2], kBuffer, read_rng);
+  long read_wrong = reads_wrong(buffers[0].real[2], kBuffer, read_rng);
+  if (std::getenv("HOST_COPY_PAST_READ_LIMIT")) read_wrong += past_the_read_limit_wrong();
 
   std::printf(
       "calls %ld large %ld large_pinned %ld wrong %ld signal_copies %ld signal_wrong %ld fills %ld "

@@ -377,13 +377,33 @@ constexpr int kNoReads = 0x0004;            // _IO_NO_READS: not open for readin
 constexpr int kInBackup = 0x0100;           // _IO_IN_BACKUP: ungetc's pushback being read
 constexpr int kCurrentlyPutting = 0x0800;   // _IO_CURRENTLY_PUTTING: in write mode
 
+// The rest of a large fread past its first take (large_fread): reads from the descriptor's
+// offset into `to` until `n` bytes are in, the file ends (a read of 0) or a read fails, as glibc's
+// fread goes on after a short read (one read() moves at most 0x7ffff000 bytes, and so does the
+// host leg's); each by the host leg where it takes it, else by libc's read, the thread held
+// throughout. Adds what it reads to `*got`; the failed read's answer, else a result of 0.
+HostRead read_on(const HostLegAbi* leg, int fd, char* to, std::size_t n, std::size_t* got,
+                 cmt::CallerHold* hold) {
+  while (*got < n) {
+    HostRead r = leg->read(fd, to + *got, n - *got, -1, hold);
+    if (!r.taken) {
+      r.result = g_read(fd, to + *got, n - *got);
+      r.error = errno;
+    }
+    if (r.result <= 0) return r.result < 0 ? r : HostRead{true, 0, 0};
+    *got += static_cast<std::size_t>(r.result);
+  }
+  return HostRead{true, 0, 0};
+}
+
 // A large fread: what glibc's own fread does past its buffer (libio's _IO_file_xsgetn), with the
 // part from the file read by the host leg. Under the stream's lock: the bytes still in the
 // stream's buffer come first, then the rest from the descriptor's offset (where the buffer's bytes
-// ended), read in one take, which moves the offset; end of file and errors are flagged as glibc
-// flags them, and the stream's cached offset moves as glibc moves it. A stream that is not a plain
-// byte stream reading a file (wide, in write mode, reading pushed-back bytes, no descriptor), or a
-// read the host leg does not take, is libc's fread, nothing touched.
+// ended), read in one take and, where that stops short of the file's end, more (read_on), which
+// moves the offset; end of file and errors are flagged as glibc flags them, and the stream's
+// cached offset moves as glibc moves it. A stream that is not a plain byte stream reading a file
+// (wide, in write mode, reading pushed-back bytes, no descriptor), or a first read the host leg
+// does not take, is libc's fread, nothing touched.
 __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, std::size_t count,
                                                   std::size_t bytes, FILE* fp, FreadFn libc,
                                                   bool lock) {
@@ -394,15 +414,21 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
                                ? static_cast<std::size_t>(fp->_IO_read_end - fp->_IO_read_ptr)
                                : 0;
   const int fd = fileno_unlocked(fp);
+  char* const to = static_cast<char*>(ptr) + have;
   HostRead r{false, 0, 0};
+  std::size_t got = 0;
   if (fd >= 0 && fp->_mode <= 0 && (fp->_flags & (kNoReads | kInBackup | kCurrentlyPutting)) == 0 &&
       fp->_IO_write_ptr <= fp->_IO_write_base && have < bytes) {
     const int saved = errno;  // as large_read keeps it
     cmt::CallerHold hold;
     hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
-    r = leg->read(fd, static_cast<char*>(ptr) + have, bytes - have, -1, &hold);
+    r = leg->read(fd, to, bytes - have, -1, &hold);
+    if (r.taken && r.result > 0) {
+      got = static_cast<std::size_t>(r.result);
+      r = read_on(leg, fd, to, bytes - have, &got, &hold);
+    }
     hold.release();
-    errno = saved;  // a failed take sets it below
+    errno = saved;  // a failed read sets it below
   }
   if (!r.taken) {
     if (lock) funlockfile(fp);
@@ -413,15 +439,13 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
   // held, a later fseek into their range would be served from them.
   fp->_IO_read_base = fp->_IO_read_ptr = fp->_IO_read_end = fp->_IO_buf_base;
   fp->_IO_write_base = fp->_IO_write_ptr = fp->_IO_write_end = fp->_IO_buf_base;
-  std::size_t got = 0;
   if (r.result < 0) {
     fp->_flags |= _IO_ERR_SEEN;
     errno = r.error;
-  } else {
-    got = static_cast<std::size_t>(r.result);
-    if (got < bytes - have) fp->_flags |= _IO_EOF_SEEN;  // it read up to the file's end
-    if (fp->_offset != -1) fp->_offset += static_cast<off_t>(got);
+  } else if (got < bytes - have) {
+    fp->_flags |= _IO_EOF_SEEN;  // it read up to the file's end
   }
+  if (fp->_offset != -1) fp->_offset += static_cast<off_t>(got);
   if (lock) funlockfile(fp);
   const std::size_t done = have + got;
   return done == bytes ? count : done / size;

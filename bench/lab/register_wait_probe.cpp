@@ -9,17 +9,22 @@
 // 16 MiB malloc'd buffers each copied to the GPU three times (under `cmt run` with
 // CMT_REGISTER=hot, cmt registers them at the second copy), how long free() of the buffer takes
 // while a kernel spins: cmt's release thread unregisters it and frees it later, so the free
-// should not wait for the kernel.
+// should not wait for the kernel. And then how long the program's next launch of an empty kernel
+// on another stream takes (with its synchronize): while cmt's release thread is inside
+// cuMemHostUnregister, the driver holds up the process's other CUDA calls (bench/lab/NOTES.md 96),
+// so a free that returns at once may only move the wait to the next call.
 //
 // usage: cmt-lab-register-wait [--spin-ms 50] [--reps 5]
 #include <cuda.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cuda_check.h"
@@ -42,6 +47,10 @@ AGAIN:
   sub.u64 %gone, %now, %start;
   setp.lt.u64 %more, %gone, %want;
   @%more bra AGAIN;
+  ret;
+}
+.visible .entry cmt_empty()
+{
   ret;
 }
 )";
@@ -101,9 +110,10 @@ int main(int argc, char** argv) {
   CMT_CHECK_CU(cuDevicePrimaryCtxRetain(&context, device));
   CMT_CHECK_CU(cuCtxSetCurrent(context));
   CUmodule module;
-  CUfunction spin;
+  CUfunction spin, empty;
   CMT_CHECK_CU(cuModuleLoadData(&module, kSpinPtx));
   CMT_CHECK_CU(cuModuleGetFunction(&spin, module, "cmt_spin"));
+  CMT_CHECK_CU(cuModuleGetFunction(&empty, module, "cmt_empty"));
   CUstream busy, other;
   CMT_CHECK_CU(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING));
   CMT_CHECK_CU(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
@@ -132,12 +142,50 @@ int main(int argc, char** argv) {
     CMT_CHECK_CU(cuMemFree(dev));
     std::free(host);
   }
+  // The same wait seen from another thread, with no cmt: 16 MiB registered, the kernel spinning,
+  // one thread unregisters it while the main thread launches an empty kernel on a third stream.
+  {
+    const std::size_t bytes = std::size_t{16} << 20;
+    void* host = std::aligned_alloc(4096, bytes);
+    if (!host) return 1;
+    std::memset(host, 3, bytes);
+    std::vector<double> unreg, launch;
+    for (int r = 0; r < reps; ++r) {
+      CMT_CHECK_CU(cuMemHostRegister(host, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+      unsigned long long ns = static_cast<unsigned long long>(spin_ms * 1e6);
+      void* args[] = {&ns};
+      CMT_CHECK_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, busy, args, nullptr));
+      std::atomic<bool> in{false};
+      double took = 0;
+      std::thread b([&] {
+        CMT_CHECK_CU(cuCtxSetCurrent(context));
+        in.store(true);
+        const auto t0 = std::chrono::steady_clock::now();
+        CMT_CHECK_CU(cuMemHostUnregister(host));
+        took = ms_since(t0);
+      });
+      while (!in.load()) std::this_thread::yield();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      const auto t1 = std::chrono::steady_clock::now();
+      CMT_CHECK_CU(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, other, nullptr, nullptr));
+      CMT_CHECK_CU(cuStreamSynchronize(other));
+      launch.push_back(ms_since(t1));
+      b.join();
+      unreg.push_back(took);
+      CMT_CHECK_CU(cuStreamSynchronize(busy));
+    }
+    std::printf(
+        "16384K   unregistered on another thread %.3f ms; a launch on a third stream "
+        "meanwhile %.3f ms\n",
+        median(unreg), median(launch));
+    std::free(host);
+  }
   std::printf("free() of a malloc'd buffer copied 3 times, the kernel spinning: median ms of %d\n",
               reps);
   for (std::size_t bytes : {std::size_t{256} << 10, std::size_t{16} << 20}) {
     CUdeviceptr dev;
     CMT_CHECK_CU(cuMemAlloc(&dev, bytes));
-    std::vector<double> t;
+    std::vector<double> t, next;
     for (int r = 0; r < reps; ++r) {
       void* host = std::malloc(bytes);
       if (!host) return 1;
@@ -149,9 +197,15 @@ int main(int argc, char** argv) {
       const auto t0 = std::chrono::steady_clock::now();
       std::free(host);
       t.push_back(ms_since(t0));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // cmt's release thread at work
+      const auto t1 = std::chrono::steady_clock::now();
+      CMT_CHECK_CU(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, other, nullptr, nullptr));
+      CMT_CHECK_CU(cuStreamSynchronize(other));
+      next.push_back(ms_since(t1));
       CMT_CHECK_CU(cuStreamSynchronize(busy));
     }
-    std::printf("%-8s free %.3f ms\n", (std::to_string(bytes >> 10) + "K").c_str(), median(t));
+    std::printf("%-8s free %.3f ms, then a launch on another stream %.3f ms\n",
+                (std::to_string(bytes >> 10) + "K").c_str(), median(t), median(next));
     CMT_CHECK_CU(cuMemFree(dev));
   }
   return 0;

@@ -373,8 +373,9 @@ std::vector<OptionSpec> build_table() {
       "With hot buffers (register = hot or auto), 1: a free() of a chunk holding registrations "
       "returns at once, and a thread of cmt's unregisters them and then "
       "frees the chunk (cuMemHostUnregister waits for every kernel queued on "
-      "the GPU); a realloc() of such a chunk moves it (malloc, copy, that "
-      "free); 0: both wait for it.",
+      "the GPU, and the driver holds the process's other CUDA calls meanwhile: "
+      "the wait moves to the program's next CUDA call unless that comes later); "
+      "a realloc() of such a chunk moves it (malloc, copy, that free); 0: both wait for it.",
       &Config::register_free_later));
   t.push_back(flag_option("peer", "CMT_PEER", Scope::Process,
                           "Copies between two GPUs that have no peer access (none possible, or "

@@ -82,6 +82,47 @@ void one_rep(void* host, std::size_t bytes, CUdeviceptr dev, CUstream other, Tim
   t.unreg.push_back(ms_since(t0));
 }
 
+// The same wait seen from another thread, with no cmt: 16 MiB registered, the kernel spinning,
+// one thread unregisters it while the main thread launches an empty kernel on a third stream.
+bool unregister_beside_launch(CUcontext context, CUfunction spin, CUfunction empty, CUstream busy,
+                              CUstream other, double spin_ms, int reps) {
+  const std::size_t bytes = std::size_t{16} << 20;
+  void* host = std::aligned_alloc(4096, bytes);
+  if (!host) return false;
+  std::memset(host, 3, bytes);
+  std::vector<double> unreg, launch;
+  for (int r = 0; r < reps; ++r) {
+    CMT_CHECK_CU(cuMemHostRegister(host, bytes, CU_MEMHOSTREGISTER_PORTABLE));
+    unsigned long long ns = static_cast<unsigned long long>(spin_ms * 1e6);
+    void* args[] = {&ns};
+    CMT_CHECK_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, busy, args, nullptr));
+    std::atomic<bool> in{false};
+    double took = 0;
+    std::thread b([&] {
+      CMT_CHECK_CU(cuCtxSetCurrent(context));
+      in.store(true);
+      const auto t0 = std::chrono::steady_clock::now();
+      CMT_CHECK_CU(cuMemHostUnregister(host));
+      took = ms_since(t0);
+    });
+    while (!in.load()) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto t1 = std::chrono::steady_clock::now();
+    CMT_CHECK_CU(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, other, nullptr, nullptr));
+    CMT_CHECK_CU(cuStreamSynchronize(other));
+    launch.push_back(ms_since(t1));
+    b.join();
+    unreg.push_back(took);
+    CMT_CHECK_CU(cuStreamSynchronize(busy));
+  }
+  std::printf(
+      "16384K   unregistered on another thread %.3f ms; a launch on a third stream "
+      "meanwhile %.3f ms\n",
+      median(unreg), median(launch));
+  std::free(host);
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -142,44 +183,7 @@ int main(int argc, char** argv) {
     CMT_CHECK_CU(cuMemFree(dev));
     std::free(host);
   }
-  // The same wait seen from another thread, with no cmt: 16 MiB registered, the kernel spinning,
-  // one thread unregisters it while the main thread launches an empty kernel on a third stream.
-  {
-    const std::size_t bytes = std::size_t{16} << 20;
-    void* host = std::aligned_alloc(4096, bytes);
-    if (!host) return 1;
-    std::memset(host, 3, bytes);
-    std::vector<double> unreg, launch;
-    for (int r = 0; r < reps; ++r) {
-      CMT_CHECK_CU(cuMemHostRegister(host, bytes, CU_MEMHOSTREGISTER_PORTABLE));
-      unsigned long long ns = static_cast<unsigned long long>(spin_ms * 1e6);
-      void* args[] = {&ns};
-      CMT_CHECK_CU(cuLaunchKernel(spin, 1, 1, 1, 1, 1, 1, 0, busy, args, nullptr));
-      std::atomic<bool> in{false};
-      double took = 0;
-      std::thread b([&] {
-        CMT_CHECK_CU(cuCtxSetCurrent(context));
-        in.store(true);
-        const auto t0 = std::chrono::steady_clock::now();
-        CMT_CHECK_CU(cuMemHostUnregister(host));
-        took = ms_since(t0);
-      });
-      while (!in.load()) std::this_thread::yield();
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-      const auto t1 = std::chrono::steady_clock::now();
-      CMT_CHECK_CU(cuLaunchKernel(empty, 1, 1, 1, 1, 1, 1, 0, other, nullptr, nullptr));
-      CMT_CHECK_CU(cuStreamSynchronize(other));
-      launch.push_back(ms_since(t1));
-      b.join();
-      unreg.push_back(took);
-      CMT_CHECK_CU(cuStreamSynchronize(busy));
-    }
-    std::printf(
-        "16384K   unregistered on another thread %.3f ms; a launch on a third stream "
-        "meanwhile %.3f ms\n",
-        median(unreg), median(launch));
-    std::free(host);
-  }
+  if (!unregister_beside_launch(context, spin, empty, busy, other, spin_ms, reps)) return 1;
   std::printf("free() of a malloc'd buffer copied 3 times, the kernel spinning: median ms of %d\n",
               reps);
   for (std::size_t bytes : {std::size_t{256} << 10, std::size_t{16} << 20}) {

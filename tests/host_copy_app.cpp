@@ -53,6 +53,8 @@ namespace {
 using CopyFn = void* (*)(void*, const void*, std::size_t);
 using FillFn = void* (*)(void*, int, std::size_t);
 CopyFn g_libc_memmove = nullptr;
+using FreadFn = std::size_t (*)(void*, std::size_t, std::size_t, FILE*);
+FreadFn g_libc_fread = nullptr;
 FillFn g_libc_memset = nullptr;
 
 constexpr std::size_t kBuffer = 24u << 20;
@@ -550,6 +552,62 @@ long past_the_read_limit_wrong() {
   return wrong;
 }
 
+// An fread into a buffer that ends at a PROT_NONE page, asking for more than fits: the kernel's
+// read copies up to the bad page and says so, and glibc's fread reads on, meets EFAULT and flags
+// an error. cmt's fread (which host_reads = all takes, this being ordinary memory) must answer as
+// libc's own, called past the preload on a second stream of the same file: the count, the error
+// and end-of-file flags, errno, the stream's position and the bytes read.
+long fread_into_guard_wrong() {
+  const std::size_t room = 2u << 20, file_size = 6u << 20, ask = 3u << 20;
+  char name[] = "/tmp/cmt-host-guard-XXXXXX";
+  const int w = mkstemp(name);
+  if (w < 0) return 1;
+  std::vector<unsigned char> bytes(file_size);
+  for (std::size_t i = 0; i < file_size; ++i) bytes[i] = static_cast<unsigned char>(i * 13 + 5);
+  const bool written = write(w, bytes.data(), file_size) == static_cast<ssize_t>(file_size);
+  close(w);
+  FILE* ours = written ? std::fopen(name, "rb") : nullptr;
+  FILE* libcs = written ? std::fopen(name, "rb") : nullptr;
+  unlink(name);
+  if (!ours || !libcs) return 1;
+  long wrong = 0;
+  std::size_t got[2] = {};
+  int error[2] = {}, eof[2] = {}, err_no[2] = {};
+  long at[2] = {};
+  for (int k = 0; k < 2; ++k) {
+    void* map =
+        mmap(nullptr, room + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == MAP_FAILED) return wrong + 1;
+    auto* buf = static_cast<unsigned char*>(map);
+    mprotect(buf + room, 4096, PROT_NONE);
+    FILE* f = k ? libcs : ours;
+    errno = 0;
+    got[k] = k ? g_libc_fread(buf, 1, ask, f) : std::fread(buf, 1, ask, f);
+    err_no[k] = errno;
+    error[k] = std::ferror(f);
+    eof[k] = std::feof(f);
+    at[k] = std::ftell(f);
+    if (std::memcmp(buf, bytes.data(), std::min(got[k], room)) != 0) {
+      std::fprintf(stderr, "fread beside a bad page (%s): bytes differ\n", k ? "libc" : "cmt");
+      ++wrong;
+    }
+    munmap(map, room + 4096);
+  }
+  if (got[0] != got[1] || error[0] != error[1] || eof[0] != eof[1] || err_no[0] != err_no[1] ||
+      at[0] != at[1]) {
+    std::fprintf(stderr,
+                 "fread beside a bad page: %zu bytes, error %d, eof %d, errno %d, at %ld; "
+                 "libc's %zu, %d, %d, %d, %ld\n",
+                 got[0], error[0], eof[0], err_no[0], at[0], got[1], error[1], eof[1], err_no[1],
+                 at[1]);
+    ++wrong;
+  }
+  ++g_freads_large;
+  std::fclose(ours);
+  std::fclose(libcs);
+  return wrong;
+}
+
 long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) {
   const std::size_t size = (6u << 20) + 4321, large = 512u << 10;
   // Not zero-filled first (a vector's memset of new memory would be one more fresh fill for cmt).
@@ -677,8 +735,9 @@ int main(int argc, char** argv) {
   g_threshold = std::strtoull(argv[4], nullptr, 10);
   void* libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
   g_libc_memmove = libc ? reinterpret_cast<CopyFn>(dlsym(libc, "memmove")) : nullptr;
+  g_libc_fread = libc ? reinterpret_cast<FreadFn>(dlsym(libc, "fread")) : nullptr;
   g_libc_memset = libc ? reinterpret_cast<FillFn>(dlsym(libc, "memset")) : nullptr;
-  if (!g_libc_memmove || !g_libc_memset) return 2;
+  if (!g_libc_memmove || !g_libc_memset || !g_libc_fread) return 2;
   // A context, which real CUDA's cuMemAllocHost needs (the fake's does not).
   CUdevice device = 0;
   CUcontext context = nullptr;
@@ -751,6 +810,7 @@ int main(int argc, char** argv) {
   // The copy threads idle now: every large read into pinned memory can be taken.
   std::mt19937_64 read_rng(seed + 7);
   long read_wrong = reads_wrong(buffers[0].real[2], kBuffer, read_rng);
+  read_wrong += fread_into_guard_wrong();
   if (std::getenv("HOST_COPY_PAST_READ_LIMIT")) read_wrong += past_the_read_limit_wrong();
 
   std::printf(

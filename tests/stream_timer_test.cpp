@@ -35,7 +35,9 @@ TEST(StreamTimer, ACopyIsTimedOnItsStreamToItsEndAndReadWithoutWaiting) {
   CUdeviceptr dev = driver.alloc_device(host.size());
   const int slot = timer.begin(s);
   ASSERT_GE(slot, 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the stream reaches the copy
+  // The stream reaches the copy: its start event recorded (a sleep was not enough on a loaded
+  // machine: the event was then recorded after the pause below, and the copy timed short).
+  ASSERT_EQ(driver.api().stream_synchronize(s), CUDA_SUCCESS);
   // The stream is held at the copy: its call returns at once, the copy runs 20 ms later.
   driver.pause_streams(true);
   const auto called = std::chrono::steady_clock::now();

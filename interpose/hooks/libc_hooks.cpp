@@ -180,6 +180,9 @@ std::size_t early_fread(void* ptr, std::size_t size, std::size_t count, FILE* fp
 std::size_t early_fread_unlocked(void* ptr, std::size_t size, std::size_t count, FILE* fp) {
   return first_fread(&g_fread_unlocked, "fread_unlocked", ptr, size, count, fp);
 }
+// libc's _IO_doallocbuf, which makes a stream's buffer as its fread would (found by the
+// constructor; without it, a stream with no buffer yet is libc's to read).
+void (*g_doallocbuf)(FILE*) = nullptr;
 FillFn g_memset = early_fill;
 CheckedFillFn g_memset_chk = early_checked_fill;
 
@@ -224,6 +227,7 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_preadv64, "preadv64", "GLIBC_2.10");
   find(&g_preadv2, "preadv2", "GLIBC_2.26");
   find(&g_preadv64v2, "preadv64v2", "GLIBC_2.26");
+  find(&g_doallocbuf, "_IO_doallocbuf", "GLIBC_2.2.5");
   find_signal_functions("GLIBC_2.2.5");
 #else
   find(&g_memcpy, "memcpy", "GLIBC_2.17");
@@ -247,6 +251,7 @@ __attribute__((constructor(101))) void find_libc_copies() noexcept {
   find(&g_preadv64, "preadv64", "GLIBC_2.17");
   find(&g_preadv2, "preadv2", "GLIBC_2.26");
   find(&g_preadv64v2, "preadv64v2", "GLIBC_2.26");
+  find(&g_doallocbuf, "_IO_doallocbuf", "GLIBC_2.17");
   find_signal_functions("GLIBC_2.17");
 #endif
 }
@@ -376,62 +381,79 @@ inline ssize_t hooked_preadv2(Preadv2Fn libc, int fd, const iovec* iov, int coun
 constexpr int kNoReads = 0x0004;            // _IO_NO_READS: not open for reading
 constexpr int kInBackup = 0x0100;           // _IO_IN_BACKUP: ungetc's pushback being read
 constexpr int kCurrentlyPutting = 0x0800;   // _IO_CURRENTLY_PUTTING: in write mode
+constexpr int kMappedStream = 0x0001;       // _IO_FLAGS2_MMAP in _flags2: fopen's "m"
 
-// The rest of a large fread past its first take (large_fread): reads from the descriptor's
-// offset into `to` until `n` bytes are in, the file ends (a read of 0) or a read fails, as glibc's
-// fread goes on after a short read (one read() moves at most 0x7ffff000 bytes, and so does the
-// host leg's); each by the host leg where it takes it, else by libc's read, the thread held
-// throughout. Adds what it reads to `*got`; the failed read's answer, else a result of 0.
-HostRead read_on(const HostLegAbi* leg, int fd, char* to, std::size_t n, std::size_t* got,
-                 cmt::CallerHold* hold) {
-  while (*got < n) {
-    HostRead r = leg->read(fd, to + *got, n - *got, -1, hold);
-    if (!r.taken) {
-      r.result = g_read(fd, to + *got, n - *got);
-      r.error = errno;
-    }
-    if (r.result <= 0) return r.result < 0 ? r : HostRead{true, 0, 0};
-    *got += static_cast<std::size_t>(r.result);
-  }
-  return HostRead{true, 0, 0};
+// Whether cmt may read past this stream's buffer as glibc's fread would: a byte stream (not
+// wide) reading a file by its descriptor, in read mode, not reading ungetc's pushed-back bytes,
+// its buffer made or makeable. Not a stream opened with "m": glibc reads those from its own
+// mapping of the file, made at the first read, from where the stream's offset says (cmt's read
+// would leave that offset unknown, and glibc would map from the file's start).
+bool reads_by_descriptor(FILE* fp, int fd) {
+  return fd >= 0 && fp->_mode <= 0 &&
+         (fp->_flags & (kNoReads | kInBackup | kCurrentlyPutting)) == 0 &&
+         (fp->_flags2 & kMappedStream) == 0 && fp->_IO_write_ptr <= fp->_IO_write_base &&
+         (fp->_IO_buf_base || (!fp->_IO_save_base && g_doallocbuf));
 }
 
-// A large fread: what glibc's own fread does past its buffer (libio's _IO_file_xsgetn), with the
-// part from the file read by the host leg. Under the stream's lock: the bytes still in the
-// stream's buffer come first, then the rest from the descriptor's offset (where the buffer's bytes
-// ended), read in one take and, where that stops short of the file's end, more (read_on), which
-// moves the offset; end of file and errors are flagged as glibc flags them, and the stream's
-// cached offset moves as glibc moves it. A stream that is not a plain byte stream reading a file
-// (wide, in write mode, reading pushed-back bytes, no descriptor), or a first read the host leg
-// does not take, is libc's fread, nothing touched.
+// The reads glibc's fread makes into the caller's memory past the stream's buffer (libio's
+// _IO_file_xsgetn): while at least a block (the stream buffer's size) is wanted, one read of as
+// many whole blocks as fit (of all that is wanted where the block is under 128 bytes), again
+// after a short one (one read() moves at most 0x7ffff000 bytes, and so does the host leg's);
+// what is left, under a block, glibc reads into the stream's buffer. Each read by the host leg
+// where it takes it, else by libc's read, the thread held throughout; a first read the leg does
+// not take is the caller's to leave to libc's fread, nothing read. Adds what it reads to `*got`;
+// returns the read that failed or found the end of the file (0), else a result of 1.
+HostRead read_blocks(const HostLegAbi* leg, int fd, char* to, std::size_t want, std::size_t block,
+                     std::size_t* got, cmt::CallerHold* hold) {
+  while (want - *got >= block) {
+    const std::size_t left = want - *got;
+    const std::size_t ask = block >= 128 ? left - left % block : left;
+    HostRead r = leg->read(fd, to + *got, ask, -1, hold);
+    if (!r.taken) {
+      if (*got == 0) return r;
+      r = HostRead{true, g_read(fd, to + *got, ask), errno};
+    }
+    if (r.result <= 0) return r;
+    *got += static_cast<std::size_t>(r.result);
+  }
+  return HostRead{true, 1, 0};
+}
+
+// A large fread, as glibc's own fread makes it (libio's _IO_file_xsgetn), with its reads past
+// the stream's buffer made by the host leg. Under the stream's lock (unless its caller does the
+// locking, __fsetlocking's FSETLOCKING_BYCALLER): the stream's buffer made if it has none yet;
+// the bytes still in it first; the whole blocks from the descriptor's offset (read_blocks),
+// moving it and the stream's cached offset as glibc moves them; end of file and errors flagged
+// as glibc flags them; and the rest, under a block, libc's fread itself (through the stream's
+// buffer, as glibc reads it, a stream's end of file staying put). A stream that is not
+// reads_by_descriptor, a call with less than a block to read past the buffer, or a first read
+// the host leg does not take, is libc's fread, nothing touched but the buffer glibc would make.
 __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, std::size_t count,
                                                   std::size_t bytes, FILE* fp, FreadFn libc,
                                                   bool lock) {
   const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire);
   if (!leg) return libc(ptr, size, count, fp);
-  if (lock) flockfile(fp);
-  const std::size_t have = fp->_IO_read_ptr < fp->_IO_read_end
-                               ? static_cast<std::size_t>(fp->_IO_read_end - fp->_IO_read_ptr)
-                               : 0;
+  const bool locks = lock && (fp->_flags & _IO_USER_LOCK) == 0;
+  if (locks) flockfile(fp);
   const int fd = fileno_unlocked(fp);
-  char* const to = static_cast<char*>(ptr) + have;
   HostRead r{false, 0, 0};
-  std::size_t got = 0;
-  if (fd >= 0 && fp->_mode <= 0 && (fp->_flags & (kNoReads | kInBackup | kCurrentlyPutting)) == 0 &&
-      fp->_IO_write_ptr <= fp->_IO_write_base && have < bytes) {
-    const int saved = errno;  // as large_read keeps it
-    cmt::CallerHold hold;
-    hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
-    r = leg->read(fd, to, bytes - have, -1, &hold);
-    if (r.taken && r.result > 0) {
-      got = static_cast<std::size_t>(r.result);
-      r = read_on(leg, fd, to, bytes - have, &got, &hold);
+  std::size_t have = 0, got = 0;
+  if (reads_by_descriptor(fp, fd)) {
+    if (!fp->_IO_buf_base) g_doallocbuf(fp);  // as glibc's fread would
+    if (fp->_IO_read_ptr < fp->_IO_read_end)
+      have = static_cast<std::size_t>(fp->_IO_read_end - fp->_IO_read_ptr);
+    const auto block = static_cast<std::size_t>(fp->_IO_buf_end - fp->_IO_buf_base);
+    if (have < bytes && bytes - have >= block) {
+      const int saved = errno;  // as large_read keeps it
+      cmt::CallerHold hold;
+      hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
+      r = read_blocks(leg, fd, static_cast<char*>(ptr) + have, bytes - have, block, &got, &hold);
+      hold.release();
+      errno = r.taken && r.result < 0 ? r.error : saved;
     }
-    hold.release();
-    errno = saved;  // a failed read sets it below
   }
   if (!r.taken) {
-    if (lock) funlockfile(fp);
+    if (locks) funlockfile(fp);
     return libc(ptr, size, count, fp);
   }
   if (have) __builtin_memcpy(ptr, fp->_IO_read_ptr, have);
@@ -439,15 +461,16 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
   // held, a later fseek into their range would be served from them.
   fp->_IO_read_base = fp->_IO_read_ptr = fp->_IO_read_end = fp->_IO_buf_base;
   fp->_IO_write_base = fp->_IO_write_ptr = fp->_IO_write_end = fp->_IO_buf_base;
+  if (fp->_offset != -1) fp->_offset += static_cast<off_t>(got);
+  std::size_t done = have + got;
   if (r.result < 0) {
     fp->_flags |= _IO_ERR_SEEN;
-    errno = r.error;
-  } else if (got < bytes - have) {
+  } else if (r.result == 0) {
     fp->_flags |= _IO_EOF_SEEN;  // it read up to the file's end
+  } else if (done < bytes) {
+    done += libc(static_cast<char*>(ptr) + done, 1, bytes - done, fp);
   }
-  if (fp->_offset != -1) fp->_offset += static_cast<off_t>(got);
-  if (lock) funlockfile(fp);
-  const std::size_t done = have + got;
+  if (locks) funlockfile(fp);
   return done == bytes ? count : done / size;
 }
 

@@ -22,6 +22,11 @@
 //       rounds of four at different moments (the process must not end: an unwind through
 //       libcmt.so's frames ends it); then the main thread's copies are checked.
 //   query: sigaction(SIGSEGV, NULL, &old) returns the program's own handler.
+//   cancel-read: a thread with a cancellation pending (deferred) calls read, pread, readv,
+//       preadv or fread of 2 MiB into pinned memory: cancelled there, before it reads (the
+//       descriptor's offset unmoved; the stream's buffered bytes taken, as glibc's fread takes
+//       them before its first read, and its lock given back); an fread of a stream opened with
+//       "c" is no cancellation point and reads.
 //
 // Linked against the fake libcuda, or the real one for the GPU machine: cuInit and cuMemAllocHost
 // reach libcmt.so, which arms the host leg. Prints "ok SCENARIO ..." and exits 0 when it behaves
@@ -34,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -345,6 +351,88 @@ int cancel() {
   return ok ? 0 : 1;
 }
 
+// cancel-read: one call, on a thread of its own whose cancellation is pending when it makes it.
+struct CancelRead {
+  int kind;  // 0 read, 1 pread, 2 readv, 3 preadv, 4 fread, 5 fread of a "c" stream
+  int fd;
+  FILE* fp;
+  void* pinned;
+  std::atomic<bool> returned{false};
+};
+
+void* read_cancelled(void* arg) {
+  auto* c = static_cast<CancelRead*>(arg);
+  constexpr std::size_t n = 2u << 20;
+  iovec seg{c->pinned, n};
+  pthread_cancel(pthread_self());  // deferred: pending until a cancellation point
+  switch (c->kind) {
+    case 0:
+      (void)read(c->fd, c->pinned, n);
+      break;
+    case 1:
+      (void)pread(c->fd, c->pinned, n, 4096);
+      break;
+    case 2:
+      (void)readv(c->fd, &seg, 1);
+      break;
+    case 3:
+      (void)preadv(c->fd, &seg, 1, 4096);
+      break;
+    default:
+      (void)std::fread(c->pinned, 1, n, c->fp);
+  }
+  c->returned = true;
+  return nullptr;
+}
+
+int cancel_read(void* pinned) {
+  char name[] = "/tmp/cmt-cancel-read-XXXXXX";
+  const int w = mkstemp(name);
+  std::vector<char> bytes(8u << 20, 'x');
+  if (w < 0 || write(w, bytes.data(), bytes.size()) != static_cast<ssize_t>(bytes.size())) return 2;
+  close(w);
+  const char* names[] = {"read", "pread", "readv", "preadv", "fread", "fread (\"rc\")"};
+  bool ok = true;
+  for (int kind = 0; kind < 6; ++kind) {
+    CancelRead c;
+    c.kind = kind;
+    c.fd = open(name, O_RDONLY);
+    c.fp = std::fopen(name, kind == 5 ? "rc" : "r");
+    c.pinned = pinned;
+    // The streams hold bytes in their buffers: glibc's fread takes them before its first read.
+    char first[100];
+    if (kind >= 4 && std::fread(first, 1, sizeof first, c.fp) != sizeof first) ok = false;
+    pthread_t th;
+    pthread_create(&th, nullptr, read_cancelled, &c);
+    void* result = nullptr;
+    pthread_join(th, &result);
+    const bool cancelled = result == PTHREAD_CANCELED;
+    const long at = static_cast<long>(lseek(c.fd, 0, SEEK_CUR));
+    // The stream must be usable (its lock given back) and where the call left it.
+    char next[16] = {};
+    const long stream_at = std::ftell(c.fp);
+    const bool usable = std::fread(next, 1, sizeof next, c.fp) == sizeof next;
+    const bool want_cancelled = kind != 5;
+    const bool right = cancelled == want_cancelled && c.returned == !want_cancelled && at == 0 &&
+                       stream_at == (kind < 4         ? 0
+                                     : want_cancelled ? 4096
+                                                      : 100 + (2l << 20)) &&
+                       usable;
+    if (!right) {
+      ok = false;
+      std::printf(
+          "cancel-read %s: cancelled %d, returned %d, offset %ld, stream at %ld, usable %d\n",
+          names[kind], cancelled, c.returned.load(), at, stream_at, usable);
+    }
+    std::fclose(c.fp);
+    close(c.fd);
+  }
+  unlink(name);
+  std::printf("%s cancel-read: a pending cancellation acts at each read as libc's\n",
+              ok ? "ok" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 int query() {
   install(SIGSEGV, on_fault_jump);
   // A large copy first: with cmt it arms the host leg, which puts its own handler in front.
@@ -375,7 +463,7 @@ int main(int argc, char** argv) {
   CUcontext context = nullptr;
   if (cuInit(0) != CUDA_SUCCESS || cuDeviceGet(&device, 0) != CUDA_SUCCESS) return 77;  // no GPU
   if (cuDevicePrimaryCtxRetain(&context, device) != CUDA_SUCCESS ||
-      cuCtxSetCurrent(context) != CUDA_SUCCESS || cuMemAllocHost(&pinned, 1u << 20) != CUDA_SUCCESS)
+      cuCtxSetCurrent(context) != CUDA_SUCCESS || cuMemAllocHost(&pinned, 2u << 20) != CUDA_SUCCESS)
     return 2;
   const std::string name = argv[1];
   if (name == "guard-src" || name == "guard-dst" || name == "truncated-src" ||
@@ -388,6 +476,7 @@ int main(int argc, char** argv) {
   if (name == "cancel") return cancel();
   if (name == "sigqueue") return sigqueue_scenario();
   if (name == "query") return query();
+  if (name == "cancel-read") return cancel_read(pinned);
   if (name == "probe") return 0;  // CUDA is there
   std::fprintf(stderr, "unknown scenario %s\n", argv[1]);
   return 2;

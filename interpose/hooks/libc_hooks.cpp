@@ -22,6 +22,7 @@
 // the program's thread. Neither the hooks nor their slow paths are noexcept: a cancellation acting
 // at the release, or in libc's function, unwinds through them as through libc's own memcpy.
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -310,6 +311,7 @@ inline std::size_t host_read_threshold() {
 __attribute__((noinline)) ssize_t large_read(int fd, void* buf, std::size_t n, off_t offset,
                                              ReadFn libc_read, PreadFn libc_pread) {
   if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
+    pthread_testcancel();  // read is a cancellation point: one pending acts before it reads
     // errno as libc leaves it: the leg's own system calls (the page-cache probe's EAGAIN among
     // them) and the release's may set it, where a read that succeeds leaves it alone.
     const int saved = errno;
@@ -327,6 +329,7 @@ template <typename Libc>
 __attribute__((noinline)) ssize_t large_readv(int fd, const iovec* iov, int count, off_t offset,
                                               Libc libc) {
   if (const HostLegAbi* leg = g_host_leg.load(std::memory_order_acquire)) {
+    pthread_testcancel();     // as large_read's
     const int saved = errno;  // as large_read keeps it
     cmt::CallerHold hold;
     hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
@@ -382,6 +385,7 @@ constexpr int kNoReads = 0x0004;            // _IO_NO_READS: not open for readin
 constexpr int kInBackup = 0x0100;           // _IO_IN_BACKUP: ungetc's pushback being read
 constexpr int kCurrentlyPutting = 0x0800;   // _IO_CURRENTLY_PUTTING: in write mode
 constexpr int kMappedStream = 0x0001;       // _IO_FLAGS2_MMAP in _flags2: fopen's "m"
+constexpr int kNoCancelStream = 0x0002;     // _IO_FLAGS2_NOTCANCEL in _flags2: fopen's "c"
 
 // Whether cmt may read past this stream's buffer as glibc's fread would: a byte stream (not
 // wide) reading a file by its descriptor, in read mode, not reading ungetc's pushed-back bytes,
@@ -419,15 +423,42 @@ HostRead read_blocks(const HostLegAbi* leg, int fd, char* to, std::size_t want, 
   return HostRead{true, 1, 0};
 }
 
+// The bytes still in the stream's buffer into the caller's memory, and the buffer emptied, as
+// glibc's fread does before it reads past the buffer (left describing the bytes it held, a later
+// fseek into their range would be served from them).
+void take_buffered(FILE* fp, void* ptr, std::size_t have) {
+  if (have) __builtin_memcpy(ptr, fp->_IO_read_ptr, have);
+  fp->_IO_read_base = fp->_IO_read_ptr = fp->_IO_read_end = fp->_IO_buf_base;
+  fp->_IO_write_base = fp->_IO_write_ptr = fp->_IO_write_end = fp->_IO_buf_base;
+}
+
+void unlock_stream(void* fp) {
+  funlockfile(static_cast<FILE*>(fp));
+}
+
+// Where glibc's fread has its cancellation point, at its first read (none for a stream opened
+// with "c"): a cancellation pending acts here, and the stream's lock, if this call took it, is
+// given back on the way out, as glibc's fread gives it back.
+void fread_cancellation_point(FILE* fp, bool locked) {
+  if (fp->_flags2 & kNoCancelStream) return;
+  if (!locked) {
+    pthread_testcancel();
+    return;
+  }
+  pthread_cleanup_push(unlock_stream, fp);
+  pthread_testcancel();
+  pthread_cleanup_pop(0);
+}
+
 // A large fread, as glibc's own fread makes it (libio's _IO_file_xsgetn), with its reads past
 // the stream's buffer made by the host leg. Under the stream's lock (unless its caller does the
 // locking, __fsetlocking's FSETLOCKING_BYCALLER): the stream's buffer made if it has none yet;
-// the bytes still in it first; the whole blocks from the descriptor's offset (read_blocks),
-// moving it and the stream's cached offset as glibc moves them; end of file and errors flagged
-// as glibc flags them; and the rest, under a block, libc's fread itself (through the stream's
-// buffer, as glibc reads it, a stream's end of file staying put). A stream that is not
-// reads_by_descriptor, a call with less than a block to read past the buffer, or a first read
-// the host leg does not take, is libc's fread, nothing touched but the buffer glibc would make.
+// the bytes still in it first; a cancellation point; the whole blocks from the descriptor's
+// offset (read_blocks), moving it and the stream's cached offset as glibc moves them; end of file
+// and errors flagged as glibc flags them; and the rest, under a block (all of it where the leg
+// took no read), libc's fread itself (through the stream's buffer, as glibc reads it, a stream's
+// end of file staying put). A stream that is not reads_by_descriptor, or a call with less than a
+// block to read past the buffer, is libc's fread, nothing touched but the buffer glibc would make.
 __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, std::size_t count,
                                                   std::size_t bytes, FILE* fp, FreadFn libc,
                                                   bool lock) {
@@ -436,31 +467,28 @@ __attribute__((noinline)) std::size_t large_fread(void* ptr, std::size_t size, s
   const bool locks = lock && (fp->_flags & _IO_USER_LOCK) == 0;
   if (locks) flockfile(fp);
   const int fd = fileno_unlocked(fp);
-  HostRead r{false, 0, 0};
-  std::size_t have = 0, got = 0;
+  std::size_t have = 0, block = 0;
   if (reads_by_descriptor(fp, fd)) {
     if (!fp->_IO_buf_base) g_doallocbuf(fp);  // as glibc's fread would
     if (fp->_IO_read_ptr < fp->_IO_read_end)
       have = static_cast<std::size_t>(fp->_IO_read_end - fp->_IO_read_ptr);
-    const auto block = static_cast<std::size_t>(fp->_IO_buf_end - fp->_IO_buf_base);
-    if (have < bytes && bytes - have >= block) {
-      const int saved = errno;  // as large_read keeps it
-      cmt::CallerHold hold;
-      hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
-      r = read_blocks(leg, fd, static_cast<char*>(ptr) + have, bytes - have, block, &got, &hold);
-      hold.release();
-      errno = r.taken && r.result < 0 ? r.error : saved;
-    }
+    block = static_cast<std::size_t>(fp->_IO_buf_end - fp->_IO_buf_base);
   }
-  if (!r.taken) {
+  if (block == 0 || have >= bytes || bytes - have < block) {
     if (locks) funlockfile(fp);
     return libc(ptr, size, count, fp);
   }
-  if (have) __builtin_memcpy(ptr, fp->_IO_read_ptr, have);
-  // The buffer emptied, as glibc empties it before a read past it: left describing the bytes it
-  // held, a later fseek into their range would be served from them.
-  fp->_IO_read_base = fp->_IO_read_ptr = fp->_IO_read_end = fp->_IO_buf_base;
-  fp->_IO_write_base = fp->_IO_write_ptr = fp->_IO_write_end = fp->_IO_buf_base;
+  take_buffered(fp, ptr, have);
+  fread_cancellation_point(fp, locks);
+  const int saved = errno;  // as large_read keeps it
+  std::size_t got = 0;
+  cmt::CallerHold hold;
+  hold.hold();  // before libcmt.so's frames: no cancellation may unwind them
+  HostRead r =
+      read_blocks(leg, fd, static_cast<char*>(ptr) + have, bytes - have, block, &got, &hold);
+  hold.release();
+  errno = r.taken && r.result < 0 ? r.error : saved;
+  if (!r.taken) r = HostRead{true, 1, 0};  // the leg took none: libc's fread reads it all, below
   if (fp->_offset != -1) fp->_offset += static_cast<off_t>(got);
   std::size_t done = have + got;
   if (r.result < 0) {

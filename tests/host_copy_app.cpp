@@ -18,13 +18,14 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <cerrno>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
 
 #include <algorithm>
 #include <atomic>
@@ -608,6 +609,44 @@ long fread_into_guard_wrong() {
   return wrong;
 }
 
+// Counts that run past the top of the address space (a program's SIZE_MAX for "all of it"): the
+// kernel says EFAULT before it reads anything, the offset unmoved, and so must cmt's read, pread
+// and readv (cmt's threads would read the file into the buffer and on past its end). Compared
+// with the system calls themselves. Returns the calls that differed.
+long past_the_top_wrong(int fd, unsigned char* pinned) {
+  long wrong = 0;
+  const std::size_t counts[] = {SIZE_MAX, SIZE_MAX / 2, std::size_t{1} << 62};
+  for (const std::size_t n : counts) {
+    for (int kind = 0; kind < 3; ++kind) {
+      long got[2];
+      int err[2];
+      off_t at[2];
+      iovec seg{pinned, n};
+      for (int k = 0; k < 2; ++k) {
+        lseek(fd, 0, SEEK_SET);
+        errno = 0;
+        if (kind == 0) got[k] = k ? syscall(SYS_read, fd, pinned, n) : read(fd, pinned, n);
+        if (kind == 1)
+          got[k] = k ? syscall(SYS_pread64, fd, pinned, n, 0) : pread(fd, pinned, n, 0);
+        if (kind == 2) got[k] = k ? syscall(SYS_readv, fd, &seg, 1) : readv(fd, &seg, 1);
+        err[k] = errno;
+        at[k] = lseek(fd, 0, SEEK_CUR);
+      }
+      ++g_reads;
+      if (got[0] != got[1] || err[0] != err[1] || at[0] != at[1]) {
+        ++wrong;
+        std::fprintf(stderr, "%s of %zu: %ld, errno %d, offset %lld; the kernel's %ld, %d, %lld\n",
+                     kind == 0   ? "read"
+                     : kind == 1 ? "pread"
+                                 : "readv",
+                     n, got[0], err[0], static_cast<long long>(at[0]), got[1], err[1],
+                     static_cast<long long>(at[1]));
+      }
+    }
+  }
+  return wrong;
+}
+
 long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) {
   const std::size_t size = (6u << 20) + 4321, large = 512u << 10;
   // Not zero-filled first (a vector's memset of new memory would be one more fresh fill for cmt).
@@ -661,6 +700,7 @@ long reads_wrong(unsigned char* pinned, std::size_t room, std::mt19937_64& rng) 
         check("__pread64_chk", __pread64_chk(fd, into, n, offset, room), n, offset, into);
     }
   }
+  wrong += past_the_top_wrong(fd, pinned);
   if (lseek(fd, 1000, SEEK_SET) == 1000)
     check("__read_chk", __read_chk(fd, pinned, 2u << 20, room), 2u << 20, 1000, pinned);
   wrong += readvs_wrong(fd, bytes_data, size, pinned, plain.get(), room, rng);

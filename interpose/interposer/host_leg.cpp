@@ -220,6 +220,22 @@ bool cached_from(int fd, long long at) {
   return syscall(SYS_preadv2, fd, &one, 1, static_cast<long>(at), 0L, RWF_NOWAIT) == 1;
 }
 
+// Whether [p, p + n) ends below the top of the user address space, which the kernel asks of a
+// read's buffer before it reads anything (access_ok): a range past it, as a huge count gives
+// (read(fd, buf, SIZE_MAX)), is EFAULT there with nothing read, where cmt's stretches would read
+// the file into the buffer and on past it up to the first bad page. The top is taken as the power
+// of two above a stack's address, less 64 KiB (x86-64: 2^47, where the kernel's is 2^47 - 4 KiB,
+// or 2^56 with 5-level paging; AArch64: 2^39 to 2^52 by its configuration): at or under the
+// kernel's own, so that a read it would take and this refuses is only libc's, as exact.
+bool below_user_top(const void* p, std::size_t n) {
+  static const std::uintptr_t top = [] {
+    const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    return (std::uintptr_t{1} << (64 - __builtin_clzll(here))) - (std::uintptr_t{1} << 16);
+  }();
+  std::uintptr_t end = 0;
+  return !__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(p), n, &end) && end <= top;
+}
+
 // One pread on the calling thread, for what the copy threads could not take once the bytes are
 // claimed (a system call, not the hooked pread).
 HostCopier::ReadResult pread_here(int fd, void* dst, std::size_t bytes, off_t at) {
@@ -247,7 +263,7 @@ HostLeg::ReadTaken HostLeg::take_read(int fd, void* dst, std::size_t bytes, long
   if (bytes < threshold || threshold == kNever) return {};  // not armed
   if (!t_thread.application_call()) return {};
   HostCopier* copier = copier_.load(std::memory_order_acquire);
-  if (!copier || !readable_regular_file(fd)) return {};
+  if (!copier || !below_user_top(dst, bytes) || !readable_regular_file(fd)) return {};
   ReadsAnywhere anywhere = ReadsAnywhere::Unasked;
   const std::optional<HostCopier::ReadFor> next = reads_into(dst, bytes, anywhere, fd, offset);
   if (!next) return {};
@@ -298,7 +314,8 @@ HostLeg::ReadTaken HostLeg::take_readv(int fd, const struct iovec* segments, int
     return reads_into(segment.iov_base, segment.iov_len, anywhere, fd, offset);
   };
   for (int i = 0; i < count; ++i) {
-    if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > rules::kMostReadBytes)
+    if (__builtin_add_overflow(total, list[i].iov_len, &total) || total > rules::kMostReadBytes ||
+        !below_user_top(list[i].iov_base, list[i].iov_len))
       return {};
     on_threads |= threads_read(list[i]).has_value();
   }

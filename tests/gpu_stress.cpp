@@ -7,8 +7,8 @@
 //   differential COPIES      random copies, each made once through cmt and once through CUDA's
 //                            own path (this thread opted out with cmt_forward_this_thread), with
 //                            the same arguments, valid or not (wrong kinds, ranges past a device
-//                            allocation, null pointers): the return codes and every byte of the
-//                            results must agree.
+//                            allocation, null pointers): the return codes, the runtime's last
+//                            error after the call and every byte of the results must agree.
 //   fork                     after cmt has taken copies, a forked child makes a pageable copy: it
 //                            must end promptly with the same return code as a child of the same
 //                            process whose copies CUDA alone makes (CUDA cannot be used after a
@@ -130,7 +130,7 @@ void run_stress(double seconds, int threads) {
 // ---- differential ------------------------------------------------------------------------------
 
 struct Outcome {
-  cudaError_t code;
+  cudaError_t code, last;  // last: cudaGetLastError() right after the copy call
   std::vector<unsigned char> host, device;
 };
 
@@ -156,6 +156,7 @@ void one_case(std::uint64_t seed, int forward, Outcome* out) {
   fill(host.data(), host.size(), seed ^ 0x55);
   fill(init.data(), init.size(), seed ^ 0xAA);
   unsigned char* dev = nullptr;
+  out->last = cudaSuccess;
   out->code = cudaMalloc(&dev, dev_room);
   if (out->code != cudaSuccess) return;
   const int was = forward_this_thread()(1);  // the set-up is CUDA's own, on both paths
@@ -166,9 +167,12 @@ void one_case(std::uint64_t seed, int forward, Outcome* out) {
   const cudaError_t code =
       h2d ? (async ? cudaMemcpyAsync(d, h, bytes, kind, nullptr) : cudaMemcpy(d, h, bytes, kind))
           : (async ? cudaMemcpyAsync(h, d, bytes, kind, nullptr) : cudaMemcpy(h, d, bytes, kind));
+  // The runtime's last error as the program sees it next: set by a failed copy, and left alone by
+  // one that succeeds (cmt's own work must not leave an error of its there).
+  out->last = cudaGetLastError();
   forward_this_thread()(1);
   const cudaError_t sync = cudaDeviceSynchronize();
-  (void)cudaGetLastError();  // compared through the codes, not left to the next case
+  (void)cudaGetLastError();  // the synchronize's, compared through the codes
   out->code = code != cudaSuccess ? code : sync;
   out->host = std::move(host);
   out->device.resize(dev_room);
@@ -185,6 +189,7 @@ void run_differential(long copies) {
     one_case(seed, 0, &a);
     one_case(seed, 1, &b);
     if (a.code != b.code) fail("differential: return codes differ", i);
+    if (a.last != b.last) fail("differential: cudaGetLastError differs", i);
     if (a.host != b.host) fail("differential: host bytes differ", i);
     if (a.device != b.device) fail("differential: device bytes differ", i);
     if (a.code != cudaSuccess) ++errors_both;

@@ -209,6 +209,21 @@ int run_observed(std::vector<char*>& argv, bool totals, const std::string& recor
   return 128 - result;
 }
 
+// Bad input stops cmt run before the command starts, where the library would warn once and go on
+// with its defaults, perhaps well into a long job: a CMT_* value it cannot use, or a profile it
+// would skip (CMT_PROFILE's, this machine's tuned one, a shared one). False after saying so.
+bool configuration_usable(const LoadedConfiguration& loaded) {
+  if (loaded.profile.ok() && loaded.env_errors.empty()) return true;
+  for (const std::string& e : loaded.profile.errors)
+    std::fprintf(stderr, "cmt run: error: %s\n", e.c_str());
+  for (const std::string& e : loaded.env_errors)
+    std::fprintf(stderr, "cmt run: error: %s\n", e.c_str());
+  std::fprintf(stderr,
+               "cmt run: not run: inside the command the library would warn and go on without "
+               "these; `cmt profile show` says what applies\n");
+  return false;
+}
+
 }  // namespace
 
 int run_command(const std::vector<std::string>& command, bool verbose, const std::string& record) {
@@ -225,6 +240,7 @@ int run_command(const std::vector<std::string>& command, bool verbose, const std
   // libcmt-host.so (the memcpy and memset hooks) only where host copies or fills are on:
   // elsewhere not even their size test is paid.
   LoadedConfiguration loaded = load_configuration("", read_fingerprint());
+  if (!configuration_usable(loaded)) return 2;
   std::vector<std::string> libraries = {library};
   if ((loaded.config.host_copy != HostCopy::Off || loaded.config.host_fill != HostFill::Off) &&
       !loaded.config.disable) {
@@ -253,7 +269,6 @@ int run_command(const std::vector<std::string>& command, bool verbose, const std
     if (!loaded.shared_profile.empty())
       std::fprintf(stderr, "cmt run: shared profile (%s): %s\n", loaded.shared_match.c_str(),
                    loaded.shared_profile.c_str());
-    for (const std::string& m : loaded.env_errors) std::fprintf(stderr, "cmt run: %s\n", m.c_str());
     std::fprintf(stderr, "cmt run: LD_PRELOAD=%s\ncmt run: effective configuration:\n%s",
                  preload.c_str(), describe(loaded.config).c_str());
     if (!std::getenv("CMT_LOG")) setenv("CMT_LOG", "info", 1);

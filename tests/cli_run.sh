@@ -50,8 +50,8 @@ printf 'schema = 1\n[cmt]\nspin_us = 1000000\n' > "$ptmp/spin.toml"
 check "spin_us = 1000000 is refused (rc=$rc)" $(( rc == 0 ))
 grep -q "expected an integer from 0 to 20000" "$ptmp/err"; check "naming the bound" $?
 rm -rf "$ptmp"
-# Profiles: a bad one stops `cmt run` with its reasons; validate and show say what is wrong or
-# where each value comes from.
+# Profiles: a bad one stops `cmt run` with its reasons, as a bad CMT_* value does; validate and
+# show say what is wrong or where each value comes from.
 tmp=$(mktemp -d)
 printf 'schema = 1\n[cmt]\nthreads = 6\nslotz = 3\n' > "$tmp/good.toml"
 printf 'schema = 1\n[cmt]\nthreads = "lots"\n' > "$tmp/bad.toml"
@@ -60,6 +60,15 @@ check "a bad profile stops cmt run (rc=$rc)" $(( rc != 2 ))
 grep -q "bad.toml:3:11: key 'cmt.threads' = 'lots' is not valid" "$tmp/err"; check "and says where and why" $?
 out=$("$cmt" run --profile "$tmp/good.toml" -- sh -c 'echo "$CMT_PROFILE"' 2>/dev/null)
 [ "$out" = "$tmp/good.toml" ]; check "a good profile reaches the command as CMT_PROFILE ($out)" $?
+# So do a bad CMT_* value and a bad CMT_PROFILE (inside a program they are warnings: hook_app.sh).
+CMT_SPIN_US=-5 "$cmt" run -- touch "$tmp/ran" 2>"$tmp/err"; rc=$?
+check "a bad variable stops cmt run (rc=$rc)" $(( rc != 2 ))
+[ ! -e "$tmp/ran" ]; check "before the command runs" $?
+grep -q "CMT_SPIN_US='-5' is not valid: expected an integer from 0 to 20000" "$tmp/err"
+check "and names the variable, its value and what is expected" $?
+CMT_PROFILE=$tmp/bad.toml "$cmt" run -- true 2>"$tmp/err"; rc=$?
+check "a bad CMT_PROFILE stops cmt run (rc=$rc)" $(( rc != 2 ))
+grep -q "bad.toml:3:11: key 'cmt.threads' = 'lots' is not valid" "$tmp/err"; check "and says where and why" $?
 "$cmt" profile validate "$tmp/good.toml" >/dev/null 2>"$tmp/err"; rc=$?
 check "validate accepts a good profile (rc=$rc)" $rc
 grep -q "did you mean 'slots'" "$tmp/err"; check "and warns about unknown keys" $?

@@ -110,6 +110,15 @@ int tune_command(const TuneOptions& o) {
     }
   }
   const MachineFingerprint machine = read_fingerprint();
+  // A CMT_* value the library cannot use stops the tuning before it measures anything (the runs
+  // it times would go on with the defaults instead, and every later run with this variable set).
+  // A bad profile does not: tuning writes this machine's anew.
+  const std::vector<std::string> env_errors = load_configuration("", machine).env_errors;
+  if (!env_errors.empty()) {
+    for (const std::string& e : env_errors) std::fprintf(stderr, "%serror: %s\n", me, e.c_str());
+    std::fprintf(stderr, "%snot tuned: unset or fix the variable\n", me);
+    return 2;
+  }
   signal(SIGINT, on_interrupt);
   const TuneOutcome t = run_tune(request, draw_progress, g_stop, [&](const std::string& line) {
     std::fprintf(stderr, "%s%s\n", me, line.c_str());

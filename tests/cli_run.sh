@@ -136,6 +136,10 @@ grep -q "bogus not in {instant,full,grid}" "$tmp/err"; check "and names the choi
 "$cmt" tune --largest 1K 2>"$tmp/err"; rc=$?
 check "tune --largest 1K is an error (rc=$rc)" $(( rc != 2 ))
 grep -q "'1K' is not valid: expected a size of at least 4M" "$tmp/err"; check "and says what is expected" $?
+CMT_THREADS=lots "$cmt" tune --dry-run -- true 2>"$tmp/err"; rc=$?
+check "tune with a bad CMT_THREADS is an error (rc=$rc)" $(( rc != 2 ))
+grep -q "CMT_THREADS='lots' is not valid" "$tmp/err" && ! grep -q "watching" "$tmp/err"
+check "and says so before it watches anything" $?
 mkdir "$tmp/scratch"
 before=$(ls -d /tmp/cmt-tune-* 2>/dev/null | wc -l)
 TMPDIR=$tmp/scratch "$cmt" tune -- sh -c 'exit 5' 2>"$tmp/err"; rc=$?

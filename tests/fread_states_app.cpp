@@ -5,7 +5,8 @@
 // descriptor to another library).
 //
 // Each scenario opens the same file twice in the same way (fopen's mode, setvbuf's buffering),
-// brings both streams to the same state (a small read, an ungetc, end of file, a write, ...),
+// brings both streams to the same state (a small read, an ungetc, end of file, a write, an
+// append, ...),
 // then makes the same steps on both: the large fread under test, a small one, another large one,
 // an fseek and a large one, one across the end of the file and one after it. The first stream's
 // freads are the program's (cmt's hook, under LD_PRELOAD), the second's libc's own, looked up in
@@ -186,6 +187,13 @@ std::vector<Scenario> scenarios() {
          std::fseek(s.fp, 0, SEEK_CUR);
        },
        nullptr, 1, kMiB + 100},
+      {"append and read (a+), from the start", "a+", -1, 0, nullptr, nullptr, 1, kMiB + 100},
+      {"append and read (a+), after an append and rewind", "a+", -1, 0,
+       [](Side& s) {
+         std::fputs("0123456789", s.fp);  // both streams append before either reads on
+         std::rewind(s.fp);
+       },
+       nullptr, 1, 2 * kMiB + 3},
       {"at the end of the file", "r", -1, 0,
        [](Side& s) {
          std::fseek(s.fp, 0, SEEK_END);

@@ -1,6 +1,7 @@
 #include "interposer/host_leg.h"
 
 #include <fcntl.h>
+#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -224,13 +225,15 @@ bool cached_from(int fd, long long at) {
 // read's buffer before it reads anything (access_ok): a range past it, as a huge count gives
 // (read(fd, buf, SIZE_MAX)), is EFAULT there with nothing read, where cmt's stretches would read
 // the file into the buffer and on past it up to the first bad page. The top is taken as the power
-// of two above a stack's address, less 64 KiB (x86-64: 2^47, where the kernel's is 2^47 - 4 KiB,
-// or 2^56 with 5-level paging; AArch64: 2^39 to 2^52 by its configuration): at or under the
-// kernel's own, so that a read it would take and this refuses is only libc's, as exact.
+// of two above the process's first stack (where the kernel put AT_RANDOM's bytes; a thread's own
+// stack may lie anywhere, even low in the heap), less 64 KiB (x86-64: 2^47, where the kernel's is
+// 2^47 - 4 KiB, or 2^56 with 5-level paging; AArch64: 2^39 to 2^52 by its configuration): at or
+// under the kernel's own, so that a read it would take and this refuses is only libc's, as exact.
 bool below_user_top(const void* p, std::size_t n) {
   static const std::uintptr_t top = [] {
-    const auto here = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
-    return (std::uintptr_t{1} << (64 - __builtin_clzll(here))) - (std::uintptr_t{1} << 16);
+    std::uintptr_t stack = getauxval(AT_RANDOM);
+    if (stack == 0) stack = reinterpret_cast<std::uintptr_t>(__builtin_frame_address(0));
+    return (std::uintptr_t{1} << (64 - __builtin_clzll(stack))) - (std::uintptr_t{1} << 16);
   }();
   std::uintptr_t end = 0;
   return !__builtin_add_overflow(reinterpret_cast<std::uintptr_t>(p), n, &end) && end <= top;

@@ -129,6 +129,13 @@ check "profile export refuses a profile without [machine] (rc=$rc)" $(( rc == 0 
 XDG_CONFIG_HOME="$tmp/none" "$cmt" profile export 2>"$tmp/err" >/dev/null; rc=$?
 check "profile export without a profile is an error (rc=$rc)" $(( rc == 0 ))
 grep -q "run \`cmt tune\` first" "$tmp/err"; check "and says to run cmt tune" $?
+# This machine's own profile gone bad stops cmt run too, naming it.
+mkdir -p "$tmp/xdgbad" && mine_bad=$(XDG_CONFIG_HOME="$tmp/xdgbad" "$cmt" profile path 2>/dev/null)
+mkdir -p "$(dirname "$mine_bad")" && printf 'schema = 1\n[cmt]\nslots = "many"\n' > "$mine_bad"
+XDG_CONFIG_HOME="$tmp/xdgbad" "$cmt" run -- true 2>"$tmp/err"; rc=$?
+check "a bad machine profile stops cmt run (rc=$rc)" $(( rc != 2 ))
+grep -q "$(basename "$mine_bad"):3:9: key 'cmt.slots' = 'many' is not valid" "$tmp/err"
+check "and says where and why" $?
 # cmt tune: bad input fails before any measurement.
 "$cmt" tune --search bogus 2>"$tmp/err"; rc=$?
 check "tune --search bogus is an error (rc=$rc)" $(( rc == 0 ))

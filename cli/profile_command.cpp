@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "common/cpu_quota.h"
 #include "common/host_files.h"
 #include "common/output_file.h"
 #include "config/profile.h"
@@ -22,7 +23,8 @@ int validate_profile(const std::string& path, bool quiet, const char* prefix) {
   const MachineFingerprint here = read_fingerprint();
   ProfileReport report = load_profile_file(path, config, &here);
   // What loading does past this process's cores, said where the profile is checked.
-  if (report.ok()) cap_threads(config, allowed_cpus().size(), &report.warnings);
+  if (report.ok())
+    cap_threads(config, allowed_cpus().size(), &report.warnings, process_cpu_quota());
   print_problems(report.warnings, report.errors, prefix);
   if (!report.ok()) return 1;
   if (!quiet)
@@ -44,7 +46,12 @@ int show_configuration(const std::string& profile) {
   print_problems({}, loaded.env_errors, "");
   std::vector<std::string> capped;  // what the library will do with these values here
   Config as_run = loaded.config;
-  cap_threads(as_run, allowed_cpus().size(), &capped);
+  cap_threads(as_run, allowed_cpus().size(), &capped, process_cpu_quota());
+  if (const auto& quota = process_cpu_quota()) {
+    const std::size_t usable = usable_cpus(allowed_cpus().size());
+    std::printf("# CPU quota: %s; copy threads (threads = 0) are sized for %zu CPU%s\n",
+                describe(*quota).c_str(), usable, usable == 1 ? "" : "s");
+  }
   print_problems(capped, {}, "");
   std::printf("%s", describe(loaded.config).c_str());
   return loaded.profile.ok() && loaded.env_errors.empty() ? 0 : 1;

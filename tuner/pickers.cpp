@@ -187,7 +187,7 @@ std::size_t pick_host_copy_threshold(const Config& config, const std::vector<int
   try {
     Config c = config;
     c.host_copy = HostCopy::All;
-    HostCopier copier(c, c.threads ? c.threads : auto_threads(cpus.size()), cpus);
+    HostCopier copier(c, c.threads ? c.threads : auto_threads(usable_cpus(cpus.size())), cpus);
     const std::vector<std::size_t> sizes = {256 * kKiB, 512 * kKiB, 1 * kMiB, 2 * kMiB,
                                             4 * kMiB,   8 * kMiB,   16 * kMiB};
     std::vector<char> src(sizes.back(), 1), dst(sizes.back(), 2);  // faulted in, as reused ones
@@ -218,7 +218,7 @@ std::size_t pick_host_fill_threshold(const Config& config, const std::vector<int
   try {
     Config c = config;
     c.host_fill = HostFill::All;
-    HostCopier copier(c, c.threads ? c.threads : auto_threads(cpus.size()), cpus);
+    HostCopier copier(c, c.threads ? c.threads : auto_threads(usable_cpus(cpus.size())), cpus);
     // Best of three, each into a mapping made just before: its pages exist only once filled.
     auto best_of = [](std::size_t n, const std::function<void(void*)>& fill) {
       double best = 1e30;

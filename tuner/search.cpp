@@ -42,8 +42,10 @@ TuneResult tune_instant(CopyBench& bench, CudaSession& session, const HostTopolo
     std::transform(b.begin(), b.end(), b.begin(), ::tolower);
     if (a == b) cpus = g.local_cpus;
   }
-  const unsigned local =
-      cpus.empty() ? std::max(1, topology.processing_units) : static_cast<unsigned>(cpus.size());
+  // As many as the process's CPU quota can keep busy (common/cpu_quota.h).
+  const unsigned local = static_cast<unsigned>(
+      usable_cpus(cpus.empty() ? static_cast<std::size_t>(std::max(1, topology.processing_units))
+                               : cpus.size()));
   // 1. The link: pinned DMA each way, and CUDA's own pageable path, at 64 MiB.
   const CopyCase up{64 * kMiB, Direction::HostToDevice, 1},
       down{64 * kMiB, Direction::DeviceToHost, 1};

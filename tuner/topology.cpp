@@ -54,6 +54,7 @@ std::string root_port_of(hwloc_obj_t device) {
 
 HostTopology read_topology() {
   HostTopology t;
+  t.cpu_quota = process_cpu_quota();
   hwloc_topology_t topo;
   if (hwloc_topology_init(&topo) != 0) {
     t.error = "hwloc_topology_init failed";
@@ -142,6 +143,8 @@ std::string format_topology(const HostTopology& t) {
       << "layout     " << t.packages << " package(s), " << t.numa_nodes << " NUMA node(s), "
       << t.cores << " core(s), " << t.processing_units << " hardware thread(s)\n";
   if (t.l3_bytes) out << "L3         " << (t.l3_bytes >> 20) << " MiB per instance\n";
+  if (t.cpu_quota)
+    out << "CPU quota  " << describe(*t.cpu_quota) << ": cmt's copy threads are sized by it\n";
   for (const CoreKind& k : t.core_kinds)
     out << "core kind  " << k.name << " (efficiency " << k.efficiency << "): cpus "
         << cpu_list(k.cpus) << "\n";
@@ -187,6 +190,10 @@ std::string topology_json(const HostTopology& t) {
                    {"l3_bytes", static_cast<int64_t>(t.l3_bytes)},
                    {"core_kinds", kinds},
                    {"gpus", gpus}};
+  if (t.cpu_quota)
+    root.insert("cpu_quota", toml::table{{"cpus", t.cpu_quota->cpus},
+                                         {"file", t.cpu_quota->file},
+                                         {"text", t.cpu_quota->text}});
   if (!t.error.empty()) root.insert("error", t.error);
   std::ostringstream out;
   out << toml::json_formatter{root} << "\n";

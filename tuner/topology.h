@@ -3,8 +3,11 @@
 // its local cores and its link speed). Works without a GPU or a driver.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "common/cpu_quota.h"
 
 namespace cmt {
 
@@ -31,6 +34,9 @@ struct HostTopology {
   unsigned long long l3_bytes = 0;  // per instance; 0 if unknown
   std::vector<CoreKind> core_kinds;
   std::vector<GpuPlacement> gpus;
+  // This process's CPU quota (common/cpu_quota.h), which hwloc does not see: cmt sizes its copy
+  // threads by it as well as by the cores.
+  std::optional<CpuQuota> cpu_quota;
   std::string error;  // non-empty if hwloc could not read the machine
 };
 

@@ -267,9 +267,9 @@ TuneOutcome run_tune(const TuneRequest& request, const ProgressFn& progress,
   CopyBench bench(*session, need);
   const HostTopology topology = read_topology();
   const std::vector<int> cpus = local_cpus_of(*session, topology);
-  const unsigned local = cpus.empty()
-                             ? static_cast<unsigned>(std::max(1, topology.processing_units))
-                             : static_cast<unsigned>(cpus.size());
+  const unsigned local = static_cast<unsigned>(
+      usable_cpus(cpus.empty() ? static_cast<std::size_t>(std::max(1, topology.processing_units))
+                               : cpus.size()));
   const TuneResult instant = tune_instant(bench, *session, topology);
   std::vector<std::string> notes = instant.notes;
   TuneResult result =

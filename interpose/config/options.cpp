@@ -175,7 +175,9 @@ std::vector<OptionSpec> build_table() {
       "threads", "CMT_THREADS", Scope::PerGpu, true,
       "CPU copy threads one copy uses; 0 picks half the GPU's local cores, at most " +
           std::to_string(kAutoThreadsMost) +
-          ". A GPU's pool has room for two copies at once (at most its local cores less " +
+          " (under a cgroup CPU quota, such as docker --cpus or a Kubernetes CPU limit, half the "
+          "CPUs it keeps busy; a profile's value is capped at them, CMT_THREADS is kept). A GPU's "
+          "pool has room for two copies at once (at most its local cores less " +
           std::to_string(kPoolSpareCores) + ", which its issuing threads keep).",
       &Config::threads, 0, 256));
   t.back().search = "2,4,6,8,10,12,14,16,24,32";

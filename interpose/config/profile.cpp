@@ -390,25 +390,37 @@ LoadedConfiguration load_configuration(const std::string& profile_path,
   return out;
 }
 
-void cap_threads(Config& config, std::size_t cores, std::vector<std::string>* warnings) {
+void cap_threads(Config& config, std::size_t cores, std::vector<std::string>* warnings,
+                 const std::optional<CpuQuota>& quota) {
   cores = std::max<std::size_t>(cores, 1);
-  auto cap = [&](unsigned threads, const std::string& what) {
-    if (threads <= cores) return threads;
-    warnings->push_back(what + " = " + std::to_string(threads) + " is more than the " +
-                        std::to_string(cores) + " cores this process may run on; using " +
-                        std::to_string(cores));
-    return static_cast<unsigned>(cores);
+  const std::size_t usable = cpus_within(cores, quota);
+  auto cap = [&](unsigned threads, const std::string& what, bool from_env) {
+    if (threads > cores) {
+      warnings->push_back(what + " = " + std::to_string(threads) + " is more than the " +
+                          std::to_string(cores) + " cores this process may run on; using " +
+                          std::to_string(cores));
+      threads = static_cast<unsigned>(cores);
+    }
+    if (threads <= usable) return threads;
+    const std::string past = what + " = " + std::to_string(threads) +
+                             " is more than this process's CPU quota keeps busy, " +
+                             describe(*quota) + "; ";
+    warnings->push_back(
+        past + (from_env ? "kept, as set in the environment" : "using " + std::to_string(usable)));
+    return from_env ? threads : static_cast<unsigned>(usable);
   };
   const auto from = config.origin.find("threads");
-  config.threads = cap(config.threads,
-                       from == config.origin.end() ? "threads" : "threads (" + from->second + ")");
+  const bool env = from != config.origin.end() && from->second.rfind("env ", 0) == 0;
+  config.threads =
+      cap(config.threads,
+          from == config.origin.end() ? "threads" : "threads (" + from->second + ")", env);
   for (auto& [bus, knobs] : config.per_gpu) {
     auto it = knobs.find("threads");
     unsigned long long n = 0;
-    if (it != knobs.end() && std::sscanf(it->second.c_str(), "%llu", &n) == 1 && n > cores)
+    if (it != knobs.end() && std::sscanf(it->second.c_str(), "%llu", &n) == 1 && n > usable)
       it->second =
           std::to_string(cap(static_cast<unsigned>(std::min<unsigned long long>(n, 1u << 20)),
-                             "gpu." + bus + ".threads"));
+                             "gpu." + bus + ".threads", false));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/cpu_quota.h"
 #include "config/fingerprint.h"
 #include "config/options.h"
 
@@ -56,9 +57,14 @@ ProfileReport load_profile_text(std::string_view text, const std::string& name, 
 // More copy threads than the cores this process may run on only take turns on them and spin
 // against each other (threads 256 with spin_us 1 s took a 20-copy program on 2 cores from 0.91 to
 // 110.9 s): `config`'s threads, and each GPU's, are capped at `cores`, each cap said in `warnings`
-// (naming where the value came from). The library applies it to the configuration it loads, with
-// this process's cores; `cmt profile validate` and `show` say what it would do.
-void cap_threads(Config& config, std::size_t cores, std::vector<std::string>* warnings);
+// (naming where the value came from). Under a CPU quota (common/cpu_quota.h) the cap is the CPUs
+// it keeps busy, rounded up: a profile tuned on the whole machine (the shared ones say threads =
+// 8) would otherwise spend a 2-CPU container's time four times over; a value from the environment
+// (CMT_THREADS) is the user's own choice for this process and is kept, with a warning. The
+// library applies it to the configuration it loads, with this process's cores and quota;
+// `cmt profile validate` and `show` say what it would do.
+void cap_threads(Config& config, std::size_t cores, std::vector<std::string>* warnings,
+                 const std::optional<CpuQuota>& quota = std::nullopt);
 
 // The configuration libcmt.so runs with, by precedence: each CMT_* variable > the profile named
 // by `profile_path` (or, when that is "", by CMT_PROFILE) > this user's tuned profile for `here`,

@@ -384,7 +384,8 @@ void Interposer::arm_host_copies() {
   const DriverApi* driver = real_driver();
   const GpuLocality where =
       gpu_locality(driver ? current_gpu_bus_id(*driver) : "", config_.gpu_cores);
-  const unsigned threads = config_.threads ? config_.threads : auto_threads(where.cpus.size());
+  const unsigned threads =
+      config_.threads ? config_.threads : auto_threads(usable_cpus(where.cpus.size()));
   arm_host_leg(config_, threads, where.cpus);
 }
 
@@ -392,7 +393,7 @@ Interposer::Interposer() {
   // Precedence: environment > CMT_PROFILE > the user's profile for this machine > built-in
   // defaults. A bad profile is reported and ignored as a whole; a bad variable keeps its default.
   LoadedConfiguration loaded = load_configuration("", read_fingerprint());
-  cap_threads(loaded.config, allowed_cpus().size(), &loaded.profile.warnings);
+  cap_threads(loaded.config, allowed_cpus().size(), &loaded.profile.warnings, process_cpu_quota());
   config_ = loaded.config;
   set_log_level(config_.log_level);
   for (const std::string& e : loaded.profile.errors) CMT_LOG(warn, "{} (profile ignored)", e);
@@ -400,6 +401,9 @@ Interposer::Interposer() {
   for (const std::string& e : loaded.env_errors) CMT_LOG(warn, "{}", e);
   if (!loaded.shared_profile.empty())
     CMT_LOG(info, "using the shared profile {} ({})", loaded.shared_profile, loaded.shared_match);
+  if (const std::optional<CpuQuota>& quota = process_cpu_quota())
+    CMT_LOG(info, "CPU quota {}: copy threads sized for {} CPU(s)", describe(*quota),
+            usable_cpus(allowed_cpus().size()));
   stats_ = new Stats();
   warm_gate_.set_spin(std::chrono::microseconds(config_.spin_us));
   g_process_instance.store(this, std::memory_order_release);

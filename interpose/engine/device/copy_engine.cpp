@@ -211,8 +211,10 @@ CUresult CopyEngine::prepare(Lane& lane) {
   if (!lane.queue) {
     // Every lane of a GPU draws on one pool of threads, each copy on at most `per_copy` of them
     // plus its issuer, so concurrent copies share the cores instead of oversubscribing them.
-    const unsigned per_copy = c.threads ? c.threads : auto_threads(where.cpus.size());
-    const unsigned threads = pool_threads(per_copy, where.cpus.size());
+    // Sized by the cores the process's CPU quota can keep busy (common/cpu_quota.h).
+    const std::size_t usable = usable_cpus(where.cpus.size());
+    const unsigned per_copy = c.threads ? c.threads : auto_threads(usable);
+    const unsigned threads = pool_threads(per_copy, usable);
     std::string why = "more lanes than a pool serves";
     try {
       GpuPool& pool = pool_for(pci, per_copy, threads, where.cpus, c, &lane.threads_start_ns);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/copy_types.h"
+#include "common/cpu_quota.h"
 #include "common/engine_rules.h"
 #include "common/host_files.h"
 #include "cuda/driver_api.h"
@@ -47,7 +48,8 @@ std::vector<int> split_cores(const std::vector<int>& cpus, const std::vector<int
                              std::size_t parts, std::size_t index);
 
 // Copy threads per copy when the configuration says 0: half the GPU's local cores, at most
-// rules::kAutoThreadsMost, leaving room for the application and the issuing thread.
+// rules::kAutoThreadsMost, leaving room for the application and the issuing thread. Callers pass
+// usable_cpus(cores) (common/cpu_quota.h): under a CPU quota, half the cores it keeps busy.
 unsigned auto_threads(std::size_t local_cpus);
 
 

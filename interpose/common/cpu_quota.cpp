@@ -1,5 +1,6 @@
 #include "common/cpu_quota.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -136,24 +137,28 @@ std::optional<CpuQuota> tightest(const std::string& proc, const std::string& roo
 
 }  // namespace
 
-std::optional<CpuQuota> read_cpu_quota(const std::string& proc, const std::string& root) {
-  std::optional<CpuQuota> v2 = tightest(proc, root, true), v1 = tightest(proc, root, false);
-  if (v2 && v1) return v1->cpus < v2->cpus ? v1 : v2;
-  return v2 ? v2 : v1;
+std::optional<CpuQuota> read_cpu_quota(const std::string& proc, const std::string& root) noexcept {
+  try {  // libcmt.so reads it inside the program: an allocation failing means no limit known
+    std::optional<CpuQuota> v2 = tightest(proc, root, true), v1 = tightest(proc, root, false);
+    if (v2 && v1) return v1->cpus < v2->cpus ? v1 : v2;
+    return v2 ? v2 : v1;
+  } catch (...) {
+    return std::nullopt;
+  }
 }
 
-const std::optional<CpuQuota>& process_cpu_quota() {
+const std::optional<CpuQuota>& process_cpu_quota() noexcept {
   static const std::optional<CpuQuota> quota = read_cpu_quota();
   return quota;
 }
 
-std::size_t cpus_within(std::size_t cpus, const std::optional<CpuQuota>& quota) {
+std::size_t cpus_within(std::size_t cpus, const std::optional<CpuQuota>& quota) noexcept {
   if (!quota) return cpus;
   const double most = std::max(1.0, std::ceil(quota->cpus - 1e-9));
   return std::min<std::size_t>(cpus, static_cast<std::size_t>(most));
 }
 
-std::size_t usable_cpus(std::size_t cpus) {
+std::size_t usable_cpus(std::size_t cpus) noexcept {
   return cpus_within(cpus, process_cpu_quota());
 }
 

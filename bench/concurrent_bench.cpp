@@ -52,9 +52,10 @@
 #include <vector>
 
 #include "bench_cli.h"
+#include "bench_pattern.h"
 #include "bench_process.h"
-#include "common/output_file.h"
 #include "common/byte_size.h"
+#include "common/output_file.h"
 #include "cuda_check.h"
 #include "engine/shared/gpu_locality.h"
 #include "topology.h"
@@ -206,37 +207,9 @@ int parse(int argc, char** argv, Options* o) {
   return -1;
 }
 
-// Contents that differ by thread, round and mode, cheap to write and to check: 8-byte words.
-std::uint64_t word(std::size_t i, std::uint64_t seed) {
-  return (i * 0x9E3779B97F4A7C15ull) ^ seed;
-}
-
-void write_pattern(unsigned char* p, std::size_t bytes, std::uint64_t seed) {
-  for (std::size_t i = 0; i + 8 <= bytes; i += 8) {
-    const std::uint64_t w = word(i, seed);
-    std::memcpy(p + i, &w, 8);
-  }
-  for (std::size_t i = bytes & ~std::size_t{7}; i < bytes; ++i)
-    p[i] = static_cast<unsigned char>(seed + i);
-}
-
-bool has_pattern(const unsigned char* p, std::size_t bytes, std::uint64_t seed) {
-  for (std::size_t i = 0; i + 8 <= bytes; i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, p + i, 8);
-    if (w != word(i, seed)) return false;
-  }
-  for (std::size_t i = bytes & ~std::size_t{7}; i < bytes; ++i)
-    if (p[i] != static_cast<unsigned char>(seed + i)) return false;
-  return true;
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+using cmt::bench::has_pattern;
+using cmt::bench::median;
+using cmt::bench::write_pattern;
 
 struct Buffers {  // one thread's
   int device = 0;

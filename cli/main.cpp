@@ -142,8 +142,8 @@ void add_tune(CLI::App& app, Action* action, const std::vector<std::string>& com
 }
 
 // `cmt bench NAME ARGS...` runs the benchmark program with ARGS as they are (its --help too).
-// `copy` is cmt-bench-copy, or with --threads cmt-bench-concurrent; `topo` is
-// cmt-bench-concurrent with cmt bench topo's defaults.
+// `copy` is cmt-bench-copy, with --threads cmt-bench-concurrent, with --processes
+// cmt-bench-processes; `topo` is cmt-bench-concurrent with cmt bench topo's defaults.
 void add_bench(CLI::App& app, Action* action) {
   auto* bench =
       app.add_subcommand("bench", "Measure copies (each benchmark's --help lists its flags)");
@@ -154,7 +154,8 @@ void add_bench(CLI::App& app, Action* action) {
   for (const Route r :
        {Route{"copy",
               "Pageable host <-> GPU copies: CUDA's default path vs cmt vs pinned, one "
-              "process, bytes checked; with --threads N, N host threads at once"},
+              "process, bytes checked; with --threads N, N host threads at once; with "
+              "--processes N, N processes at once"},
         Route{"topo",
               "Host <-> GPU bandwidth of each GPU alone, of the GPUs behind each PCIe "
               "root port, of each NUMA node's GPUs together and of all at once"},
@@ -170,9 +171,12 @@ void add_bench(CLI::App& app, Action* action) {
     const std::string name = r.name;
     sub->callback([action, sub, name] {
       std::vector<std::string> args = sub->remaining();
-      const bool threads = std::any_of(args.begin(), args.end(), [](const std::string& a) {
-        return a == "--threads" || a.rfind("--threads=", 0) == 0;
-      });
+      auto has = [&args](const std::string& flag) {
+        return std::any_of(args.begin(), args.end(), [&flag](const std::string& a) {
+          return a == flag || a.rfind(flag + "=", 0) == 0;
+        });
+      };
+      const bool threads = has("--threads"), processes = has("--processes");
       std::string tool = "cmt-bench-copy";
       if (name == "topo") {
         tool = "cmt-bench-concurrent";
@@ -181,6 +185,8 @@ void add_bench(CLI::App& app, Action* action) {
         tool = "cmt-bench-p2p";
       } else if (name == "replay") {
         tool = "cmt-bench-replay";
+      } else if (processes) {
+        tool = "cmt-bench-processes";  // which refuses --threads, naming it
       } else if (threads) {
         tool = "cmt-bench-concurrent";
       }

@@ -177,6 +177,17 @@ if [ -x "$bench_dir/cmt-bench-concurrent" ]; then
   check "an unknown pattern is an error (rc=$rc)" $(( rc != 2 ))
   grep -q "unknown pattern 'sideways' (expected h2d, d2h or both)" "$tmp/err"; check "and names it" $?
 fi
+# cmt bench copy --processes: cmt-bench-processes, whose bad input is named.
+"$cmt" bench copy --processes 2 --threads 2 2>"$tmp/err"; rc=$?
+check "bench copy --processes with --threads is a usage error, status 2 (rc=$rc)" $(( rc != 2 ))
+grep -q "cmt-bench-processes: .*--threads" "$tmp/err"; check "and names --threads: $(cat "$tmp/err")" $?
+"$cmt" bench copy --processes 1 --patterns h2d,both 2>"$tmp/err"; rc=$?
+check "processes both with one process is an error (rc=$rc)" $(( rc != 2 ))
+grep -q "both needs 2 processes or more (half each way); --processes has only 1" "$tmp/err"
+check "and says why: $(cat "$tmp/err")" $?
+"$cmt" bench copy --processes 0 2>"$tmp/err"; rc=$?
+check "bench copy --processes 0 is a usage error (rc=$rc)" $(( rc != 2 ))
+grep -q -e "--processes" "$tmp/err" && grep -q "64" "$tmp/err"; check "and names its range" $?
 "$cmt" bench p2p --reps 0 2>"$tmp/err"; rc=$?
 check "bench p2p --reps 0 is an error (rc=$rc)" $(( rc == 0 ))
 if [ -x "$bench_dir/cmt-bench-p2p" ]; then

@@ -63,6 +63,27 @@ assert all(10 < x[m]["copy_median_us"] < 1e6 and 10 < x[m]["first_copy_us_max"] 
 assert "<rect" in open(sys.argv[1] + "/c.svg").read()
 print("ok: concurrent mode, 3 patterns")
 PY
+# Processes mode: one and three processes at once, each way, and three both ways (one is skipped
+# there), bytes checked in every
+# process, the JSON's cells in order.
+"$cmt" bench copy --processes 1,3 --sizes 8M --seconds 0.2 --rounds 2 --json "$tmp/m.json" \
+  > "$tmp/out" 2>&1 || { cat "$tmp/out"; echo "FAIL: cmt bench copy --processes"; exit 1; }
+python3 - "$tmp" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1] + "/m.json"))
+assert r["benchmark"] == "cmt-bench-processes" and r["wrong_windows"] == 0, r
+cells = [(x["pattern"], x["processes"]) for x in r["results"]]
+assert cells == [("h2d", 1), ("h2d", 3), ("d2h", 1), ("d2h", 3), ("both", 3)], cells
+for x in r["results"]:
+    for m in ("default", "cmt", "pinned"):
+        y = x[m]
+        assert 0 < y["slowest_process_gbps"] <= y["fastest_process_gbps"], (x, m)
+        assert y["min_gbps"] <= y["total_gbps"] <= y["max_gbps"] and 0 < y["cpu_s_per_gb"] < 10, (x, m)
+        # Each way's share: all of it one way, or (both) some of it each way.
+        up, down = y["h2d_gbps"], y["d2h_gbps"]
+        assert (down == 0) if x["pattern"] == "h2d" else (up == 0) if x["pattern"] == "d2h" else (up > 0 and down > 0), (x, m)
+print("ok: processes mode,", len(cells), "cells")
+PY
 # cmt bench topo: every GPU alone (and together, where there are several), bytes checked.
 "$cmt" bench topo --sizes 8M --seconds 0.3 --rounds 1 --json "$tmp/t.json" > "$tmp/out" 2>&1 ||
   { cat "$tmp/out"; echo "FAIL: cmt bench topo"; exit 1; }

@@ -111,6 +111,61 @@ sys.argv = ["train_loop.py", "CMT", "--rounds", "5", "--deadline", "0.000001"]
 assert T.main() == 0 and len(calls) == 2, len(calls)
 print("ok: train_loop.py's rounds, deadline, summary and report")
 PY
+# bench/workloads/processes.py's parent (its children need torch and a GPU): sets of processes in
+# step through a stand-in launcher whose children speak the children's protocol, each way's
+# figures, the rounds over modes and counts, a child's wrong bytes failing the run, and the
+# command line.
+python3 - "$src/bench/workloads/processes.py" <<'PY'
+import contextlib, importlib.util, io, json, os, stat, sys, tempfile
+path = sys.argv[1]
+spec = importlib.util.spec_from_file_location("processes", path)
+P = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(P)
+work = tempfile.mkdtemp()
+child = os.path.join(work, "child.py")
+open(child, "w").write("""import json, os, sys, time
+w = {}
+for way in ("h2d", "d2h"):
+    print(way + " ready", flush=True)
+    sys.stdin.readline()
+    t = time.monotonic()
+    time.sleep(0.02 if os.environ.get("CMT_DISABLE") else 0.01)
+    w[way] = {"start": t, "end": time.monotonic(), "cpu_s": 0.001, "bytes": 10**8}
+print(json.dumps({"windows": w, "right": not os.environ.get("WRONG")}), flush=True)
+""")
+launcher = os.path.join(work, "cmt")
+open(launcher, "w").write("#!/bin/sh\nexec %s %s\n" % (sys.executable, child))
+os.chmod(launcher, stat.S_IRWXU)
+reports = P.run_set(launcher, dict(os.environ), False, 3, 1)
+assert len(reports) == 3 and all(r["right"] for r in reports), reports
+f = P.figures(reports)
+# Three processes' 0.3 GB over a span a little over 10 ms: under 30 GB/s, each over 5.
+assert 10 < f["h2d"]["gbps"] < 30 and 2 < f["d2h"]["slowest_gbps"] <= 10, f
+for bad in ([], ["cmt", "--modes", "x"], ["cmt", "--mode", "nocolon"]):
+    with contextlib.redirect_stderr(io.StringIO()):
+        try:
+            P.parse_args(bad)
+            raise AssertionError(f"{bad} was accepted")
+        except SystemExit as e:
+            assert e.code == 2, (bad, e.code)
+P.machine_meta.meta = lambda cmt, argv: {"date": "d", "gpu": "g"}
+out = os.path.join(work, "r.json")
+sys.argv = ["processes.py", launcher, "--processes", "1,2", "--rounds", "2", "--mode",
+            "other:X=1", "--json", out]
+with contextlib.redirect_stdout(io.StringIO()) as said, contextlib.redirect_stderr(io.StringIO()):
+    assert P.main() == 0
+doc = json.load(open(out))
+assert [r["processes"] for r in doc["results"]] == [1, 2], doc["results"]
+row = doc["results"][1]
+assert set(row) == {"processes", "default", "cmt", "other", "pinned"}, row
+assert row["cmt"]["h2d"]["gbps"]["median"] > row["default"]["h2d"]["gbps"]["median"], row
+assert "2 x h2d: default" in said.getvalue() and "1.00x" in said.getvalue(), said.getvalue()
+sys.argv += ["--mode", "bad:WRONG=1"]
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
+    assert P.main() == 1
+assert "WRONG BYTES" in err.getvalue(), err.getvalue()
+print("ok: processes.py's sets in step, figures, rounds and report")
+PY
 # bench/lab/load_bounds.py: a call of 10 us (two threads) holding a memcpy, two overlapping copies
 # and a wait; what it would take with its copies free (the time no thread was in any of them) and
 # at a 1 GB/s link (2 MB more: 2 ms), read from a version-6 trace and the report beside it.

@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "engine/shared/cpu_contention.h"
 #include "fake_driver.h"
 #include "interposer/interposer.h"
 
@@ -80,10 +81,14 @@ TEST(WarmGate, ThreadsThatNeverSpinTakeNothing) {
 }
 
 // Against the fake driver, on the real clock: the engine's threads spin 200 ms here, so "soon"
-// (150 ms) holds under sanitizers on a busy 2-core machine, and 400 ms is asleep.
+// (150 ms) holds under sanitizers on a busy 2-core machine, and 400 ms is asleep. The machine's
+// CPUs are never all taken here (no loadavg file): on a loaded test machine the threads would
+// otherwise sleep at once, and every warm copy go to CUDA (CpuContention).
 class WarmCopies : public ::testing::Test {
  protected:
+  ~WarmCopies() override { CpuContention::set_machine(nullptr); }
   WarmCopies() {
+    CpuContention::set_machine(&never_);
     config.threads = 2;
     config.slots = 4;
     config.chunk_bytes = 256 << 10;
@@ -99,6 +104,7 @@ class WarmCopies : public ::testing::Test {
                       Entry::Runtime);
   }
   static void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+  CpuContention never_{""};
   fake::FakeDriver fake;
   Config config;
 };

@@ -3,20 +3,31 @@
 #include <gtest/gtest.h>
 
 #include <dirent.h>
+#include <sys/sysinfo.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "engine/shared/cpu_contention.h"
 #include "engine/shared/worker_pool.h"
 
 namespace cmt {
 namespace {
+
+// For the tests of how threads spin: a machine whose CPUs are never all taken (no loadavg file),
+// so that a loaded test machine (2 cores, ctest -j2) does not send the spinners to sleep.
+CpuContention& never_contended() {
+  static CpuContention never("");
+  return never;
+}
 
 // Counts each unit's runs and the most threads inside this job at once.
 class CountingTask final : public UnitTask {
@@ -102,7 +113,8 @@ int runnable_workers() {
 // A job published a unit at a time, as the engine publishes pieces: the pool's threads past the
 // queue's limit are not woken by each publication to spin beside those at work, but sleep.
 TEST(WorkerPool, ThreadsPastAQueuesLimitSleepThroughItsJob) {
-  WorkerPool pool(6, {}, std::chrono::microseconds(300));
+  WorkerPool pool(6, {}, std::chrono::microseconds(300), FaultSignals::Blocked, true,
+                  &never_contended());
   WorkQueue* q = pool.add_queue(2);
   ASSERT_NE(q, nullptr);
   class Spin final : public UnitTask {
@@ -145,7 +157,8 @@ TEST(WorkerPool, ThreadsPastAQueuesLimitSleepThroughItsJob) {
 // threads stay awake, during the job and in the spin after it. Before, every thread woken once
 // spun through each job and its gap, beside the program's threads.
 TEST(WorkerPool, AGrownPoolKeepsAwakeOnlyTheThreadsItsJobsUse) {
-  WorkerPool pool(2, {}, std::chrono::milliseconds(30));
+  WorkerPool pool(2, {}, std::chrono::milliseconds(30), FaultSignals::Blocked, true,
+                  &never_contended());
   pool.grow(6);
   ASSERT_EQ(pool.size(), 6u);
   std::vector<WorkQueue*> queues;
@@ -305,7 +318,8 @@ void run_slow_job(WorkQueue& q) {
 // through the gaps (before, each spun its whole spin in every gap), and a timer wakes them ahead
 // of the next job. (Counted rather than timed: on a loaded machine a timer may ring late.)
 TEST(WorkerPool, ThreadsNapThroughLongGapsAndATimerWakesThemAhead) {
-  WorkerPool pool(2, {}, std::chrono::milliseconds(4));
+  WorkerPool pool(2, {}, std::chrono::milliseconds(4), FaultSignals::Blocked, true,
+                  &never_contended());
   WorkQueue& q = pool.queue();
   const int jobs = 30, warmup = 5;
   double cpu_after_warmup = 0;
@@ -333,7 +347,8 @@ TEST(WorkerPool, ThreadsNapThroughLongGapsAndATimerWakesThemAhead) {
 // The same on real threads: after gaps long enough to make a guess, jobs 30 us apart (a lane
 // handed from copy to copy) do not send the threads to sleep between them.
 TEST(WorkerPool, ThreadsStayAwakeThroughHandOversAfterLongGaps) {
-  WorkerPool pool(2, {}, std::chrono::milliseconds(4));
+  WorkerPool pool(2, {}, std::chrono::milliseconds(4), FaultSignals::Blocked, true,
+                  &never_contended());
   WorkQueue& q = pool.queue();
   for (int i = 0; i < 4; ++i) {
     run_slow_job(q);
@@ -365,6 +380,93 @@ TEST(WorkerPool, TheFirstQueueTakesEveryThreadAndQueuesRunOut) {
   CountingTask more(10);
   run_job(pool.queue(), more, 10);  // still served once every slot is taken
   EXPECT_TRUE(more.each_ran_once());
+}
+
+// A loadavg file of the tests' own, holding `runnable` runnable threads.
+struct LoadavgFile {
+  std::string path;
+  explicit LoadavgFile(unsigned runnable) {
+    char name[] = "/tmp/cmt-loadavg-XXXXXX";
+    const int fd = mkstemp(name);
+    EXPECT_GE(fd, 0);
+    close(fd);
+    path = name;
+    set(runnable);
+  }
+  ~LoadavgFile() { unlink(path.c_str()); }
+  void set(unsigned runnable) {
+    std::ofstream(path) << "0.52 0.58 0.59 " << runnable << "/1234 5678\n";
+  }
+};
+
+TEST(CpuContention, ReadsTheRunnableThreadsOfALoadavgLine) {
+  unsigned n = 0;
+  const std::string good = "0.52 0.58 0.59 17/1234 5678\n";
+  ASSERT_TRUE(CpuContention::parse_runnable(good.data(), good.size(), &n));
+  EXPECT_EQ(n, 17u);
+  for (const std::string bad : {"", "0.52 0.58 0.59", "0.52 0.58 0.59 ", "0.52 0.58 0.59 x/12",
+                                "0.52 0.58 0.59 12", "0.52 0.58 0.59 /12", "0.52 0.58 17/12 3"})
+    EXPECT_FALSE(CpuContention::parse_runnable(bad.data(), bad.size(), &n)) << "'" << bad << "'";
+}
+
+TEST(CpuContention, TakenWhenMoreThreadsAreRunnableThanThereAreCpus) {
+  LoadavgFile file(17);
+  CpuContention c(file.path, 16);
+  const std::int64_t t = 1'000'000'000;
+  EXPECT_TRUE(c.contended(t));
+  file.set(16);
+  // The answer is held for the refresh, then read again.
+  EXPECT_TRUE(c.contended(t + CpuContention::kRefreshNs / 2));
+  EXPECT_FALSE(c.contended(t + CpuContention::kRefreshNs));
+  EXPECT_EQ(c.reads(), 2u);
+  EXPECT_EQ(c.contended_reads(), 1u);
+}
+
+TEST(CpuContention, AFileThatCannotBeReadOrIsNoLoadavgNeverSaysTaken) {
+  CpuContention missing("/nonexistent/loadavg", 1);
+  EXPECT_FALSE(missing.contended(1));
+  LoadavgFile file(0);
+  std::ofstream(file.path) << "not a loadavg line\n";
+  CpuContention malformed(file.path, 1);
+  EXPECT_FALSE(malformed.contended(1));
+  EXPECT_EQ(malformed.reads(), 0u);
+}
+
+TEST(CpuContention, TheMachinesCountsItsOnlineCpus) {
+  CpuContention& m = CpuContention::machine();
+  EXPECT_EQ(m.cpus(), static_cast<unsigned>(get_nprocs()));
+  m.contended(INT64_MAX / 2);  // reads /proc/loadavg, whatever it says
+  if (access("/proc/loadavg", R_OK) == 0) {
+    EXPECT_GE(m.reads(), 1u);
+  }
+}
+
+// While every CPU is taken the pool's idle threads sleep instead of spinning (a 10 s spin would
+// keep them awake), and the next job's publications still wake them; where CPUs are free they
+// spin as before.
+TEST(WorkerPool, IdleThreadsSleepInsteadOfSpinningWhileEveryCpuIsTaken) {
+  LoadavgFile busy(64);
+  CpuContention taken(busy.path, 16);
+  WorkerPool pool(4, {}, std::chrono::seconds(10), FaultSignals::Blocked, false, &taken);
+  WorkerPool free_pool(4, {}, std::chrono::seconds(10), FaultSignals::Blocked, false,
+                       &never_contended());
+  for (int job = 0; job < 3; ++job) {
+    CountingTask task(300), other(300);
+    run_job(pool.queue(), task, 300);
+    run_job(free_pool.queue(), other, 300);
+    EXPECT_TRUE(task.each_ran_once());
+    EXPECT_TRUE(other.each_ran_once());
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (pool.awake() > 0 && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(pool.awake(), 0u) << "idle threads spun on with every CPU taken";
+    EXPECT_EQ(free_pool.awake(), 4u) << "idle threads slept within their spin with CPUs free";
+  }
+  EXPECT_GE(pool.contended_sleeps(), 1u);
+  EXPECT_EQ(free_pool.contended_sleeps(), 0u);
+  // What the engine tells the warm gate: no thread of the first pool spins after a copy.
+  EXPECT_TRUE(pool.cpus_taken());
+  EXPECT_FALSE(free_pool.cpus_taken());
 }
 
 }  // namespace

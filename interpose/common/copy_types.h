@@ -51,8 +51,10 @@ struct CopyOutcome {
   std::int64_t first_dma_ns = -1;
   std::int64_t lane_wait_ns = -1;
   // The copy threads sleep as soon as their copies end, instead of spinning (the gaps between
-  // copies have outlasted the spin: WorkerPool::sleeps_between_jobs).
+  // copies have outlasted the spin: WorkerPool::sleeps_between_jobs), after a short bridge; or,
+  // every CPU of the machine being taken, at once (WorkerPool::cpus_taken).
   bool threads_sleep_after = false;
+  bool threads_asleep_after = false;
 };
 
 // A knob's named choices: each enum's names are written once, in its table below (in the order

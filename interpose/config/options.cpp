@@ -257,7 +257,11 @@ std::vector<OptionSpec> build_table() {
                            "answers the next copy sooner and costs CPU time; at most " +
                                std::to_string(kMaxSpinUs / 1000) +
                                " ms, past which spinning threads take the cores the program "
-                               "needs between its copies (see wake_ahead); 0: they never spin.",
+                               "needs between its copies (see wake_ahead); 0: they never spin. "
+                               "Whatever the value, an idle thread sleeps instead of spinning "
+                               "while the machine has more runnable threads than CPUs "
+                               "(`/proc/loadavg`: several processes under cmt, or a busy "
+                               "program, would lose cores to the spin).",
                            &Config::spin_us, 0, kMaxSpinUs));
   t.push_back(flag_option("wake_ahead", "CMT_WAKE_AHEAD", Scope::PerGpu,
                           "Where the gaps between copies outlast spin_us, idle copy threads "

@@ -776,7 +776,9 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
     if (out.bytes_done > 0)
       warm_gate_.copied(
           std::chrono::duration_cast<std::chrono::nanoseconds>(t1.time_since_epoch()).count(),
-          out.threads_sleep_after ? JobGaps::kBridge : -1);
+          out.threads_asleep_after  ? 0
+          : out.threads_sleep_after ? JobGaps::kBridge
+                                    : -1);
     if (out.bytes_done == 0) {
       stats_->forwarded(warm && out.status == CUDA_SUCCESS ? ForwardReason::LanesBusy
                                                           : ForwardReason::EngineUnavailable);

@@ -331,6 +331,7 @@ CopyOutcome CopyEngine::copy(const CopyRequest& request) noexcept {
     if (out.first_dma_ns >= 0) out.first_dma_ns -= start_ns;
     out.lane_wait_ns = start_ns - asked_ns;
     out.threads_sleep_after = lane.pool->threads->sleeps_between_jobs();
+    out.threads_asleep_after = lane.pool->threads->cpus_taken();
     return out;
   } catch (...) {
     return {0, CUDA_ERROR_UNKNOWN};

@@ -93,8 +93,10 @@ void Backoff::pause() {
 }
 
 WorkerPool::WorkerPool(unsigned threads, const std::vector<int>& cpus,
-                       std::chrono::microseconds idle_spin, FaultSignals faults, bool wake_ahead)
+                       std::chrono::microseconds idle_spin, FaultSignals faults, bool wake_ahead,
+                       CpuContention* contention)
     : gaps_(std::chrono::duration_cast<std::chrono::nanoseconds>(idle_spin).count(), wake_ahead),
+      contention_(contention ? *contention : CpuContention::machine()),
       base_threads_(std::max(1u, threads)),
       cpus_(cpus),
       faults_(faults) {
@@ -324,14 +326,20 @@ void WorkerPool::worker_main(unsigned index) {
       continue;
     }
     // Every 64 turns: sleep at once if more workers are awake than the jobs running now can use,
-    // else as the gaps between jobs say (JobGaps: once the spin is over, or a nap till the next).
+    // else as the gaps between jobs say (JobGaps: once the spin is over, or a nap till the next),
+    // and instead of spinning on while every CPU is taken (a publish wakes the sleeper).
     const bool counted = claim_early_sleep();
     JobGaps::Choice choice{JobGaps::Choice::Sleep, 0};
     if (!counted) {
-      choice = gaps_.idle(steady_now_ns(), idle_since);
+      const std::int64_t now = steady_now_ns();
+      choice = gaps_.idle(now, idle_since);
       if (choice.kind == JobGaps::Choice::Spin) {
-        CMT_CPU_RELAX();
-        continue;
+        if (!contention_.contended(now)) {
+          CMT_CPU_RELAX();
+          continue;
+        }
+        choice = {JobGaps::Choice::Sleep, 0};
+        contended_sleeps_.fetch_add(1, std::memory_order_relaxed);
       }
     }
     idle_.fetch_sub(1, std::memory_order_seq_cst);

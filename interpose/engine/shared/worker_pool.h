@@ -7,7 +7,9 @@
 // grown past the threads it started with keeps no more of them awake than its running jobs can
 // use: the rest sleep, leaving their cores to the program. Where the gaps between its jobs have
 // been longer than the spin, the threads sleep at once and a timer wakes them shortly before the
-// next job is due (JobGaps).
+// next job is due (JobGaps). Nor do they spin while every CPU of the machine is taken
+// (CpuContention): a spinning thread would hold a core that another thread, of this program or
+// of another process, waits for.
 #pragma once
 
 #include <atomic>
@@ -18,6 +20,9 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "common/steady_clock.h"
+#include "engine/shared/cpu_contention.h"
 
 namespace cmt {
 
@@ -139,11 +144,13 @@ class WorkerPool {
  public:
   // Starts `threads` workers allowed on `cpus` (empty: anywhere); an idle worker spins for
   // `idle_spin` before it sleeps, bridging the gaps between units and between back-to-back
-  // copies, and naps through longer gaps if `wake_ahead` (JobGaps). Throws std::system_error if
+  // copies, and naps through longer gaps if `wake_ahead` (JobGaps); it sleeps instead while
+  // `contention` (nullptr: the machine's) says every CPU is taken. Throws std::system_error if
   // a thread cannot start; the caller then forwards.
   WorkerPool(unsigned threads, const std::vector<int>& cpus,
              std::chrono::microseconds idle_spin = std::chrono::microseconds(1000),
-             FaultSignals faults = FaultSignals::Blocked, bool wake_ahead = true);
+             FaultSignals faults = FaultSignals::Blocked, bool wake_ahead = true,
+             CpuContention* contention = nullptr);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
@@ -171,12 +178,16 @@ class WorkerPool {
   // timer ended (the worker woke ahead of a job it expected: JobGaps).
   unsigned sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
   unsigned timer_wakes() const { return timer_wakes_.load(std::memory_order_relaxed); }
+  // Of the sleeps, those taken instead of a spin because every CPU was taken (CpuContention).
+  unsigned contended_sleeps() const { return contended_sleeps_.load(std::memory_order_relaxed); }
   // The CPU time its threads have used so far, at work and spinning, in seconds: what `top`
   // shows of cmt beside the program.
   double cpu_seconds();
   // Whether its idle threads sleep as soon as the jobs end, the gaps between jobs having outlasted
   // their spin (JobGaps): a copy that comes soon after the last will find them asleep.
   bool sleeps_between_jobs() const { return gaps_.expected_gap_ns() > 0; }
+  // Whether every CPU of the machine is taken now (CpuContention): idle threads then sleep at once.
+  bool cpus_taken() { return contention_.contended(steady_now_ns()); }
 
  private:
   friend class WorkQueue;
@@ -195,6 +206,7 @@ class WorkerPool {
   bool claim_early_sleep();
 
   JobGaps gaps_;  // the idle spin, and when the threads nap instead
+  CpuContention& contention_;    // whether a spin would hold a core another thread waits for
   const unsigned base_threads_;  // the threads the pool started with
   const std::vector<int> cpus_;
   const FaultSignals faults_;
@@ -209,6 +221,7 @@ class WorkerPool {
   alignas(64) std::atomic<int> idle_{0};  // awake workers that found nothing to run, spinning
   alignas(64) std::atomic<int> sleepers_{0};
   std::atomic<unsigned> sleeps_{0}, timer_wakes_{0};  // counted on the way to sleep only
+  std::atomic<unsigned> contended_sleeps_{0};
   std::atomic<std::uint32_t> wake_seq_{0};  // futex word: bumped to wake sleepers
   std::atomic<bool> stop_{false};
 };

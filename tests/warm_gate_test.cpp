@@ -83,12 +83,14 @@ TEST(WarmGate, ThreadsThatNeverSpinTakeNothing) {
 // Against the fake driver, on the real clock: the engine's threads spin 200 ms here, so "soon"
 // (150 ms) holds under sanitizers on a busy 2-core machine, and 400 ms is asleep. The machine's
 // CPUs are never all taken here (no loadavg file): on a loaded test machine the threads would
-// otherwise sleep at once, and every warm copy go to CUDA (CpuContention).
+// otherwise sleep at once, and every warm copy go to CUDA (CpuContention). The stand-in lives as
+// long as the process: the engine's pools, which hold it, outlive the test.
 class WarmCopies : public ::testing::Test {
  protected:
   ~WarmCopies() override { CpuContention::set_machine(nullptr); }
   WarmCopies() {
-    CpuContention::set_machine(&never_);
+    static CpuContention never("");
+    CpuContention::set_machine(&never);
     config.threads = 2;
     config.slots = 4;
     config.chunk_bytes = 256 << 10;
@@ -104,7 +106,6 @@ class WarmCopies : public ::testing::Test {
                       Entry::Runtime);
   }
   static void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
-  CpuContention never_{""};
   fake::FakeDriver fake;
   Config config;
 };

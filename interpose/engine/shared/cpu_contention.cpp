@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <new>
 
 namespace cmt {
 
@@ -22,7 +23,10 @@ std::atomic<CpuContention*> g_stand_in{nullptr};
 
 CpuContention& CpuContention::machine() {
   if (CpuContention* stand_in = g_stand_in.load(std::memory_order_acquire)) return *stand_in;
-  static CpuContention* const instance = new CpuContention();
+  // In static storage, never destroyed, and made without the heap: nothing here may throw into
+  // the program (the path fits in std::string's own buffer).
+  alignas(CpuContention) static unsigned char storage[sizeof(CpuContention)];
+  static CpuContention* const instance = new (storage) CpuContention();
   return *instance;
 }
 

@@ -129,7 +129,7 @@ for way in ("h2d", "d2h"):
     print(way + " ready", flush=True)
     sys.stdin.readline()
     t = time.monotonic()
-    time.sleep(0.02 if os.environ.get("CMT_DISABLE") else 0.01)
+    time.sleep(0.05 if os.environ.get("CMT_DISABLE") else 0.01)
     w[way] = {"start": t, "end": time.monotonic(), "cpu_s": 0.001, "bytes": 10**8}
 print(json.dumps({"windows": w, "right": not os.environ.get("WRONG")}), flush=True)
 """)
@@ -139,8 +139,9 @@ os.chmod(launcher, stat.S_IRWXU)
 reports = P.run_set(launcher, dict(os.environ), False, 3, 1)
 assert len(reports) == 3 and all(r["right"] for r in reports), reports
 f = P.figures(reports)
-# Three processes' 0.3 GB over a span a little over 10 ms: under 30 GB/s, each over 5.
-assert 10 < f["h2d"]["gbps"] < 30 and 2 < f["d2h"]["slowest_gbps"] <= 10, f
+# Three processes' 0.3 GB over a span of 10 ms and more (the processes' starts apart on a loaded
+# machine): at most 30 GB/s, and each process at most 10.
+assert 1 < f["h2d"]["gbps"] <= 30 and 0.5 < f["d2h"]["slowest_gbps"] <= 10, f
 for bad in ([], ["cmt", "--modes", "x"], ["cmt", "--mode", "nocolon"]):
     with contextlib.redirect_stderr(io.StringIO()):
         try:
@@ -159,7 +160,11 @@ assert [r["processes"] for r in doc["results"]] == [1, 2], doc["results"]
 row = doc["results"][1]
 assert set(row) == {"processes", "default", "cmt", "other", "pinned"}, row
 assert row["cmt"]["h2d"]["gbps"]["median"] > row["default"]["h2d"]["gbps"]["median"], row
-assert "2 x h2d: default" in said.getvalue() and "1.00x" in said.getvalue(), said.getvalue()
+import re
+for n in (1, 2):
+    for way in ("h2d", "d2h"):
+        assert re.search(rf"  {n} x {way}: default [\d.]+ \[[\d.]+-[\d.]+\] cpu [\d.]+s/GB; "
+                         rf"cmt [\d.]+ \[[\d.]+-[\d.]+\] [\d.]+x cpu", said.getvalue()), said.getvalue()
 sys.argv += ["--mode", "bad:WRONG=1"]
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as err:
     assert P.main() == 1

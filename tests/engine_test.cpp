@@ -677,6 +677,71 @@ TEST(CopyEngineFaults, PinnedMemoryStaysUnderAShareOfTheMachine) {
   round_trip(fake, fits, (1 << 20) + 5, 1, 2, CU_STREAM_LEGACY, true, 5);
 }
 
+std::size_t destroyed_events(fake::FakeDriver& fake) {
+  std::lock_guard<std::mutex> lk(fake.mu);
+  return fake.destroyed_events.size();
+}
+
+// A context that ends (cuCtxDestroy, cudaDeviceReset): its lanes go, their rings' memory and
+// pinned budget with them, and copies after it build lanes anew, byte-exact, however often
+// contexts end (a GPU's pool has room for kMaxQueues lanes' queues, kept for the lanes to come).
+// Before the driver destroys it the rings' events are destroyed in it; after, none is touched,
+// since the driver may have given its handles to new objects.
+TEST(CopyEngine, LanesOfAContextThatEndsAreLetGo) {
+  fake::FakeDriver fake(5);
+  PinnedBudget budget(std::size_t{256} << 20);
+  CopyEngine engine(fake.api(), small_config(2), budget);
+  const CUcontext ctx = fake::fake_context(0);
+  for (int end = 0; end < 2 * static_cast<int>(WorkerPool::kMaxQueues); ++end) {
+    SCOPED_TRACE(end);
+    const bool alive = end % 2 == 0;
+    round_trip(fake, engine, (1 << 20) + 5, 1, 2, CU_STREAM_LEGACY, end % 3 == 0, end);
+    ASSERT_EQ(engine.lanes().size(), 2u);
+    EXPECT_GT(budget.taken(), 0u);
+    const std::size_t destroyed = destroyed_events(fake);
+    EXPECT_EQ(engine.forget_context(ctx, alive), 2u);
+    EXPECT_TRUE(engine.lanes().empty());
+    EXPECT_EQ(budget.taken(), 0u);
+    EXPECT_EQ(destroyed_events(fake) - destroyed, alive ? 2u * 4 : 0u);
+  }
+  EXPECT_EQ(engine.forget_context(ctx, true), 0u);
+  EXPECT_EQ(engine.forget_context(fake::fake_context(1), true), 0u);  // no lane of another
+}
+
+// A lane in use when its context ends (a program ending a context while another thread copies
+// in it) is let go when the copy using it lets go of it, and never handed to a copy after. Its
+// ring is leaked, not freed: that copy's last DMAs may be queued still.
+TEST(CopyEngine, ALaneInUseWhenItsContextEndsGoesAtItsCopysEnd) {
+  fake::FakeDriver fake(5);
+  PinnedBudget budget(std::size_t{256} << 20);
+  CopyEngine engine(fake.api(), small_config(2, 64 << 10, 2), budget);
+  const CUcontext ctx = fake::fake_context(0);
+  const std::size_t bytes = 4 << 20;  // 64 pieces through 2 slots: it waits on the paused DMAs
+  auto src = pattern(bytes, 3);
+  CUdeviceptr dev = fake.alloc_device(bytes);
+  fake.pause_streams(true);
+  std::thread copier([&] {
+    EXPECT_EQ(
+        engine.copy({Direction::HostToDevice, src.data(), dev, bytes, CU_STREAM_LEGACY, false})
+            .bytes_done,
+        bytes);
+  });
+  while (budget.taken() == 0) std::this_thread::yield();  // its lane built: held
+  EXPECT_EQ(engine.forget_context(ctx, false), 1u);
+  EXPECT_GT(budget.taken(), 0u);  // still in use
+  fake.pause_streams(false);
+  copier.join();
+  fake.synchronize_all();
+  const std::size_t leaked = budget.taken();
+  EXPECT_GT(leaked, 0u);  // counted as long as it is leaked
+  EXPECT_TRUE(engine.lanes().empty());
+  EXPECT_EQ(0, std::memcmp(reinterpret_cast<void*>(dev), src.data(), bytes));
+  round_trip(fake, engine, (1 << 20) + 5, 1, 2, CU_STREAM_LEGACY, true, 9);  // a new lane
+  EXPECT_EQ(engine.lanes().size(), 2u);
+  EXPECT_EQ(engine.forget_context(ctx, true), 2u);
+  EXPECT_EQ(budget.taken(), leaked);
+}
+
 // One budget of pinned memory for the process: the device copier's rings and the peer copier's
 // slots draw on it together, give it back when freed, and keep it when leaked.
 TEST(PinnedBudget, RingsTakeAndGiveBackOneBudget) {

@@ -94,6 +94,19 @@ run no_context "no_context=1" 0 0 2 20
 # piece and CUDA finishes it; which one depends on the threads' timing).
 run peer_clean "devices=2" 0 1 4 60 peer
 run peer_dma_fail "devices=2,dma_fail_at=60" 2 1 4 60 peer
+# The primary context reset four times between rounds (cudaDeviceReset): each time cmt lets go of
+# the lanes it had in it, and the rounds after build theirs anew and stay byte-exact.
+run reset "" 0 1 2 30 reset
+CMT_FAKE_CUDA= LD_PRELOAD=$lib CMT_LOG=info timeout 240 "$app" 1 20 9 reset > "$tmp/reset-log.out" \
+  2> "$tmp/reset-log.err" || { echo "FAIL reset-log: exit $?"; fails=$((fails + 1)); }
+ends=$(grep -c "ends (cuDevicePrimaryCtxReset_v2): cmt let go of 2 staging lanes" "$tmp/reset-log.err")
+built=$(grep -c "lane ready" "$tmp/reset-log.err")
+if [ "$ends" -eq 4 ] && [ "$built" -eq 10 ]; then
+  echo "ok   reset: 4 context ends, each letting go of 2 lanes; 10 lanes built in all"
+else
+  echo "FAIL reset: $ends context ends letting go of 2 lanes (4 expected), $built lanes built (10)"
+  grep -v "lane ready" "$tmp/reset-log.err" | head; fails=$((fails + 1))
+fi
 
 python3 - "$tmp" <<'PY' || fails=$((fails + 1))
 import json, sys

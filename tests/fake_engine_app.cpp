@@ -17,7 +17,11 @@
 // it, then makes ROUNDS more round trips. For record_trace.sh's check that each process writes
 // only what it did itself.
 //
-// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork]
+// With "reset", after the threads' round trips the primary context is reset four times
+// (cudaDeviceReset's driver call), each followed by ROUNDS more round trips on one thread: cmt
+// lets go of the lanes it had in the context, and builds them anew.
+//
+// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset]
 // Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if
 // any copy that reported success left a wrong byte.
 #include <cuda.h>
@@ -256,13 +260,16 @@ bool success_leaves_no_index() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const char* mode = argc == 5 ? argv[4] : "";
   if (argc != 4 &&
-      !(argc == 5 && (std::strcmp(argv[4], "peer") == 0 || std::strcmp(argv[4], "fork") == 0))) {
-    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork]\n", argv[0]);
+      !(argc == 5 && (std::strcmp(mode, "peer") == 0 || std::strcmp(mode, "fork") == 0 ||
+                      std::strcmp(mode, "reset") == 0))) {
+    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork|reset]\n", argv[0]);
     return 2;
   }
-  const bool peer = argc == 5 && std::strcmp(argv[4], "peer") == 0;
-  const bool forks = argc == 5 && !peer;
+  const bool peer = std::strcmp(mode, "peer") == 0;
+  const bool forks = std::strcmp(mode, "fork") == 0;
+  const bool resets = std::strcmp(mode, "reset") == 0;
   int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
   unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
   if (cuInit(0) != CUDA_SUCCESS) return 2;
@@ -284,6 +291,10 @@ int main(int argc, char** argv) {
     if (waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
       g_wrong.fetch_add(1);
     worker(0, rounds, seed + 2);
+  }
+  for (unsigned k = 0; resets && k < 4; ++k) {
+    if (cuDevicePrimaryCtxReset(0) != CUDA_SUCCESS) g_wrong.fetch_add(1);
+    worker(0, rounds, seed + 3 + k);
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

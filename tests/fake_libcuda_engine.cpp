@@ -118,6 +118,11 @@ CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
 CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
   return fake().api().primary_ctx_release(d);
 }
+// The fake's contexts live as long as it: ending one only waits for its work, as CUDA's end does.
+CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice) {
+  fake().synchronize_all();
+  return CUDA_SUCCESS;
+}
 CMT_FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) { return fake().api().ctx_set_current(c); }
 CMT_FAKE_EXPORT CUresult cuCtxSynchronize() {
   fake().synchronize_all();

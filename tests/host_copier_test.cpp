@@ -49,6 +49,26 @@ TEST(HostMemoryMap, FindsOverlapsAndForgetsRemovedRanges) {
   EXPECT_FALSE(map.add(nullptr, 10));
 }
 
+// A context that ends frees its host memory and drops its registrations: their records go, and
+// those of other contexts stay.
+TEST(HostMemoryMap, ForgetsTheRangesOfAContextThatEnds) {
+  HostMemoryMap map;
+  std::vector<char> a(1000), b(1000), c(1000);
+  int first = 0, second = 0;  // stand-ins for two contexts
+  ASSERT_TRUE(map.add(a.data(), a.size(), &first));
+  ASSERT_TRUE(map.add(b.data(), b.size(), &second));
+  ASSERT_TRUE(map.add(c.data(), c.size(), &first));
+  EXPECT_EQ(map.forget_context(&first), 2u);
+  EXPECT_FALSE(map.overlaps(a.data(), a.size()));
+  EXPECT_FALSE(map.overlaps(c.data(), c.size()));
+  EXPECT_TRUE(map.overlaps(b.data(), b.size()));
+  EXPECT_EQ(map.forget_context(&first), 0u);
+  ASSERT_TRUE(map.add(b.data(), 10, &first));  // the same base, allocated anew in another
+  EXPECT_EQ(map.forget_context(&second), 0u);
+  EXPECT_EQ(map.forget_context(&first), 1u);
+  EXPECT_EQ(map.size(), 0u);
+}
+
 TEST(HostMemoryMap, ReusesFreedEntriesAndRefusesPastItsCapacity) {
   // 64 KiB: not on the stack; a new one each run (a static one stayed full for a repeated run).
   auto owned = std::make_unique<HostMemoryMap>();

@@ -112,6 +112,36 @@ TEST(RegisterCache, HandingPagesBackToCudaDropsOnlyTheRegistrationsOnThem) {
   EXPECT_EQ(h.cache.counts().invalidations, 0u);
 }
 
+// A context that ends takes the registrations made in it with it: they are dropped, unregistered
+// in it while it lives, else with no context current (its handle may name a new one by now); the
+// registrations of another context stay.
+TEST(RegisterCache, AContextThatEndsTakesItsRegistrationsAlong) {
+  Harness h;
+  h.driver.devices = 2;
+  const std::uintptr_t a = 0x30000000, b = 0x40000000, c = 0x50000000;
+  const DriverApi& d = h.driver.api();
+  auto register_in = [&](int device, std::uintptr_t p) {
+    ASSERT_EQ(d.ctx_set_current(fake::fake_context(device)), CUDA_SUCCESS);
+    for (int i = 0; i < 2; ++i) h.cache.offer(at(p), 256 << 10);
+  };
+  register_in(0, a);
+  register_in(1, b);
+  register_in(0, c);
+  ASSERT_EQ(h.registered(), 3u);
+  EXPECT_EQ(h.cache.forget_context(fake::fake_context(0), true), 2u);
+  EXPECT_EQ(h.registered(), 1u);
+  EXPECT_EQ(h.driver.last_unregister_context, fake::fake_context(0));
+  EXPECT_FALSE(h.cache.touches(at(a), 256 << 10));
+  EXPECT_TRUE(h.cache.covers(at(b), 256 << 10));
+  EXPECT_EQ(h.cache.forget_context(fake::fake_context(1), false), 1u);
+  EXPECT_EQ(h.registered(), 0u);
+  // Unregistered with no context made current (the fake's null stands for device 0's), never
+  // the ended one's handle.
+  EXPECT_NE(h.driver.last_unregister_context, fake::fake_context(1));
+  EXPECT_EQ(h.cache.counts().invalidations, 3u);
+  EXPECT_EQ(h.cache.forget_context(fake::fake_context(1), false), 0u);
+}
+
 // A release found through the candidates' order: one deep inside a long candidate, which starts
 // far below it (with shorter candidates in between), drops it; one just past its end does not.
 TEST(RegisterCache, AReleaseDeepInsideALongCandidateDropsIt) {

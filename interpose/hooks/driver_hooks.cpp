@@ -558,6 +558,38 @@ CUresult EventSync(CUevent e) {
   return recorded_wait<H, CUresult (*)(CUevent)>(0, e);
 }
 
+// ---- the end of a context: cmt lets go of what it made in it --------------------------------
+// Before the driver destroys it where the call always does (its resources are freed in it, while
+// it lives); after a primary context's release, which ends it only when it was the last.
+
+template <Driver H>
+CUresult CtxDestroy(CUcontext ctx) {
+  auto real = reinterpret_cast<CUresult (*)(CUcontext)>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx) Interposer::context_ends(ctx, true, hook<H>().name);
+  return real(ctx);
+}
+
+template <Driver H>
+CUresult PrimaryCtxReset(CUdevice dev) {
+  auto real = reinterpret_cast<CUresult (*)(CUdevice)>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (CUcontext ctx = Interposer::active_primary_context(dev))
+    Interposer::context_ends(ctx, true, hook<H>().name);
+  return real(dev);
+}
+
+template <Driver H>
+CUresult PrimaryCtxRelease(CUdevice dev) {
+  auto real = reinterpret_cast<CUresult (*)(CUdevice)>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  CUcontext ctx = Interposer::active_primary_context(dev);
+  const CUresult r = real(dev);
+  if (r == CUDA_SUCCESS && ctx && !Interposer::active_primary_context(dev))
+    Interposer::context_ends(ctx, false, hook<H>().name);
+  return r;
+}
+
 // ---- cuGetProcAddress: the real answer, with cmt's hook swapped in for the exact variant -----
 
 // The hook for `p`, which the driver returned for `symbol` (a base name such as "cuMemcpyHtoD",
@@ -588,7 +620,7 @@ void* swap_in_hook(const char* symbol, void* p) {
 }
 
 // The base names cmt hooks a variant of: the copies, the symbol lookup, host memory, the
-// questions about a pointer and the waits.
+// questions about a pointer, the waits and the ends of contexts.
 bool names_copy_entry(const char* symbol) {
   return symbol &&
          (std::strncmp(symbol, "cuMemcpy", 8) == 0 ||
@@ -598,7 +630,10 @@ bool names_copy_entry(const char* symbol) {
           std::strncmp(symbol, "cuGetProcAddress", 16) == 0 ||
           std::strncmp(symbol, "cuMemHost", 9) == 0 ||
           std::strncmp(symbol, "cuPointerGetAttribute", 21) == 0 ||
-          std::strcmp(symbol, "cuMemAllocHost") == 0 || std::strcmp(symbol, "cuMemFreeHost") == 0);
+          std::strcmp(symbol, "cuMemAllocHost") == 0 || std::strcmp(symbol, "cuMemFreeHost") == 0 ||
+          std::strcmp(symbol, "cuCtxDestroy") == 0 ||
+          std::strcmp(symbol, "cuDevicePrimaryCtxReset") == 0 ||
+          std::strcmp(symbol, "cuDevicePrimaryCtxRelease") == 0);
 }
 
 using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t);

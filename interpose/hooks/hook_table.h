@@ -76,7 +76,18 @@
   CMT_DRIVER_STRUCTURED_HOOKS(X)              \
   CMT_DRIVER_HOST_MEMORY_HOOKS(X)             \
   CMT_DRIVER_POINTER_QUERY_HOOKS(X)           \
-  CMT_DRIVER_WAIT_HOOKS(X)
+  CMT_DRIVER_WAIT_HOOKS(X)                    \
+  CMT_DRIVER_CONTEXT_END_HOOKS(X)
+
+/* The calls that end a context: cmt lets go of what it made in it (staging rings, registrations,
+   records of its pinned memory) before the driver destroys it, or right after a release that
+   did, so that nothing of it is used again, not even through a handle the driver gives to a new
+   object (interposer/interposer.h, context_ends). cudaDeviceReset reaches the primary context's
+   reset through cudart's driver table. The _v2 variants only, as for the copies. */
+#define CMT_DRIVER_CONTEXT_END_HOOKS(X)             \
+  X(cuCtxDestroy_v2, CtxDestroy, 0)                 \
+  X(cuDevicePrimaryCtxReset_v2, PrimaryCtxReset, 0) \
+  X(cuDevicePrimaryCtxRelease_v2, PrimaryCtxRelease, 0)
 
 /* The driver's waits for the GPU, as the runtime's (CMT_RUNTIME_WAIT_HOOKS); a runtime wait that
    reaches one through cudart's driver table is kept once, by the runtime's hook. */

@@ -41,17 +41,11 @@ bool query_device_pointer(const DriverApi& driver, CUdeviceptr ptr, DevicePointe
   return driver.pointer_get_attributes(4, attrs, data, ptr) == CUDA_SUCCESS;
 }
 
-// The primary context of device `ordinal`, if it is active (never made active here: that would
-// take the GPU's memory for a context nobody asked for).
+// The primary context of device `ordinal`, if it is active.
 bool active_primary_context(const DriverApi& driver, int ordinal, CUcontext* ctx) {
   CUdevice dev = 0;
-  unsigned flags = 0;
-  int active = 0;
-  if (driver.device_get(&dev, ordinal) != CUDA_SUCCESS ||
-      driver.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active ||
-      driver.primary_ctx_retain(ctx, dev) != CUDA_SUCCESS)
-    return false;
-  driver.primary_ctx_release(dev);  // the runtime (or whoever made it active) still holds it
+  if (driver.device_get(&dev, ordinal) != CUDA_SUCCESS) return false;
+  *ctx = active_primary_context_of(driver, dev);
   return *ctx != nullptr;
 }
 
@@ -294,6 +288,17 @@ PeerDecision classify_peer_copy(const DriverApi& driver, const PeerCall& call,
   d.request.stream_ctx = stream_ctx;
   d.request.synchronous = call.synchronous;
   return d;
+}
+
+CUcontext active_primary_context_of(const DriverApi& driver, CUdevice dev) {
+  unsigned flags = 0;
+  int active = 0;
+  CUcontext ctx = nullptr;
+  if (driver.primary_ctx_get_state(dev, &flags, &active) != CUDA_SUCCESS || !active ||
+      driver.primary_ctx_retain(&ctx, dev) != CUDA_SUCCESS)
+    return nullptr;
+  driver.primary_ctx_release(dev);  // the runtime (or whoever made it active) still holds it
+  return ctx;
 }
 
 }  // namespace cmt

@@ -39,6 +39,10 @@ enum class ForwardReason {
 
 const char* forward_reason_name(ForwardReason reason);
 
+// The primary context of `dev` if it is active, else nullptr; never made active here (that would
+// take the GPU's memory for a context nobody asked for).
+CUcontext active_primary_context_of(const DriverApi& driver, CUdevice dev);
+
 struct CopyDecision {
   ForwardReason reason = ForwardReason::DriverError;
   CopyRequest request;  // filled when reason == Taken

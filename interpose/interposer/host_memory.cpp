@@ -2,7 +2,7 @@
 
 namespace cmt {
 
-bool HostMemoryMap::add(const void* base, std::size_t bytes) {
+bool HostMemoryMap::add(const void* base, std::size_t bytes, const void* context) {
   const auto b = reinterpret_cast<std::uintptr_t>(base);
   if (b == 0 || bytes == 0) return false;
   std::lock_guard<std::mutex> lk(write_mu_);
@@ -12,6 +12,7 @@ bool HostMemoryMap::add(const void* base, std::size_t bytes) {
     const std::uintptr_t at = ranges_[i].begin.load(std::memory_order_relaxed);
     if (at == b) {
       ranges_[i].end.store(b + bytes, std::memory_order_release);
+      ranges_[i].context = context;
       return true;
     }
     if (at == 0 && free_slot == kCapacity) free_slot = i;
@@ -22,6 +23,7 @@ bool HostMemoryMap::add(const void* base, std::size_t bytes) {
   }
   // The end first: a reader that sees the new begin sees its end.
   ranges_[free_slot].end.store(b + bytes, std::memory_order_release);
+  ranges_[free_slot].context = context;
   ranges_[free_slot].begin.store(b, std::memory_order_release);
   if (free_slot == high) high_.store(high + 1, std::memory_order_release);
   return true;
@@ -35,6 +37,18 @@ void HostMemoryMap::remove(const void* base) {
   for (std::size_t i = 0; i < high; ++i)
     if (ranges_[i].begin.load(std::memory_order_relaxed) == b)
       ranges_[i].begin.store(0, std::memory_order_release);
+}
+
+std::size_t HostMemoryMap::forget_context(const void* context) {
+  std::lock_guard<std::mutex> lk(write_mu_);
+  std::size_t n = 0;
+  const std::size_t high = high_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < high; ++i)
+    if (ranges_[i].begin.load(std::memory_order_relaxed) != 0 && ranges_[i].context == context) {
+      ranges_[i].begin.store(0, std::memory_order_release);
+      ++n;
+    }
+  return n;
 }
 
 bool HostMemoryMap::overlaps(const void* p, std::size_t bytes) const {

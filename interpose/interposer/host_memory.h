@@ -18,10 +18,15 @@ class HostMemoryMap {
  public:
   static constexpr std::size_t kCapacity = 4096;  // ranges tracked at once; more are not tracked
 
-  // Records [base, base + bytes); a base already recorded gets the new size. False when full.
-  bool add(const void* base, std::size_t bytes);
+  // Records [base, base + bytes), handed out or registered in `context` (the CUcontext current
+  // then); a base already recorded gets the new size and context. False when full.
+  bool add(const void* base, std::size_t bytes, const void* context = nullptr);
   // Forgets the range that starts at `base`, if one does.
   void remove(const void* base);
+  // Forgets every range recorded in `context`, which ends: the driver frees its host memory and
+  // drops its registrations with it, and the addresses may be mapped afresh as pageable memory.
+  // Returns how many.
+  std::size_t forget_context(const void* context);
   // Whether [p, p + bytes) overlaps a recorded range.
   bool overlaps(const void* p, std::size_t bytes) const;
   std::size_t size() const;
@@ -29,6 +34,7 @@ class HostMemoryMap {
  private:
   struct Range {
     std::atomic<std::uintptr_t> begin{0}, end{0};  // begin == 0: a free entry
+    const void* context = nullptr;                 // read and written under write_mu_ only
   };
   Range ranges_[kCapacity];
   std::atomic<std::size_t> high_{0};  // entries at or past this index have never been used

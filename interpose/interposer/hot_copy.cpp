@@ -40,8 +40,16 @@ char* PinnedScratch::memory() {
     failed_.store(true, std::memory_order_relaxed);
     return nullptr;
   }
+  if (driver_.ctx_get_current(&context_) != CUDA_SUCCESS) context_ = nullptr;
   memory_.store(static_cast<char*>(p), std::memory_order_release);
   return static_cast<char*>(p);
+}
+
+void PinnedScratch::forget_context(CUcontext ctx) {
+  std::lock_guard<std::mutex> lk(making_);
+  if (!memory_.load(std::memory_order_relaxed) || context_ != ctx) return;
+  memory_.store(nullptr, std::memory_order_release);
+  context_ = nullptr;
 }
 
 PinnedScratch::Slot::Slot(PinnedScratch& scratch) : scratch_(scratch), page_(page_size()) {

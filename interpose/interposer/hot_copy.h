@@ -30,6 +30,9 @@ class PinnedScratch {
   PinnedScratch& operator=(const PinnedScratch&) = delete;
 
   std::size_t slot_bytes() const { return slot_bytes_; }
+  // `ctx` ends: if the scratch was allocated in it, the driver frees it with it, and the next
+  // slot taken allocates anew in the context current then.
+  void forget_context(CUcontext ctx);
 
   // One slot, held for one copy; empty if there is no pinned memory for it.
   class Slot {
@@ -58,6 +61,7 @@ class PinnedScratch {
   const int slots_;
   std::mutex making_;
   std::atomic<char*> memory_{nullptr};
+  CUcontext context_ = nullptr;  // current when memory_ was allocated; under making_
   std::atomic<bool> failed_{false};
   std::atomic<std::uint64_t> taken_{0};  // a bit per slot
 };

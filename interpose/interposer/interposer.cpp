@@ -63,6 +63,7 @@ std::atomic<Interposer*> g_process_instance{nullptr};
 std::atomic<RegisterCache*> g_register_cache{nullptr};
 // register = auto's timer of copies on their streams (stream_timer.h), made with the cache.
 std::atomic<StreamTimer*> g_stream_timer{nullptr};
+std::atomic<StreamTimer*> g_recorder_timer{nullptr};  // the recorder's (time_recorded_copies)
 
 // A stream timing's tag (stream_timer.h) under auto: the copy's bytes, whether it was made from a
 // registration, and its direction.
@@ -340,12 +341,56 @@ void Interposer::configure() noexcept {
 void Interposer::host_memory_added(void* p, std::size_t bytes) noexcept {
   InsideCmt inside;
   try {
-    if (!cuda_host_memory().add(p, bytes))
+    // Recorded with the context it was made in, which frees it (or drops it) when it ends.
+    CUcontext ctx = nullptr;
+    const DriverApi* driver = real_driver();
+    if (!driver || driver->ctx_get_current(&ctx) != CUDA_SUCCESS) ctx = nullptr;
+    if (!cuda_host_memory().add(p, bytes, ctx))
       CMT_WARN_ONCE(
           "more than {} CUDA host allocations at once; copies into the others run on "
           "one thread",
           HostMemoryMap::kCapacity);
     instance().arm_host_copies();
+  } catch (...) {
+  }
+}
+
+CUcontext Interposer::active_primary_context(CUdevice dev) noexcept {
+  InsideCmt inside;
+  try {
+    const DriverApi* driver = real_driver();
+    return driver ? active_primary_context_of(*driver, dev) : nullptr;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void Interposer::context_ends(CUcontext ctx, bool alive, const char* how) noexcept {
+  InsideCmt inside;
+  try {
+    if (g_forked_child) return;  // nothing of cmt's is in a child's contexts
+    Interposer& self = instance();
+    CopyEngine* engine = nullptr;
+    {
+      std::lock_guard<std::mutex> lk(engine_mu());
+      engine = self.engine_;
+    }
+    const unsigned lanes = engine ? engine->forget_context(ctx, alive) : 0;
+    PeerCopier* peer = self.peer_copier_.load(std::memory_order_acquire);
+    const unsigned peer_lanes = peer ? peer->forget_context(ctx) : 0;
+    std::size_t registrations = 0;
+    with_register_cache([&](RegisterCache& cache) {
+      registrations = cache.forget_context(ctx, alive);
+      if (self.edge_scratch_) self.edge_scratch_->forget_context(ctx);
+      if (self.beside_scratch_) self.beside_scratch_->forget_context(ctx);
+    });
+    for (StreamTimer* timer : {g_stream_timer.load(), g_recorder_timer.load()})
+      if (timer) timer->forget_context(ctx, alive);
+    const std::size_t records = cuda_host_memory().forget_context(ctx);
+    CMT_LOG(info,
+            "context {} ends ({}): cmt let go of {} staging lanes, {} peer lanes, {} hot-buffer "
+            "registrations and {} records of CUDA host memory made in it",
+            static_cast<void*>(ctx), how, lanes, peer_lanes, registrations, records);
   } catch (...) {
   }
 }
@@ -425,7 +470,9 @@ void Interposer::time_recorded_copies() {
   std::lock_guard<std::mutex> lk(engine_mu());
   if (!load_driver()) return;
   // Never destroyed, like this object: hooks may record at exit.
-  Recorder::time_on_streams(new StreamTimer(*driver_, kRecordedTimings, true));
+  auto* timer = new StreamTimer(*driver_, kRecordedTimings, true);
+  g_recorder_timer.store(timer, std::memory_order_release);
+  Recorder::time_on_streams(timer);
 }
 
 void Interposer::build_register_cache() {

@@ -55,6 +55,16 @@ class Interposer {
   // [p, p + bytes): cmt's registrations on those pages go first, so that CUDA takes the memory
   // as pageable, as it would without cmt. Never throws; nothing to do with hot buffers off.
   static void hand_back_to_cuda(const void* p, std::size_t bytes) noexcept;
+  // The primary context of `dev` while it is active, else nullptr (the context-end hooks ask
+  // before and after a release). Never throws.
+  static CUcontext active_primary_context(CUdevice dev) noexcept;
+  // Context `ctx` ends, by the call `how` (cuCtxDestroy, a primary context's reset or last
+  // release): the engine's lanes in it, the peer lanes that name it, the hot buffers registered
+  // in it, the pinned scratch allocated in it and the records of CUDA host memory made in it are
+  // let go, so that nothing of it is used again, through a handle the driver may give to a new
+  // object included. `alive`: called before the driver destroys it, so cmt's resources are freed
+  // in it; else after, with its handles dropped untouched. Never throws.
+  static void context_ends(CUcontext ctx, bool alive, const char* how) noexcept;
   // Whether `p` lies on a page cmt registered (hot buffers): CUDA's pointer queries about it are
   // then answered for pageable memory (pageable_stand_in.h). Never throws; false with hot
   // buffers off.

@@ -700,6 +700,24 @@ void RegisterCache::all_released() {
        &counts_.invalidations, {0, UINTPTR_MAX});
 }
 
+std::size_t RegisterCache::forget_context(CUcontext ctx, bool alive) {
+  std::vector<Pages> ranges;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    for (auto& [first, e] : entries_)
+      if (e->context == ctx) {
+        if (!alive) e->context = nullptr;
+        ranges.emplace_back(e->page_lo, e->page_hi);
+      }
+  }
+  for (const auto& [lo, hi] : ranges)
+    drop(lo, hi,
+         [lo = lo, hi = hi](std::uintptr_t, std::uintptr_t, std::uintptr_t page_lo,
+                            std::uintptr_t page_hi) { return page_lo == lo && page_hi == hi; },
+         &counts_.invalidations, {lo, hi});
+  return ranges.size();
+}
+
 bool RegisterCache::unregister(std::vector<std::unique_ptr<Entry>>& gone) {
   bool all = true;
   for (auto& e : gone) {

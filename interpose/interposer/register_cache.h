@@ -149,6 +149,11 @@ class RegisterCache {
   void pages_released(std::uintptr_t lo, std::uintptr_t hi);
   void chunk_released(std::uintptr_t lo, std::uintptr_t hi);
   void all_released();
+  // `ctx` ends (a context-end hook): the registrations made in it are dropped, unregistered in
+  // it where it is `alive` (before the driver destroys it), else with no context made current
+  // (its handle may name a new context by now), the driver having taken them with it. Returns
+  // how many.
+  std::size_t forget_context(CUcontext ctx, bool alive);
   // A free() of the glibc chunk `chunk`, whose user bytes lie in [lo, hi), about to be made. As
   // chunk_released, except where registrations of ranges copied inside it must be taken back:
   // then they leave the table now and the free is taken over (true), finished by a thread of the

@@ -127,6 +127,20 @@ bool StreamTimer::events_for(Slot& slot, CUcontext ctx) {
   return true;
 }
 
+void StreamTimer::forget_context(CUcontext ctx, bool alive) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (Slot& slot : slots_) {
+    if (slot.ctx != ctx) continue;
+    // A timing under way meets no events: its record or query fails, and it is not timed.
+    if (alive) {
+      drop_events(slot);
+    } else {
+      slot.start = slot.end = nullptr;
+      slot.ctx = nullptr;
+    }
+  }
+}
+
 void StreamTimer::drop_events(Slot& slot) {
   // An event may be destroyed with a record of it still queued: CUDA frees it once it ran.
   if (slot.start) driver_.event_destroy(slot.start);

@@ -56,6 +56,10 @@ class StreamTimer {
   // Each timing whose end has completed, to `done`. Returns at once if another thread is
   // collecting.
   void collect(const std::function<void(const Timing&)>& done);
+  // `ctx` ends: the timing events made in it are dropped, destroyed in it where it is `alive`
+  // (before the driver destroys it), else forgotten untouched (their handles may name new
+  // objects by now). A timing under way in it is not timed; a slot gets new events at its next.
+  void forget_context(CUcontext ctx, bool alive);
   // Whether a timing waits for collect() (one relaxed load).
   bool waiting() const { return waiting_.load(std::memory_order_relaxed) > 0; }
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "common/log.h"
@@ -35,6 +36,25 @@ struct CopyEngine::GpuPool {
   unsigned most = 0;                // the size it grows to
   std::atomic<unsigned> copies{0};  // copies running on it now
   std::atomic<bool> grown{false};
+  // Queues of lanes let go (their contexts ended), for new lanes: a pool has kMaxQueues at most.
+  std::mutex spare_mu;
+  std::vector<WorkQueue*> spare_queues;
+
+  WorkQueue* queue_for_lane(unsigned per_copy) {
+    {
+      std::lock_guard<std::mutex> lk(spare_mu);
+      if (!spare_queues.empty()) {
+        WorkQueue* q = spare_queues.back();
+        spare_queues.pop_back();
+        return q;
+      }
+    }
+    return threads->add_queue(per_copy);
+  }
+  void keep_spare(WorkQueue* q) {
+    std::lock_guard<std::mutex> lk(spare_mu);
+    spare_queues.push_back(q);
+  }
 
   // While it lives, a copy is running on the pool.
   class Running {
@@ -67,6 +87,9 @@ struct CopyEngine::Lane {
   // Held by one copy at a time (acquire_lane), which alone uses the fields below; guarded by the
   // engine's lanes_mu_, whose lock and unlock at each hand-over order their accesses.
   bool held = false;
+  // Its context ended while a copy held it (forget_context): let go at that copy's end, never
+  // taken again. Guarded by lanes_mu_.
+  bool ended = false;
   Config config;  // the engine's, with the knobs of this lane's GPU applied (set by prepare)
   std::unique_ptr<StagingRing> ring;
   WorkQueue* queue = nullptr;  // on the GPU's shared pool (pool_for), for this lane's copies
@@ -110,7 +133,7 @@ CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, u
   // A free lane means no copy waits for one of its kind: freed lanes go to waiters first.
   unsigned existing = 0;
   for (auto& lane : lanes_) {
-    if (lane->ctx != ctx || lane->direction != direction) continue;
+    if (lane->ctx != ctx || lane->direction != direction || lane->ended) continue;
     ++existing;
     if (!lane->held && static_cast<unsigned>(lane->index) < most) {
       lane->held = true;
@@ -143,7 +166,18 @@ CopyEngine::Lane* CopyEngine::acquire_lane(CUcontext ctx, Direction direction, u
 }
 
 void CopyEngine::release_lane(Lane& lane) {
-  std::lock_guard<std::mutex> lk(lanes_mu_);
+  std::unique_lock<std::mutex> lk(lanes_mu_);
+  if (lane.ended) {
+    auto it = std::find_if(lanes_.begin(), lanes_.end(), [&](auto& l) { return l.get() == &lane; });
+    std::unique_ptr<Lane> gone = std::move(*it);
+    lanes_.erase(it);
+    lk.unlock();
+    // Its copy may have left DMAs queued in a context that is gone by now, or going, and its
+    // events cannot say which: the ring is leaked, as a broken one is, and stays counted.
+    if (gone->ring) (void)gone->ring.release();
+    let_go(std::move(gone), false);
+    return;
+  }
   for (auto it = waiters_.begin(); it != waiters_.end(); ++it) {
     LaneWaiter* waiter = *it;
     if (waiter->ctx != lane.ctx || waiter->direction != lane.direction ||
@@ -156,6 +190,44 @@ void CopyEngine::release_lane(Lane& lane) {
     return;
   }
   lane.held = false;
+}
+
+unsigned CopyEngine::forget_context(CUcontext ctx, bool alive) {
+  std::vector<std::unique_ptr<Lane>> gone;
+  unsigned count = 0;
+  {
+    std::lock_guard<std::mutex> lk(lanes_mu_);
+    for (auto it = lanes_.begin(); it != lanes_.end();) {
+      Lane& lane = **it;
+      if (lane.ctx != ctx || lane.ended) {
+        ++it;
+        continue;
+      }
+      ++count;
+      if (lane.held) {  // a copy on another thread: it lets go of the lane at its end
+        lane.ended = true;
+        ++it;
+        continue;
+      }
+      gone.push_back(std::move(*it));
+      it = lanes_.erase(it);
+    }
+  }
+  if (gone.empty()) return count;
+  // The rings' events and registrations were made in `ctx`: freed there while it lives.
+  std::optional<ScopedContext> in;
+  if (alive) in.emplace(driver_, ctx);
+  const bool usable = alive && in->ok();
+  for (auto& lane : gone) let_go(std::move(lane), usable);
+  return count;
+}
+
+void CopyEngine::let_go(std::unique_ptr<Lane> lane, bool alive) {
+  if (lane->ring) {
+    if (!alive) lane->ring->orphan();
+    lane->ring.reset();  // its memory and pinned budget back; a broken ring was leaked before
+  }
+  if (lane->queue) lane->pool->keep_spare(lane->queue);
 }
 
 CUresult CopyEngine::prepare(Lane& lane) {
@@ -218,7 +290,7 @@ CUresult CopyEngine::prepare(Lane& lane) {
     std::string why = "more lanes than a pool serves";
     try {
       GpuPool& pool = pool_for(pci, per_copy, threads, where.cpus, c, &lane.threads_start_ns);
-      lane.queue = pool.threads->add_queue(per_copy);
+      lane.queue = pool.queue_for_lane(per_copy);
       lane.pool = &pool;
     } catch (const std::exception& e) {
       why = e.what();
@@ -277,7 +349,7 @@ std::vector<LaneInfo> CopyEngine::lanes() {
   std::vector<LaneInfo> out;
   std::lock_guard<std::mutex> lk(lanes_mu_);
   for (auto& lane : lanes_) {
-    if (lane->held || !lane->ring || !lane->queue) continue;
+    if (lane->held || lane->ended || !lane->ring || !lane->queue) continue;
     out.push_back({lane->ctx, lane->direction, lane->queue->threads(), lane->pool->threads->size(),
                    lane->ring->size(), lane->ring->slot_bytes(), lane->build_ns,
                    lane->ring->build_times(), lane->threads_start_ns});

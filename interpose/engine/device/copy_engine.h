@@ -61,6 +61,16 @@ class CopyEngine {
   std::size_t waiting_copies();
   // The CPU time the copy threads of every GPU have used so far (WorkerPool::cpu_seconds).
   double copy_threads_cpu_seconds();
+  // The context `ctx` ends (cuCtxDestroy, a primary context's reset or last release): its lanes
+  // go, their rings freed and their queues kept for the lanes of contexts to come, so that a
+  // context made later (the driver may give it the same handle) starts afresh and nothing of
+  // the ended one stays pinned. `alive`: called before the driver destroys it, still usable, so
+  // the rings' events are destroyed and their memory unregistered in it. Otherwise the driver
+  // has destroyed it, and every handle made in it is dropped untouched: its value may name a new
+  // object by now. A lane held by a copy on another thread (a program that ends a context while
+  // it copies in it) goes when that copy lets it go, its ring leaked: its DMAs' state is unknown.
+  // Returns the lanes let go, now or at their copy's end.
+  unsigned forget_context(CUcontext ctx, bool alive);
 
   struct Lane;
   struct GpuPool;
@@ -84,8 +94,11 @@ class CopyEngine {
   // for tens of milliseconds (bench/lab/NOTES.md 46).
   Lane* acquire_lane(CUcontext ctx, Direction direction, unsigned most, bool wait);
   // Hands `lane` to the first copy waiting for its context and direction that may take it, or
-  // frees it.
+  // frees it; a lane whose context ended meanwhile (forget_context) is let go.
   void release_lane(Lane& lane);
+  // Frees a lane taken out of lanes_: its ring (`alive`: its context current, else orphaned
+  // first), its queue kept by its GPU's pool for a lane to come.
+  void let_go(std::unique_ptr<Lane> lane, bool alive);
   // The lanes a copy of `bytes` on `stream` may take, per context and direction: one below
   // config.lane_split_from, else config.lanes, else rules::kAutoLanes, or
   // rules::kAutoLanesLegacy for a copy on the legacy stream. Medium copies side by side each

@@ -120,6 +120,26 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
   return held.get();
 }
 
+unsigned PeerCopier::forget_context(CUcontext ctx) {
+  std::lock_guard<std::mutex> lk(lanes_mu_);
+  unsigned n = 0;
+  for (auto it = lanes_.begin(); it != lanes_.end();) {
+    if (it->first.first != ctx && it->first.second != ctx) {
+      ++it;
+      continue;
+    }
+    if (it->second) {
+      it->second->broken = true;  // a copy holding it now sees it broken at its next lane_for
+      // Leaked, not retired: never freed, so no call is made on its handles of the ended
+      // context (the copier's destructor, in tests, would wait on its streams).
+      (void)it->second.release();
+      ++n;
+    }
+    it = lanes_.erase(it);
+  }
+  return n;
+}
+
 PeerOutcome PeerCopier::copy(const PeerRequest& request) noexcept {
   try {
     PeerOutcome out;

@@ -74,6 +74,11 @@ class PeerCopier {
 
   // The caller's current context is the same on return. Never throws.
   PeerOutcome copy(const PeerRequest& request) noexcept;
+  // `ctx` ends: the lanes that name it are retired, never used again, and a copy between the
+  // contexts that follow builds a lane anew. Their handles in the other context are not freed
+  // and their slots stay mapped: a DMA of the other context may still touch them. Returns how
+  // many.
+  unsigned forget_context(CUcontext ctx);
 
   // The size of piece `index` of a copy with `remaining` bytes left: doubling from the first piece
   // to a slot's size, and from where fewer than two such pieces are left, half of what is left

@@ -150,6 +150,13 @@ StagingRing::~StagingRing() {
   if (memory_) munmap(memory_, mapped_bytes_);
 }
 
+void StagingRing::orphan() {
+  for (auto& s : slots_) {
+    s->dma_done = nullptr;  // no DMA of an ended context runs on
+    s->dma_pending = false;
+  }
+}
+
 CUresult StagingRing::poll_idle(StagingSlot& s) {
   if (!s.dma_pending) return CUDA_SUCCESS;
   CUresult r = driver_.event_query(s.dma_done);

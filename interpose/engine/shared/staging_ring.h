@@ -62,6 +62,11 @@ class StagingRing {
 
   const RingBuildTimes& build_times() const { return build_times_; }
 
+  // Its context has ended, and the driver destroyed the slots' events with it: they are
+  // forgotten, so that freeing the ring makes no call on a handle the driver may since have
+  // given to a new object. The memory (cmt's own mapping) is unregistered by its address, which
+  // is harmless where the registration went with the context, and then unmapped.
+  void orphan();
   // Marks the ring unusable (a driver error left its events in doubt); the engine replaces it.
   void mark_broken() { broken_ = true; }
   bool broken() const { return broken_; }

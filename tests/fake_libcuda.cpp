@@ -12,9 +12,10 @@
 #undef cuGetProcAddress
 #undef cuMemcpyHtoD
 #undef cuStreamSynchronize
+#undef cuDevicePrimaryCtxReset
 
 namespace {
-int g_htod_v2 = 0, g_htod_v2_ptds = 0, g_htod_legacy = 0, g_syncs = 0;
+int g_htod_v2 = 0, g_htod_v2_ptds = 0, g_htod_legacy = 0, g_syncs = 0, g_resets = 0;
 size_t g_last_bytes = 0;
 }  // namespace
 
@@ -52,6 +53,12 @@ __attribute__((visibility("default"))) CUresult cuStreamSynchronize(CUstream) {
   return CUDA_SUCCESS;
 }
 
+// cudaDeviceReset's driver call (a static cudart finds it through cuGetProcAddress): counted.
+__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxReset_v2(CUdevice) {
+  ++g_resets;
+  return CUDA_SUCCESS;
+}
+
 __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
     const char* symbol, void** pfn, int version, cuuint64_t flags,
     CUdriverProcAddressQueryResult* status) {
@@ -65,6 +72,8 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
     fn = reinterpret_cast<void*>(&cuMemAlloc_v2);
   else if (std::strcmp(symbol, "cuStreamSynchronize") == 0)
     fn = reinterpret_cast<void*>(&cuStreamSynchronize);
+  else if (std::strcmp(symbol, "cuDevicePrimaryCtxReset") == 0)
+    fn = reinterpret_cast<void*>(&cuDevicePrimaryCtxReset_v2);
   else if (std::strcmp(symbol, "cuGetProcAddress") == 0)
     fn = reinterpret_cast<void*>(&cuGetProcAddress_v2);
   *pfn = fn;
@@ -83,6 +92,10 @@ __attribute__((visibility("default"))) void fake_cuda_calls(int* v2, int* v2_ptd
 
 __attribute__((visibility("default"))) int fake_cuda_syncs() {
   return g_syncs;
+}
+
+__attribute__((visibility("default"))) int fake_cuda_resets() {
+  return g_resets;
 }
 
 }  // extern "C"

@@ -47,9 +47,11 @@ int main(int argc, char** argv) {
       {"cuMemAlloc", "cuMemAlloc", 12000, 0, false},
       {"cuGetProcAddress", "cuGetProcAddress", 12000, 0, true},
       {"cuNoSuchFunction", "cuNoSuchFunction", 12000, 0, false},
+      {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset", 12000, 0, true},
   };
-  void* fns[6] = {};
-  for (int i = 0; i < 6; ++i) {
+  constexpr int kQueries = sizeof(queries) / sizeof(queries[0]);
+  void* fns[kQueries] = {};
+  for (int i = 0; i < kQueries; ++i) {
     CUdriverProcAddressQueryResult status{};
     CUresult r = get(queries[i].symbol, &fns[i], queries[i].version, queries[i].flags, &status);
     std::printf("%s%s: rc %d, status %d, from %s\n", queries[i].hooked ? "hooked: " : "",
@@ -71,5 +73,10 @@ int main(int argc, char** argv) {
       &v2, &ptds, &legacy, &last);
   std::printf("the library saw: v2 %d, v2_ptds %d, legacy %d, last %zu bytes\n", v2, ptds, legacy,
               last);
+  // cudaDeviceReset's driver call through the swapped pointer: it reaches the library once.
+  std::printf("call reset: rc %d\n",
+              static_cast<int>(reinterpret_cast<CUresult (*)(CUdevice)>(fns[kQueries - 1])(0)));
+  std::printf("the library saw: resets %d\n",
+              reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_resets"))());
   return 0;
 }

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -59,6 +60,12 @@ void ensure_preloaded(char** argv) {
   setenv("CMT_BENCH_REEXEC", "1", 1);
   execv(self, argv);
   fail("cannot re-execute with libcmt.so preloaded");
+}
+
+double process_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 }  // namespace cmt::bench

@@ -65,12 +65,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using ForwardFn = int (*)(int);
 
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 constexpr double kOverlapNeeded = 0.99;
 const char* kModes[] = {"default", "cmt", "pinned"};
 
@@ -209,6 +203,7 @@ int parse(int argc, char** argv, Options* o) {
 
 using cmt::bench::has_pattern;
 using cmt::bench::median;
+using cmt::bench::process_cpu_seconds;
 using cmt::bench::write_pattern;
 
 struct Buffers {  // one thread's

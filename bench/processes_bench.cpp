@@ -44,6 +44,7 @@ namespace {
 
 using ForwardFn = int (*)(int);
 using cmt::bench::median;
+using cmt::bench::process_cpu_seconds;
 
 const char* kModes[] = {"default", "cmt", "pinned"};
 
@@ -65,12 +66,6 @@ struct Options {
 double monotonic_seconds() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double process_cpu_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 

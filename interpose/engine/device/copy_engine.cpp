@@ -51,9 +51,13 @@ struct CopyEngine::GpuPool {
     }
     return threads->add_queue(per_copy);
   }
-  void keep_spare(WorkQueue* q) {
-    std::lock_guard<std::mutex> lk(spare_mu);
-    spare_queues.push_back(q);
+  // Called from a lane's release too (a destructor): nothing may escape it.
+  void keep_spare(WorkQueue* q) noexcept {
+    try {
+      std::lock_guard<std::mutex> lk(spare_mu);
+      spare_queues.push_back(q);
+    } catch (...) {  // the pool keeps one queue fewer for the lanes to come
+    }
   }
 
   // While it lives, a copy is running on the pool.

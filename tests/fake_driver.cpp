@@ -88,6 +88,7 @@ struct FakeEvent {
   std::atomic<std::int64_t> completed_ns{0};  // steady clock, when its latest record ran
   std::atomic<long> failing_gen{-1};  // queries fail while this record is the latest
   CUcontext ctx = nullptr;
+  int generation = 0;  // of its context, when it was made (FakeDriver::end_context)
 };
 
 // The context a stream handle belongs to: the current one for the default-stream handles.
@@ -96,6 +97,36 @@ CUcontext context_of_stream(CUstream s) {
   std::lock_guard<std::mutex> lk(g_fake->mu);
   auto it = g_fake->stream_context.find(reinterpret_cast<FakeStream*>(s));
   return it == g_fake->stream_context.end() ? kCtx : it->second;
+}
+
+int generation_of(CUcontext ctx) {  // with g_fake->mu held
+  auto it = g_fake->context_generation.find(ctx);
+  return it == g_fake->context_generation.end() ? 0 : it->second;
+}
+
+// Whether a handle made in `ctx` when it was of `generation` died with it; counted if so.
+bool dead(CUcontext ctx, int generation) {
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  if (generation_of(ctx) == generation) return false;
+  g_fake->dead_handle_calls.fetch_add(1);
+  return true;
+}
+bool dead(CUevent e) {
+  const auto* ev = reinterpret_cast<const FakeEvent*>(e);
+  return dead(ev->ctx, ev->generation);
+}
+// The default streams' handles name whichever context is current: never dead.
+bool dead(CUstream s) {
+  CUcontext ctx = nullptr;
+  int generation = 0;
+  {
+    std::lock_guard<std::mutex> lk(g_fake->mu);
+    auto it = g_fake->stream_generation.find(reinterpret_cast<FakeStream*>(s));
+    if (it == g_fake->stream_generation.end()) return false;
+    ctx = g_fake->stream_context[it->first];
+    generation = it->second;
+  }
+  return dead(ctx, generation);
 }
 
 bool lookup(const std::map<std::uintptr_t, std::size_t>& ranges, std::uintptr_t p,
@@ -161,6 +192,7 @@ CUresult exchange_capture_mode(CUstreamCaptureMode* mode);
 void unsafe_call();
 CUresult stream_synchronize(CUstream s) {
   unsafe_call();
+  if (dead(s)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   g_fake->syncs.fetch_add(1);
   g_fake->stream_for(s)->synchronize();
   return CUDA_SUCCESS;
@@ -297,6 +329,7 @@ CUresult enqueue_dma(CUstream s, void* dst, const void* src, size_t n) {
   unsafe_call();
   // Stricter than CUDA may be: a copy is enqueued with its stream's context current.
   if (context_of_stream(s) != current()) return CUDA_ERROR_INVALID_CONTEXT;
+  if (dead(s)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   long i = g_fake->dma_count.fetch_add(1);
   if (i == g_fake->faults.dma_fail_at) return g_fake->faults.dma_fail_code;
   {
@@ -331,6 +364,11 @@ CUresult event_create(CUevent* e, unsigned) {
   if (g_fake->faults.event_create != CUDA_SUCCESS) return g_fake->faults.event_create;
   auto* ev = new FakeEvent();
   ev->ctx = current();
+  {
+    std::lock_guard<std::mutex> lk(g_fake->mu);
+    ev->generation = generation_of(ev->ctx);
+    g_fake->created_events.push_back(reinterpret_cast<CUevent>(ev));
+  }
   *e = reinterpret_cast<CUevent>(ev);
   return CUDA_SUCCESS;
 }
@@ -338,6 +376,7 @@ CUresult event_record(CUevent e, CUstream s) {
   unsafe_call();
   long i = g_fake->record_count.fetch_add(1);
   if (i == g_fake->faults.record_fail_at) return CUDA_ERROR_INVALID_HANDLE;
+  if (dead(e) || dead(s)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   if (ev->ctx != context_of_stream(s)) return CUDA_ERROR_INVALID_HANDLE;  // as CUDA
   long gen = ev->recorded.fetch_add(1) + 1;
@@ -358,6 +397,7 @@ CUresult event_query(CUevent e) {
   if (i == g_fake->faults.query_fail_at) return g_fake->faults.query_fail_code;
   if (g_fake->faults.query_fail_from >= 0 && i >= g_fake->faults.query_fail_from)
     return g_fake->faults.query_fail_code;
+  if (dead(e)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   if (ev->recorded.load() == ev->failing_gen.load()) return g_fake->faults.query_fail_code;
   return ev->completed.load() >= ev->recorded.load() ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -376,6 +416,7 @@ CUresult event_elapsed_time(float* ms, CUevent start, CUevent end) {
 CUresult stream_wait_event(CUstream s, CUevent e, unsigned) {
   unsafe_call();
   g_fake->waits.fetch_add(1);
+  if (dead(e) || dead(s)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   auto* ev = reinterpret_cast<FakeEvent*>(e);
   const long gen = ev->recorded.load();
   g_fake->stream_for(s)->enqueue([ev, gen] {
@@ -389,12 +430,21 @@ CUresult stream_create(CUstream* s, unsigned) {
   g_fake->streams.push_back(std::make_unique<FakeStream>(g_fake->max_delay_us));
   FakeStream* fs = g_fake->streams.back().get();
   g_fake->stream_context[fs] = current();
+  g_fake->stream_generation[fs] = generation_of(current());
   *s = reinterpret_cast<CUstream>(fs);
+  return CUDA_SUCCESS;
+}
+// Its queued work still runs; the stream is freed with the driver.
+CUresult stream_destroy(CUstream s) {
+  unsafe_call();
+  if (dead(s)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  g_fake->streams_destroyed.fetch_add(1);
   return CUDA_SUCCESS;
 }
 // As in CUDA, an event may be destroyed while a record of it or a wait for it is still queued:
 // it is freed with the driver.
 CUresult event_destroy(CUevent e) {
+  if (dead(e)) return CUDA_ERROR_CONTEXT_IS_DESTROYED;  // the driver freed it with its context
   std::lock_guard<std::mutex> lk(g_fake->mu);
   g_fake->destroyed_events.push_back(e);
   return CUDA_SUCCESS;
@@ -436,6 +486,7 @@ DriverApi make_api() {
   a.device_get_pci_bus_id = device_get_pci_bus_id;
   a.ctx_set_current = ctx_set_current;
   a.stream_create = stream_create;
+  a.stream_destroy = stream_destroy;
   a.stream_wait_event = stream_wait_event;
   a.device_get = device_get;
   a.device_get_count = device_get_count;
@@ -468,7 +519,7 @@ FakeDriver::FakeDriver(int max_delay) : max_delay_us(max_delay) {
 FakeDriver::~FakeDriver() {
   synchronize_all();
   streams.clear();
-  for (CUevent e : destroyed_events) delete reinterpret_cast<FakeEvent*>(e);
+  for (CUevent e : created_events) delete reinterpret_cast<FakeEvent*>(e);
   g_fake = nullptr;
 }
 
@@ -491,6 +542,16 @@ void* FakeDriver::alloc_pinned(std::size_t bytes) {
   auto p = reinterpret_cast<std::uintptr_t>(device_memory.back().get());
   host_ranges[p] = bytes;
   return device_memory.back().get();
+}
+
+void FakeDriver::end_context(CUcontext ctx) {
+  std::lock_guard<std::mutex> lk(mu);
+  ++context_generation[ctx];
+}
+
+std::size_t FakeDriver::destroyed_event_count() {
+  std::lock_guard<std::mutex> lk(mu);
+  return destroyed_events.size();
 }
 
 CUstream FakeDriver::create_stream() {

@@ -68,6 +68,11 @@ class FakeDriver {
   bool pinned(const void* p, std::size_t n);
   // Holds every stream's queue before its next operation (DMAs, event records) until resumed.
   void pause_streams(bool paused);
+  // `ctx` ends and a new context takes its handle, as a real driver may hand out the same one:
+  // the streams and events made in it before are dead from now on, and a call that passes one
+  // fails as CUDA's would and is counted in dead_handle_calls.
+  void end_context(CUcontext ctx);
+  std::size_t destroyed_event_count();  // cuEventDestroy calls so far
 
   Faults faults;
   int devices = 1;
@@ -82,6 +87,8 @@ class FakeDriver {
   std::atomic<int> unregister_wait_ms{0};  // how long cuMemHostUnregister takes (the GPU's work)
   CUcontext last_unregister_context = nullptr;  // current at the last cuMemHostUnregister (mu)
   std::atomic<long> unsafe_calls{0};
+  std::atomic<long> dead_handle_calls{0};  // calls on a handle of an ended context (end_context)
+  std::atomic<long> streams_destroyed{0};  // cuStreamDestroy calls
   std::atomic<long> dmas_run{0};
   // Where each of the engine's DMAs writes, in the order they were enqueued (under `mu`).
   std::vector<void*> dma_destinations;
@@ -96,7 +103,13 @@ class FakeDriver {
   std::map<std::uintptr_t, std::size_t> device_ranges, host_ranges;
   std::map<std::uintptr_t, int> device_owner;     // device allocation -> its GPU
   std::map<FakeStream*, CUcontext> stream_context;  // streams made by cuStreamCreate
-  std::vector<CUevent> destroyed_events;           // freed with the driver
+  // How often each context ended (end_context), and for each stream made by cuStreamCreate, how
+  // often its context had ended when it was made: a handle of an earlier generation is dead.
+  std::map<CUcontext, int> context_generation;
+  std::map<FakeStream*, int> stream_generation;
+  std::vector<CUevent> destroyed_events;  // cuEventDestroy calls
+  // Every event made, freed with the driver (one of an ended context is never destroyed).
+  std::vector<CUevent> created_events;
   std::vector<std::unique_ptr<char[]>> device_memory;
   std::vector<std::unique_ptr<FakeStream>> streams;
   std::map<std::pair<std::thread::id, CUcontext>, FakeStream*> per_thread;

@@ -42,6 +42,7 @@
 extern "C" CUresult batch_v1(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemcpyAttributes*,
                              size_t*, size_t, size_t*, CUstream) __asm__("cuMemcpyBatchAsync");
 
+extern "C" long fake_cuda_dead_handle_calls();
 extern "C" void fake_cuda_counts(long* dmas, long* enqueues, long* queries, long* records,
                                  long* registers);
 
@@ -300,6 +301,11 @@ int main(int argc, char** argv) {
   getrusage(RUSAGE_SELF, &ru);
   long dmas = 0, enqueues = 0, queries = 0, records = 0, registers = 0;
   fake_cuda_counts(&dmas, &enqueues, &queries, &records, &registers);
+  // A handle of a context that ended must never reach the driver again.
+  if (const long dead = fake_cuda_dead_handle_calls()) {
+    std::fprintf(stderr, "%ld calls on handles of an ended context\n", dead);
+    g_wrong.fetch_add(1);
+  }
   std::printf(
       "trips %ld ok %ld failed %ld wrong %ld max_rss_mb %ld dmas %ld enqueues %ld queries %ld "
       "records %ld registers %ld\n",

@@ -118,9 +118,11 @@ CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext* c, CUdevice d) {
 CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease(CUdevice d) {
   return fake().api().primary_ctx_release(d);
 }
-// The fake's contexts live as long as it: ending one only waits for its work, as CUDA's end does.
-CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice) {
+// Ending a context waits for its work, as CUDA's end does; its handle is then the new primary
+// context's, and the handles made in the old one are dead (a call on one is counted).
+CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
   fake().synchronize_all();
+  fake().end_context(cmt::fake::fake_context(d));
   return CUDA_SUCCESS;
 }
 CMT_FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) { return fake().api().ctx_set_current(c); }
@@ -335,4 +337,8 @@ CMT_FAKE_EXPORT void fake_cuda_counts(long* dmas, long* enqueues, long* queries,
   *queries = fake().query_count.load();
   *records = fake().record_count.load();
   *registers = fake().register_count.load();
+}
+// Calls that passed a handle of a context that had ended (FakeDriver::end_context).
+CMT_FAKE_EXPORT long fake_cuda_dead_handle_calls() {
+  return fake().dead_handle_calls.load();
 }

@@ -226,6 +226,78 @@ TEST(PeerCopier, AFailedDmaStopsAtAPieceAndTheRestIsLeftToCuda) {
   EXPECT_EQ(0, std::memcmp(host_view(dst), again.data(), n));
 }
 
+// A context that ends (cuCtxDestroy, cudaDeviceReset) takes the lanes that name it along: their
+// pinned slots given back, their handles freed in the contexts that live and never passed to CUDA
+// once their own context has ended (the fake counts any such call), and copies after it build
+// lanes anew, byte-exact, however often contexts end.
+TEST(PeerCopier, LanesOfAContextThatEndsAreFreed) {
+  fake::FakeDriver fake(10);
+  fake.devices = 2;
+  const PeerShape shape{2, kMiB, 256 * kKiB};
+  PinnedBudget budget(4 * 2 * kMiB);  // room for four lanes' slots: a leak would show by round 3
+  PeerCopier copier(fake.api(), shape, budget);
+  const std::size_t n = 3 * kMiB + 11;
+  CUdeviceptr on0 = fake.alloc_device(n, 0), on1 = fake.alloc_device(n, 1);
+  CUstream stream = fake.create_stream();  // GPU 0's
+  for (int end = 0; end < 12; ++end) {
+    SCOPED_TRACE(end);
+    const bool alive = end % 2 == 0;
+    const CUcontext ctx = fake::fake_context((end / 2) % 2);
+    for (int way = 0; way < 2; ++way) {
+      const std::vector<char> want = pattern(n, 10 * end + way);
+      std::memcpy(host_view(way ? on0 : on1), want.data(), n);
+      const PeerOutcome out =
+          copier.copy(way ? request(on1, 1, on0, 0, n, stream, fake::fake_context(0))
+                          : request(on0, 0, on1, 1, n, stream, fake::fake_context(0)));
+      ASSERT_EQ(out.bytes_done, n);
+      ASSERT_EQ(fake.api().stream_synchronize(stream), CUDA_SUCCESS);
+      ASSERT_EQ(0, std::memcmp(host_view(way ? on1 : on0), want.data(), n));
+    }
+    ASSERT_EQ(budget.taken(), 2 * 2 * kMiB);
+    const std::size_t events = fake.destroyed_event_count();
+    const long streams = fake.streams_destroyed.load();
+    if (!alive) fake.end_context(ctx);  // the driver destroyed it, and a new one took its handle
+    EXPECT_EQ(copier.forget_context(ctx, alive), 2u);
+    EXPECT_EQ(budget.taken(), 0u);
+    // Alive: each lane's two slot events (source) and two `freed` events (destination), and
+    // both its streams. Ended: only those of the other context.
+    EXPECT_EQ(fake.destroyed_event_count() - events, alive ? 8u : 4u);
+    EXPECT_EQ(fake.streams_destroyed.load() - streams, alive ? 4 : 2);
+    EXPECT_EQ(fake.dead_handle_calls.load(), 0);
+  }
+  EXPECT_EQ(copier.forget_context(fake::fake_context(0), true), 0u);
+}
+
+// A lane a copy holds when its context ends is leaked, its slots counted still: the copy may
+// enqueue on its handles to its end. The copy completes, and the next one gets a new lane.
+TEST(PeerCopier, ALaneInUseWhenItsContextEndsIsLeaked) {
+  fake::FakeDriver fake(10);
+  fake.devices = 2;
+  const PeerShape shape{2, kMiB, 256 * kKiB};
+  PinnedBudget budget(4 * 2 * kMiB);
+  PeerCopier copier(fake.api(), shape, budget);
+  const std::size_t n = 6 * kMiB + 3;
+  CUdeviceptr src = fake.alloc_device(n, 1), dst = fake.alloc_device(n, 0);
+  const std::vector<char> want = pattern(n, 8);
+  std::memcpy(host_view(src), want.data(), n);
+  fake.pause_streams(true);
+  std::thread copying([&] {  // synchronous: it holds the lane until its last piece has landed
+    EXPECT_EQ(copier.copy(request(dst, 0, src, 1, n, CU_STREAM_LEGACY, fake::fake_context(0), true))
+                  .bytes_done,
+              n);
+  });
+  while (budget.taken() == 0) std::this_thread::yield();
+  EXPECT_EQ(copier.forget_context(fake::fake_context(1), true), 1u);
+  fake.pause_streams(false);
+  copying.join();
+  EXPECT_EQ(0, std::memcmp(host_view(dst), want.data(), n));
+  EXPECT_EQ(budget.taken(), 2 * kMiB);  // leaked, and counted
+  CUstream stream = fake.create_stream();
+  ASSERT_EQ(copier.copy(request(dst, 0, src, 1, n, stream, fake::fake_context(0))).bytes_done, n);
+  ASSERT_EQ(fake.api().stream_synchronize(stream), CUDA_SUCCESS);
+  EXPECT_EQ(budget.taken(), 2 * 2 * kMiB);
+}
+
 TEST(ClassifyPeer, TakesTwoGpusWithoutPeerAccessAndForwardsTheRest) {
   fake::FakeDriver fake;
   fake.devices = 3;

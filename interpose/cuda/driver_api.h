@@ -34,6 +34,7 @@
   /* GPU-to-GPU copies through the host (engine/peer/peer_copier.h) */                         \
   X(cuCtxSetCurrent, ctx_set_current, CUcontext)                                               \
   X(cuStreamCreate, stream_create, CUstream*, unsigned)                                        \
+  X(cuStreamDestroy, stream_destroy, CUstream)                                                 \
   X(cuStreamWaitEvent, stream_wait_event, CUstream, CUevent, unsigned)                         \
   X(cuDeviceGet, device_get, CUdevice*, int)                                                   \
   X(cuDeviceGetCount, device_get_count, int*)                                                  \

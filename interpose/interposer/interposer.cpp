@@ -377,7 +377,7 @@ void Interposer::context_ends(CUcontext ctx, bool alive, const char* how) noexce
     }
     const unsigned lanes = engine ? engine->forget_context(ctx, alive) : 0;
     PeerCopier* peer = self.peer_copier_.load(std::memory_order_acquire);
-    const unsigned peer_lanes = peer ? peer->forget_context(ctx) : 0;
+    const unsigned peer_lanes = peer ? peer->forget_context(ctx, alive) : 0;
     std::size_t registrations = 0;
     with_register_cache([&](RegisterCache& cache) {
       registrations = cache.forget_context(ctx, alive);

@@ -20,6 +20,10 @@ struct PeerCopier::Lane {
   Lane& operator=(const Lane&) = delete;
 
   const DriverApi& driver;
+  CUcontext src_ctx = nullptr, dst_ctx = nullptr;
+  // Copies that were handed the lane and have not let go of it (the copier's lanes_mu_): a lane
+  // is freed only where none has.
+  unsigned users = 0;
   std::mutex mu;  // held while a copy enqueues (a synchronous one: until it has finished)
   // The pinned slots; each slot's dma_done event (in the source context) marks its D2H landed.
   std::unique_ptr<StagingRing> ring;
@@ -70,7 +74,10 @@ PeerCopier::~PeerCopier() {
 PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUresult* error) {
   std::lock_guard<std::mutex> lk(lanes_mu_);
   std::unique_ptr<Lane>& held = lanes_[{src_ctx, dst_ctx}];
-  if (held && !held->broken) return held.get();
+  if (held && !held->broken) {
+    ++held->users;
+    return held.get();
+  }
   // A broken lane may still have DMAs in flight into or out of its slots: retired, not freed.
   if (held) retired_.push_back(std::move(held));
   const std::size_t ring_bytes = std::size_t{shape_.slots} * shape_.slot_bytes;
@@ -84,6 +91,8 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
   }
   RelaxedCaptureMode relaxed(driver_);
   auto lane = std::make_unique<Lane>(driver_);
+  lane->src_ctx = src_ctx;
+  lane->dst_ctx = dst_ctx;
   *error = CUDA_SUCCESS;
   {
     ScopedContext in(driver_, src_ctx);
@@ -117,27 +126,95 @@ PeerCopier::Lane* PeerCopier::lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUr
   CMT_LOG(debug, "peer lane {} -> {}: {} pinned slots of {} KiB", static_cast<void*>(src_ctx),
           static_cast<void*>(dst_ctx), shape_.slots, shape_.slot_bytes >> 10);
   held = std::move(lane);
+  ++held->users;
   return held.get();
 }
 
-unsigned PeerCopier::forget_context(CUcontext ctx) {
+void PeerCopier::release(Lane& lane) {
   std::lock_guard<std::mutex> lk(lanes_mu_);
-  unsigned n = 0;
-  for (auto it = lanes_.begin(); it != lanes_.end();) {
-    if (it->first.first != ctx && it->first.second != ctx) {
-      ++it;
-      continue;
+  --lane.users;
+}
+
+unsigned PeerCopier::forget_context(CUcontext ctx, bool alive) {
+  std::vector<std::unique_ptr<Lane>> gone;
+  unsigned named = 0;
+  {
+    std::lock_guard<std::mutex> lk(lanes_mu_);
+    // Let go of the lane in `slot`; a copy holding it sees it broken at its next lane_for. One
+    // held is leaked, not freed: that copy may still enqueue on its handles.
+    auto let_go = [&](std::unique_ptr<Lane>& slot) {
+      slot->broken = true;
+      if (slot->users == 0)
+        gone.push_back(std::move(slot));
+      else
+        (void)slot.release();
+    };
+    for (auto it = lanes_.begin(); it != lanes_.end();) {
+      if (it->first.first != ctx && it->first.second != ctx) {
+        ++it;
+        continue;
+      }
+      if (it->second) {
+        let_go(it->second);
+        ++named;
+      }
+      it = lanes_.erase(it);
     }
-    if (it->second) {
-      it->second->broken = true;  // a copy holding it now sees it broken at its next lane_for
-      // Leaked, not retired: never freed, so no call is made on its handles of the ended
-      // context (the copier's destructor, in tests, would wait on its streams).
-      (void)it->second.release();
-      ++n;
+    // Retired lanes too: their handles of `ctx` must not reach CUDA once it has ended.
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if ((*it)->src_ctx != ctx && (*it)->dst_ctx != ctx) {
+        ++it;
+        continue;
+      }
+      let_go(*it);
+      it = retired_.erase(it);
     }
-    it = lanes_.erase(it);
   }
-  return n;
+  for (auto& lane : gone) free_lane(std::move(lane), alive ? nullptr : ctx);
+  return named;
+}
+
+void PeerCopier::free_lane(std::unique_ptr<Lane> lane, CUcontext ended) {
+  const DriverApi& d = driver_;
+  RelaxedCaptureMode relaxed(d);
+  Lane& l = *lane;
+  // Runs `body` with `ctx` current; false where it is the ended one or cannot be made current.
+  auto in = [&](CUcontext ctx, auto&& body) {
+    if (ctx == ended) return false;
+    ScopedContext scope(d, ctx);
+    if (!scope.ok()) return false;
+    body();
+    return true;
+  };
+  // The work queued on a stream of the ended context ended with it (the driver finishes or
+  // drops it as it destroys the context); a stream of a living one is waited for.
+  auto drained = [&](CUcontext ctx, CUstream stream) {
+    if (!stream || ctx == ended) return true;
+    bool done = false;
+    in(ctx, [&] { done = d.stream_synchronize(stream) == CUDA_SUCCESS; });
+    return done;
+  };
+  if (!drained(l.src_ctx, l.src_stream) || !drained(l.dst_ctx, l.dst_stream)) {
+    CMT_LOG(debug, "a peer lane {} -> {} could not be drained: leaked",
+            static_cast<void*>(l.src_ctx), static_cast<void*>(l.dst_ctx));
+    (void)lane.release();
+    return;
+  }
+  // The destination's handles: its events and stream.
+  in(l.dst_ctx, [&] {
+    for (CUevent& e : l.freed)
+      if (e) d.event_destroy(e);
+    if (l.dst_stream) d.stream_destroy(l.dst_stream);
+  });
+  for (CUevent& e : l.freed) e = nullptr;
+  // The source's: its stream, and the ring's events and registration. The ring of an ended
+  // source forgets its events, and its memory, cmt's own mapping, is still unmapped.
+  const bool freed_in_source = in(l.src_ctx, [&] {
+    if (l.src_stream) d.stream_destroy(l.src_stream);
+    l.ring.reset();
+  });
+  if (!freed_in_source && l.ring) l.ring->orphan();
+  l.ring.reset();
 }
 
 PeerOutcome PeerCopier::copy(const PeerRequest& request) noexcept {
@@ -146,6 +223,11 @@ PeerOutcome PeerCopier::copy(const PeerRequest& request) noexcept {
     for (int attempt = 0; attempt < 2; ++attempt) {
       Lane* lane = lane_for(request.src_ctx, request.dst_ctx, &out.status);
       if (!lane) return out;
+      struct Release {
+        PeerCopier& copier;
+        Lane& lane;
+        ~Release() { copier.release(lane); }
+      } release{*this, *lane};
       std::lock_guard<std::mutex> hold(lane->mu);
       if (lane->broken) continue;  // another caller broke it meanwhile: a new one
       return run(*lane, request);

@@ -74,11 +74,14 @@ class PeerCopier {
 
   // The caller's current context is the same on return. Never throws.
   PeerOutcome copy(const PeerRequest& request) noexcept;
-  // `ctx` ends: the lanes that name it are retired, never used again, and a copy between the
-  // contexts that follow builds a lane anew. Their handles in the other context are not freed
-  // and their slots stay mapped: a DMA of the other context may still touch them. Returns how
-  // many.
-  unsigned forget_context(CUcontext ctx);
+  // `ctx` ends (`alive`: it is about to; else the driver has destroyed it): the lanes that name
+  // it are let go, and a copy between the contexts that follow builds a lane anew. A lane no copy
+  // holds is freed once the other context's stream is drained: its handles freed in the
+  // contexts that live, those of an ended one forgotten (never passed to CUDA again), its slots
+  // unmapped and their pinned bytes given back. One a copy on another thread holds (a program
+  // ending a context it copies in) is leaked, as is one whose streams cannot say they are idle.
+  // Returns how many lanes named it.
+  unsigned forget_context(CUcontext ctx, bool alive);
 
   // The size of piece `index` of a copy with `remaining` bytes left: doubling from the first piece
   // to a slot's size, and from where fewer than two such pieces are left, half of what is left
@@ -92,7 +95,11 @@ class PeerCopier {
   // The lane of (src_ctx, dst_ctx), built on first use, or rebuilt if an error broke it; nullptr
   // (and *error set) if it could not be built, CUDA_ERROR_OUT_OF_MEMORY where its slots would
   // pass the pinned limit.
+  // The lane comes counted as in use (Lane::users): the caller lets go of it with release().
   Lane* lane_for(CUcontext src_ctx, CUcontext dst_ctx, CUresult* error);
+  void release(Lane& lane);
+  // Frees a lane no copy holds; `ended` (or nullptr) names a context the driver has destroyed.
+  void free_lane(std::unique_ptr<Lane> lane, CUcontext ended);
   PeerOutcome run(Lane& lane, const PeerRequest& request);
 
   const DriverApi& driver_;

@@ -108,6 +108,22 @@ else
   grep -v "lane ready" "$tmp/reset-log.err" | head; fails=$((fails + 1))
 fi
 
+# The same with two GPUs and peer rounds, resetting GPU 0's context and GPU 1's in turn: each end
+# lets go of the one GPU-to-GPU lane (GPU 0 -> GPU 1) that names it, every byte stays right, and no
+# handle of an ended context reaches the driver (the app fails on one).
+run peer_reset "devices=2" 0 1 2 30 peer-reset
+CMT_FAKE_CUDA=devices=2 LD_PRELOAD=$lib CMT_LOG=info timeout 240 "$app" 1 20 9 peer-reset \
+  > "$tmp/peer-reset-log.out" 2> "$tmp/peer-reset-log.err" ||
+  { echo "FAIL peer-reset-log: exit $?"; fails=$((fails + 1)); }
+ends=$(grep -c "ends (cuDevicePrimaryCtxReset_v2): cmt let go of [0-9]* staging lanes, 1 peer lanes" \
+  "$tmp/peer-reset-log.err")
+if [ "$ends" -eq 4 ]; then
+  echo "ok   peer-reset: 4 context ends, each letting go of the GPU-to-GPU lane"
+else
+  echo "FAIL peer-reset: $ends context ends letting go of 1 peer lane (4 expected)"
+  grep -v "lane ready" "$tmp/peer-reset-log.err" | head; fails=$((fails + 1))
+fi
+
 python3 - "$tmp" <<'PY' || fails=$((fails + 1))
 import json, sys
 for name in ("register_fails", "events_fail", "no_context"):

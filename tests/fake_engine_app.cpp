@@ -19,9 +19,11 @@
 //
 // With "reset", after the threads' round trips the primary context is reset four times
 // (cudaDeviceReset's driver call), each followed by ROUNDS more round trips on one thread: cmt
-// lets go of the lanes it had in the context, and builds them anew.
+// lets go of the lanes it had in the context, and builds them anew. With "peer-reset", the same
+// after peer rounds, GPU 0's and GPU 1's contexts in turn, each followed by peer rounds: the
+// GPU-to-GPU lane that names the context goes with it.
 //
-// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset]
+// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset|peer-reset]
 // Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if
 // any copy that reported success left a wrong byte.
 #include <cuda.h>
@@ -262,15 +264,13 @@ bool success_leaves_no_index() {
 
 int main(int argc, char** argv) {
   const char* mode = argc == 5 ? argv[4] : "";
-  if (argc != 4 &&
-      !(argc == 5 && (std::strcmp(mode, "peer") == 0 || std::strcmp(mode, "fork") == 0 ||
-                      std::strcmp(mode, "reset") == 0))) {
-    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork|reset]\n", argv[0]);
+  const bool peer = std::strcmp(mode, "peer") == 0 || std::strcmp(mode, "peer-reset") == 0;
+  const bool forks = std::strcmp(mode, "fork") == 0;
+  const bool resets = std::strcmp(mode, "reset") == 0 || std::strcmp(mode, "peer-reset") == 0;
+  if (argc != 4 && !(argc == 5 && (peer || forks || resets))) {
+    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork|reset|peer-reset]\n", argv[0]);
     return 2;
   }
-  const bool peer = std::strcmp(mode, "peer") == 0;
-  const bool forks = std::strcmp(mode, "fork") == 0;
-  const bool resets = std::strcmp(mode, "reset") == 0;
   int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
   unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
   if (cuInit(0) != CUDA_SUCCESS) return 2;
@@ -294,8 +294,9 @@ int main(int argc, char** argv) {
     worker(0, rounds, seed + 2);
   }
   for (unsigned k = 0; resets && k < 4; ++k) {
-    if (cuDevicePrimaryCtxReset(0) != CUDA_SUCCESS) g_wrong.fetch_add(1);
-    worker(0, rounds, seed + 3 + k);
+    if (cuDevicePrimaryCtxReset(peer ? static_cast<CUdevice>(k % 2) : 0) != CUDA_SUCCESS)
+      g_wrong.fetch_add(1);
+    (peer ? peer_worker : worker)(0, rounds, seed + 3 + k);
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

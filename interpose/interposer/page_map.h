@@ -1,9 +1,9 @@
 // This process's page table, read one entry at a time through /proc/self/pagemap: whether a page
 // is mapped in the process now (touching it will not fault) and whether it is a file's. The
 // recorder samples the kind of each copy's host memory with it; the host leg asks it whether a
-// copy's source is still to be faulted in (interposer/host_leg.h). A question is one pread (1.5 us
-// on the development VM); it takes no lock and never allocates, so it may be asked inside malloc
-// and in signal handlers.
+// copy's source is still to be faulted in (interposer/host_leg.h). A question is an fstat, which
+// makes sure the descriptor is still cmt's (common/kept_file.h), and a pread; it takes no lock and
+// never allocates, so it may be asked inside malloc and in signal handlers.
 #pragma once
 
 namespace cmt {

@@ -1,6 +1,5 @@
 #include "engine/shared/cpu_contention.h"
 
-#include <fcntl.h>
 #include <sys/sysinfo.h>
 #include <unistd.h>
 
@@ -10,11 +9,13 @@
 namespace cmt {
 
 CpuContention::CpuContention(const std::string& path, unsigned cpus)
-    : fd_(open(path.c_str(), O_RDONLY | O_CLOEXEC)),
-      cpus_(cpus ? cpus : static_cast<unsigned>(get_nprocs() > 0 ? get_nprocs() : 1)) {}
+    : path_(path), cpus_(cpus ? cpus : static_cast<unsigned>(get_nprocs() > 0 ? get_nprocs() : 1)) {
+  char first = 0;
+  readable_ = file_.pread_at(&first, 1, 0) == 1;
+}
 
 CpuContention::~CpuContention() {
-  if (fd_ >= 0) close(fd_);
+  file_.reopen();  // closes the descriptor if it is still this one's
 }
 
 namespace {
@@ -54,7 +55,7 @@ bool CpuContention::read_now() {
   char text[128];
   ssize_t n;
   do {
-    n = pread(fd_, text, sizeof(text), 0);
+    n = file_.pread_at(text, sizeof(text), 0);
   } while (n < 0 && errno == EINTR);
   unsigned runnable = 0;
   if (n <= 0 || !parse_runnable(text, static_cast<std::size_t>(n), &runnable)) return false;
@@ -65,7 +66,7 @@ bool CpuContention::read_now() {
 }
 
 bool CpuContention::contended(std::int64_t now_ns) {
-  if (fd_ < 0) return false;
+  if (!readable_) return false;
   std::int64_t stale_at = stale_at_ns_.load(std::memory_order_relaxed);
   // One thread reads; the others keep the answer held until it is replaced.
   if (now_ns >= stale_at && stale_at_ns_.compare_exchange_strong(stale_at, now_ns + kRefreshNs,

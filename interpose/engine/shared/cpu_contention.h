@@ -19,6 +19,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/kept_file.h"
+
 namespace cmt {
 
 class CpuContention {
@@ -52,7 +54,9 @@ class CpuContention {
  private:
   bool read_now();
 
-  int fd_ = -1;
+  const std::string path_;
+  KeptFile file_{path_.c_str()};  // a descriptor the program may close: kept_file.h
+  bool readable_ = false;         // it could be read when this was made
   unsigned cpus_ = 1;
   alignas(64) std::atomic<std::int64_t> stale_at_ns_{INT64_MIN};
   std::atomic<bool> contended_{false};

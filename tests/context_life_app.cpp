@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -233,8 +234,30 @@ int two_contexts(int rounds) {
   return 0;
 }
 
-// Facts, not checks: whether a portable registration outlives the context that made it, and
-// whether a new context's handle repeats the old one's.
+// What cuCtxGetId costs a call, in ns, over a million calls on the current context: an end cmt
+// does not hook could be noticed at a copy by its context's id (never reused, where a handle may
+// be), if asking is cheap enough to do at every copy.
+double context_id_ns() {
+  CUcontext ctx = nullptr;
+  unsigned long long id = 0, sum = 0;
+  if (cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx) return -1;
+  constexpr int kCalls = 1000000;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i) {
+    if (cuCtxGetId(ctx, &id) != CUDA_SUCCESS) return -1;
+    sum += id;
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  return sum == 0 ? -1 : std::chrono::duration<double, std::nano>(t1 - t0).count() / kCalls;
+}
+
+unsigned long long context_id(CUcontext ctx) {
+  unsigned long long id = 0;
+  return cuCtxGetId(ctx, &id) == CUDA_SUCCESS ? id : 0;
+}
+
+// Facts, not checks: whether a portable registration outlives the context that made it, whether
+// a new context's handle repeats the old one's (and its id does not), and cuCtxGetId's cost.
 int probe() {
   const CUdevice d = first_device();
   const std::size_t n = 8u << 20;
@@ -242,9 +265,12 @@ int probe() {
   std::memset(mem, 1, n);
   CUcontext a = nullptr, b = nullptr;
   ok(cuCtxCreate(&a, nullptr, 0, d), "cuCtxCreate a");
+  const unsigned long long id_a = context_id(a);
+  std::printf("probe: cuCtxGetId %.1f ns a call\n", context_id_ns());
   ok(cuMemHostRegister(mem, n, CU_MEMHOSTREGISTER_PORTABLE), "register in a");
   ok(cuCtxDestroy(a), "cuCtxDestroy a");
   ok(cuCtxCreate(&b, nullptr, 0, d), "cuCtxCreate b");
+  std::printf("probe: context ids %llu then %llu\n", id_a, context_id(b));
   unsigned flags = 0;
   const CUresult got = cuMemHostGetFlags(&flags, mem);
   const CUresult again = cuMemHostRegister(mem, n, CU_MEMHOSTREGISTER_PORTABLE);
@@ -259,10 +285,11 @@ int probe() {
   ok(cuCtxDestroy(b), "cuCtxDestroy b");
   CUcontext p1 = nullptr, p2 = nullptr;
   ok(cuDevicePrimaryCtxRetain(&p1, d), "retain");
+  const unsigned long long id_p1 = context_id(p1);
   ok(cuDevicePrimaryCtxReset(d), "reset");
   ok(cuDevicePrimaryCtxRetain(&p2, d), "retain again");
-  std::printf("probe: primary context %p, after a reset %p\n", static_cast<void*>(p1),
-              static_cast<void*>(p2));
+  std::printf("probe: primary context %p (id %llu), after a reset %p (id %llu)\n",
+              static_cast<void*>(p1), id_p1, static_cast<void*>(p2), context_id(p2));
   ok(cuDevicePrimaryCtxRelease(d), "release");
   ok(cuDevicePrimaryCtxRelease(d), "release");
   munmap(mem, n);

@@ -124,6 +124,18 @@ else
   grep -v "lane ready" "$tmp/peer-reset-log.err" | head; fails=$((fails + 1))
 fi
 
+# Green contexts made current in turn and destroyed: cmt lets go of its lanes in each before the
+# driver destroys it (cuGreenCtxDestroy, found for cmt by cuCtxFromGreenCtx's handle).
+CMT_FAKE_CUDA= LD_PRELOAD=$lib CMT_LOG=info timeout 240 "$app" 1 20 9 green > "$tmp/green.out" \
+  2> "$tmp/green.err" || { echo "FAIL green: exit $?"; cat "$tmp/green.out"; fails=$((fails + 1)); }
+ends=$(grep -c "ends (cuGreenCtxDestroy): cmt let go of 2 staging lanes" "$tmp/green.err")
+if [ "$ends" -eq 4 ]; then
+  echo "ok   green: 4 green contexts destroyed, each letting go of 2 lanes; $(cat "$tmp/green.out")"
+else
+  echo "FAIL green: $ends green contexts' ends letting go of 2 lanes (4 expected)"
+  grep -v "lane ready" "$tmp/green.err" | head; fails=$((fails + 1))
+fi
+
 python3 - "$tmp" <<'PY' || fails=$((fails + 1))
 import json, sys
 for name in ("register_fails", "events_fail", "no_context"):

@@ -21,9 +21,10 @@
 // (cudaDeviceReset's driver call), each followed by ROUNDS more round trips on one thread: cmt
 // lets go of the lanes it had in the context, and builds them anew. With "peer-reset", the same
 // after peer rounds, GPU 0's and GPU 1's contexts in turn, each followed by peer rounds: the
-// GPU-to-GPU lane that names the context goes with it.
+// GPU-to-GPU lane that names the context goes with it. With "green", four green contexts one
+// after another, each made current for ROUNDS round trips and then destroyed.
 //
-// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset|peer-reset]
+// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green]
 // Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if
 // any copy that reported success left a wrong byte.
 #include <cuda.h>
@@ -267,8 +268,10 @@ int main(int argc, char** argv) {
   const bool peer = std::strcmp(mode, "peer") == 0 || std::strcmp(mode, "peer-reset") == 0;
   const bool forks = std::strcmp(mode, "fork") == 0;
   const bool resets = std::strcmp(mode, "reset") == 0 || std::strcmp(mode, "peer-reset") == 0;
-  if (argc != 4 && !(argc == 5 && (peer || forks || resets))) {
-    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork|reset|peer-reset]\n", argv[0]);
+  const bool greens = std::strcmp(mode, "green") == 0;
+  if (argc != 4 && !(argc == 5 && (peer || forks || resets || greens))) {
+    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green]\n",
+                 argv[0]);
     return 2;
   }
   int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
@@ -297,6 +300,15 @@ int main(int argc, char** argv) {
     if (cuDevicePrimaryCtxReset(peer ? static_cast<CUdevice>(k % 2) : 0) != CUDA_SUCCESS)
       g_wrong.fetch_add(1);
     (peer ? peer_worker : worker)(0, rounds, seed + 3 + k);
+  }
+  for (unsigned k = 0; greens && k < 4; ++k) {
+    CUgreenCtx green = nullptr;
+    CUcontext ctx = nullptr;
+    if (cuGreenCtxCreate(&green, nullptr, 0, 0) != CUDA_SUCCESS ||
+        cuCtxFromGreenCtx(&ctx, green) != CUDA_SUCCESS || cuCtxSetCurrent(ctx) != CUDA_SUCCESS)
+      return 2;
+    worker(0, rounds, seed + 3 + k);
+    if (cuGreenCtxDestroy(green) != CUDA_SUCCESS) g_wrong.fetch_add(1);
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -125,6 +125,24 @@ CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
   fake().end_context(cmt::fake::fake_context(d));
   return CUDA_SUCCESS;
 }
+// Green contexts, as far as cmt meets them: the fake's green context of a GPU stands on that
+// GPU's one context (cuCtxFromGreenCtx gives it), and its destroy ends that context as a reset
+// does, so that cmt's letting go before it can be checked.
+CMT_FAKE_EXPORT CUresult cuGreenCtxCreate(CUgreenCtx* green, CUdevResourceDesc, CUdevice d,
+                                          unsigned) {
+  if (d < 0 || d >= fake().devices) return CUDA_ERROR_INVALID_DEVICE;
+  *green = reinterpret_cast<CUgreenCtx>(cmt::fake::fake_context(d));
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuCtxFromGreenCtx(CUcontext* ctx, CUgreenCtx green) {
+  *ctx = reinterpret_cast<CUcontext>(green);
+  return CUDA_SUCCESS;
+}
+CMT_FAKE_EXPORT CUresult cuGreenCtxDestroy(CUgreenCtx green) {
+  fake().synchronize_all();
+  fake().end_context(reinterpret_cast<CUcontext>(green));
+  return CUDA_SUCCESS;
+}
 CMT_FAKE_EXPORT CUresult cuCtxSetCurrent(CUcontext c) { return fake().api().ctx_set_current(c); }
 CMT_FAKE_EXPORT CUresult cuCtxSynchronize() {
   fake().synchronize_all();

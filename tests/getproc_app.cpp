@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
       {"cuGetProcAddress", "cuGetProcAddress", 12000, 0, true},
       {"cuNoSuchFunction", "cuNoSuchFunction", 12000, 0, false},
       {"cuDevicePrimaryCtxReset", "cuDevicePrimaryCtxReset", 12000, 0, true},
+      {"cuGreenCtxDestroy", "cuGreenCtxDestroy", 12040, 0, true},
   };
   constexpr int kQueries = sizeof(queries) / sizeof(queries[0]);
   void* fns[kQueries] = {};
@@ -75,8 +76,15 @@ int main(int argc, char** argv) {
               last);
   // cudaDeviceReset's driver call through the swapped pointer: it reaches the library once.
   std::printf("call reset: rc %d\n",
-              static_cast<int>(reinterpret_cast<CUresult (*)(CUdevice)>(fns[kQueries - 1])(0)));
+              static_cast<int>(reinterpret_cast<CUresult (*)(CUdevice)>(fns[kQueries - 2])(0)));
   std::printf("the library saw: resets %d\n",
               reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_resets"))());
+  // A green context's end the same way (this library cannot say which CUcontext it stands for,
+  // so cmt only forwards it).
+  std::printf(
+      "call green destroy: rc %d\n",
+      static_cast<int>(reinterpret_cast<CUresult (*)(CUgreenCtx)>(fns[kQueries - 1])(nullptr)));
+  std::printf("the library saw: green destroys %d\n",
+              reinterpret_cast<int (*)()>(dlsym(lib, "fake_cuda_green_destroys"))());
   return 0;
 }

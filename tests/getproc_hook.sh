@@ -1,10 +1,10 @@
 #!/bin/bash
 # cuGetProcAddress under libcmt.so, without a GPU (a fake libcuda): the exact 64-bit copy
-# variants, cuGetProcAddress itself and the primary context's reset (how a static cudart's
-# cudaDeviceReset reaches the driver), come back as cmt's hooks; the legacy 32-bit variant,
-# other functions and misses come back as the library gave them; and each call through a swapped
-# pointer reaches the library exactly once, with the whole copy (cmt cannot start its engine on the
-# fake, so it forwards).
+# variants, cuGetProcAddress itself, the primary context's reset (how a static cudart's
+# cudaDeviceReset reaches the driver) and a green context's destroy come back as cmt's hooks; the
+# legacy 32-bit variant, other functions and misses come back as the library gave them; and each
+# call through a swapped pointer reaches the library exactly once, with the whole copy (cmt cannot
+# start its engine on the fake, so it forwards).
 set -u
 lib=$1
 app=$2
@@ -21,6 +21,8 @@ grep -q "the library saw: v2 1, v2_ptds 1, legacy 1, last 1000 bytes" "$dir/with
   { echo "FAIL: each call must reach the library once"; exit 1; }
 grep -q "the library saw: resets 1" "$dir/with" ||
   { echo "FAIL: the primary context's reset must reach the library once"; exit 1; }
+grep -q "the library saw: green destroys 1" "$dir/with" ||
+  { echo "FAIL: a green context's destroy must reach the library once"; exit 1; }
 if grep '^hooked:' "$dir/without" | grep -qv 'libcuda.so.1$'; then echo "FAIL: the probe"; exit 1; fi
 n=$(grep -c '^hooked:' "$dir/with")
 m=$(grep '^hooked:' "$dir/with" | grep -c ': libcmt\(-engine\)\?.so$\|from libcmt\(-engine\)\?.so$')

@@ -579,6 +579,32 @@ CUresult PrimaryCtxReset(CUdevice dev) {
   return real(dev);
 }
 
+// The CUcontext that stands for a green context, which cmt's state is keyed by (nullptr if the
+// driver cannot say).
+CUcontext context_of_green(CUgreenCtx green) {
+  using FromGreen = CUresult (*)(CUcontext*, CUgreenCtx);
+  static const FromGreen from_green = [] {
+    void* fn = next_symbol("cuCtxFromGreenCtx");
+    if (!fn)
+      if (void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+        fn = real_dlsym(lib, "cuCtxFromGreenCtx");
+        dlclose(lib);
+      }
+    return reinterpret_cast<FromGreen>(fn);
+  }();
+  CUcontext ctx = nullptr;
+  if (!green || !from_green || from_green(&ctx, green) != CUDA_SUCCESS) return nullptr;
+  return ctx;
+}
+
+template <Driver H>
+CUresult GreenCtxDestroy(CUgreenCtx green) {
+  auto real = reinterpret_cast<CUresult (*)(CUgreenCtx)>(real_of(hook<H>()));
+  if (!real) return CUDA_ERROR_NOT_INITIALIZED;
+  if (CUcontext ctx = context_of_green(green)) Interposer::context_ends(ctx, true, hook<H>().name);
+  return real(green);
+}
+
 template <Driver H>
 CUresult PrimaryCtxRelease(CUdevice dev) {
   auto real = reinterpret_cast<CUresult (*)(CUdevice)>(real_of(hook<H>()));
@@ -633,7 +659,8 @@ bool names_copy_entry(const char* symbol) {
           std::strcmp(symbol, "cuMemAllocHost") == 0 || std::strcmp(symbol, "cuMemFreeHost") == 0 ||
           std::strcmp(symbol, "cuCtxDestroy") == 0 ||
           std::strcmp(symbol, "cuDevicePrimaryCtxReset") == 0 ||
-          std::strcmp(symbol, "cuDevicePrimaryCtxRelease") == 0);
+          std::strcmp(symbol, "cuDevicePrimaryCtxRelease") == 0 ||
+          std::strcmp(symbol, "cuGreenCtxDestroy") == 0);
 }
 
 using GetProcAddressFn = CUresult (*)(const char*, void**, int, cuuint64_t);

@@ -48,6 +48,7 @@
 #define CMT_SHAPE_CtxDestroy CUresult, (CUcontext ctx), (ctx)
 #define CMT_SHAPE_PrimaryCtxReset CUresult, (CUdevice dev), (dev)
 #define CMT_SHAPE_PrimaryCtxRelease CUresult, (CUdevice dev), (dev)
+#define CMT_SHAPE_GreenCtxDestroy CUresult, (CUgreenCtx green), (green)
 #define CMT_SHAPE_HostAlloc \
   CUresult, (void** p, size_t bytes, unsigned int flags), (p, bytes, flags)
 #define CMT_SHAPE_AllocHost CUresult, (void** p, size_t bytes), (p, bytes)

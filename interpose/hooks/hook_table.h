@@ -83,11 +83,14 @@
    records of its pinned memory) before the driver destroys it, or right after a release that
    did, so that nothing of it is used again, not even through a handle the driver gives to a new
    object (interposer/interposer.h, context_ends). cudaDeviceReset reaches the primary context's
-   reset through cudart's driver table. The _v2 variants only, as for the copies. */
-#define CMT_DRIVER_CONTEXT_END_HOOKS(X)             \
-  X(cuCtxDestroy_v2, CtxDestroy, 0)                 \
-  X(cuDevicePrimaryCtxReset_v2, PrimaryCtxReset, 0) \
-  X(cuDevicePrimaryCtxRelease_v2, PrimaryCtxRelease, 0)
+   reset through cudart's driver table. The _v2 variants only, as for the copies. A green context
+   (CUDA 12.4) is known to cmt by the CUcontext cuCtxFromGreenCtx gives for it, and ends with
+   cuGreenCtxDestroy (which CUDA 13's cudaExecutionCtxDestroy reaches for one). */
+#define CMT_DRIVER_CONTEXT_END_HOOKS(X)                 \
+  X(cuCtxDestroy_v2, CtxDestroy, 0)                     \
+  X(cuDevicePrimaryCtxReset_v2, PrimaryCtxReset, 0)     \
+  X(cuDevicePrimaryCtxRelease_v2, PrimaryCtxRelease, 0) \
+  X(cuGreenCtxDestroy, GreenCtxDestroy, 0)
 
 /* The driver's waits for the GPU, as the runtime's (CMT_RUNTIME_WAIT_HOOKS); a runtime wait that
    reaches one through cudart's driver table is kept once, by the runtime's hook. */

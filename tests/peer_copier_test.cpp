@@ -281,12 +281,15 @@ TEST(PeerCopier, ALaneInUseWhenItsContextEndsIsLeaked) {
   const std::vector<char> want = pattern(n, 8);
   std::memcpy(host_view(src), want.data(), n);
   fake.pause_streams(true);
+  const long syncs = fake.syncs.load();
   std::thread copying([&] {  // synchronous: it holds the lane until its last piece has landed
     EXPECT_EQ(copier.copy(request(dst, 0, src, 1, n, CU_STREAM_LEGACY, fake::fake_context(0), true))
                   .bytes_done,
               n);
   });
-  while (budget.taken() == 0) std::this_thread::yield();
+  // Its first cuStreamSynchronize is the wait for its last piece: every piece is enqueued on the
+  // lane by then (a copy that found its lane broken before that would build another).
+  while (fake.syncs.load() == syncs) std::this_thread::yield();
   EXPECT_EQ(copier.forget_context(fake::fake_context(1), true), 1u);
   fake.pause_streams(false);
   copying.join();

@@ -13,6 +13,9 @@
 #undef cuMemcpyBatchAsync
 #undef cuMemcpy3DBatchAsync
 #undef cuStreamSynchronize  // cuda.h maps it to _ptsz under per-thread default streams
+#undef cuCtxDestroy         // and these to _v2, while cudart asks for the first variants too
+#undef cuDevicePrimaryCtxReset
+#undef cuDevicePrimaryCtxRelease
 
 // ---- the CUDA runtime's
 #define CMT_SHAPE_RuntimeCopy                                                   \

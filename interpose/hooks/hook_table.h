@@ -83,13 +83,18 @@
    records of its pinned memory) before the driver destroys it, or right after a release that
    did, so that nothing of it is used again, not even through a handle the driver gives to a new
    object (interposer/interposer.h, context_ends). cudaDeviceReset reaches the primary context's
-   reset through cudart's driver table. The _v2 variants only, as for the copies. A green context
+   reset through cudart's driver table, and CUDA 13's cudart asks for the first variant of the
+   primary context's reset and release (without _v2; an H100, lab/NOTES.md 103), so both variants
+   are hooked, with the same signature and handler. A green context
    (CUDA 12.4) is known to cmt by the CUcontext cuCtxFromGreenCtx gives for it, and ends with
    cuGreenCtxDestroy (which CUDA 13's cudaExecutionCtxDestroy reaches for one). */
 #define CMT_DRIVER_CONTEXT_END_HOOKS(X)                 \
   X(cuCtxDestroy_v2, CtxDestroy, 0)                     \
+  X(cuCtxDestroy, CtxDestroy, 0)                        \
   X(cuDevicePrimaryCtxReset_v2, PrimaryCtxReset, 0)     \
+  X(cuDevicePrimaryCtxReset, PrimaryCtxReset, 0)        \
   X(cuDevicePrimaryCtxRelease_v2, PrimaryCtxRelease, 0) \
+  X(cuDevicePrimaryCtxRelease, PrimaryCtxRelease, 0)    \
   X(cuGreenCtxDestroy, GreenCtxDestroy, 0)
 
 /* The driver's waits for the GPU, as the runtime's (CMT_RUNTIME_WAIT_HOOKS); a runtime wait that

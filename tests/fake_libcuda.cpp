@@ -16,7 +16,7 @@
 
 namespace {
 int g_htod_v2 = 0, g_htod_v2_ptds = 0, g_htod_legacy = 0, g_syncs = 0, g_resets = 0;
-int g_green_destroys = 0;
+int g_green_destroys = 0, g_resets_v1 = 0;
 size_t g_last_bytes = 0;
 }  // namespace
 
@@ -60,6 +60,12 @@ __attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxReset_v2(CUdev
   return CUDA_SUCCESS;
 }
 
+// Its first variant, which CUDA 13's cudart is answered with (lab/NOTES.md 103): counted apart.
+__attribute__((visibility("default"))) CUresult cuDevicePrimaryCtxReset(CUdevice) {
+  ++g_resets_v1;
+  return CUDA_SUCCESS;
+}
+
 // A green context's end (CUDA 13's cudaExecutionCtxDestroy reaches it so): counted.
 __attribute__((visibility("default"))) CUresult cuGreenCtxDestroy(CUgreenCtx) {
   ++g_green_destroys;
@@ -80,7 +86,8 @@ __attribute__((visibility("default"))) CUresult cuGetProcAddress_v2(
   else if (std::strcmp(symbol, "cuStreamSynchronize") == 0)
     fn = reinterpret_cast<void*>(&cuStreamSynchronize);
   else if (std::strcmp(symbol, "cuDevicePrimaryCtxReset") == 0)
-    fn = reinterpret_cast<void*>(&cuDevicePrimaryCtxReset_v2);
+    fn = version < 11000 ? reinterpret_cast<void*>(&cuDevicePrimaryCtxReset)
+                         : reinterpret_cast<void*>(&cuDevicePrimaryCtxReset_v2);
   else if (std::strcmp(symbol, "cuGreenCtxDestroy") == 0)
     fn = reinterpret_cast<void*>(&cuGreenCtxDestroy);
   else if (std::strcmp(symbol, "cuGetProcAddress") == 0)
@@ -105,6 +112,10 @@ __attribute__((visibility("default"))) int fake_cuda_syncs() {
 
 __attribute__((visibility("default"))) int fake_cuda_resets() {
   return g_resets;
+}
+
+__attribute__((visibility("default"))) int fake_cuda_resets_v1() {
+  return g_resets_v1;
 }
 
 __attribute__((visibility("default"))) int fake_cuda_green_destroys() {

@@ -21,6 +21,8 @@ grep -q "the library saw: v2 1, v2_ptds 1, legacy 1, last 1000 bytes" "$dir/with
   { echo "FAIL: each call must reach the library once"; exit 1; }
 grep -q "the library saw: resets 1" "$dir/with" ||
   { echo "FAIL: the primary context's reset must reach the library once"; exit 1; }
+grep -q "the library saw: first resets 1" "$dir/with" ||
+  { echo "FAIL: the reset's first variant must reach the library once"; exit 1; }
 grep -q "the library saw: green destroys 1" "$dir/with" ||
   { echo "FAIL: a green context's destroy must reach the library once"; exit 1; }
 if grep '^hooked:' "$dir/without" | grep -qv 'libcuda.so.1$'; then echo "FAIL: the probe"; exit 1; fi

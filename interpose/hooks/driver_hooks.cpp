@@ -66,18 +66,23 @@ bool adopt(DriverHook& h, void* found) {
   return h.real.compare_exchange_strong(expected, found) || expected == found;
 }
 
-void* real_of(DriverHook& h) {
-  void* fn = h.real.load(std::memory_order_acquire);
-  if (fn) return fn;
-  // Called directly (the program links libcuda): the next definition after libcmt.so.
-  fn = next_symbol(h.name);
+// The driver's own `name`: the next definition after libcmt.so, else libcuda's if it is loaded.
+void* driver_symbol(const char* name) {
+  void* fn = next_symbol(name);
   if (!fn) {
     if (void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
-      fn = real_dlsym(lib, h.name);
+      fn = real_dlsym(lib, name);
       dlclose(lib);
     }
   }
-  return adopt(h, fn) ? h.real.load(std::memory_order_acquire) : nullptr;
+  return fn;
+}
+
+void* real_of(DriverHook& h) {
+  void* fn = h.real.load(std::memory_order_acquire);
+  if (fn) return fn;
+  // Called directly (the program links libcuda).
+  return adopt(h, driver_symbol(h.name)) ? h.real.load(std::memory_order_acquire) : nullptr;
 }
 
 template <Driver H>
@@ -583,15 +588,7 @@ CUresult PrimaryCtxReset(CUdevice dev) {
 // driver cannot say).
 CUcontext context_of_green(CUgreenCtx green) {
   using FromGreen = CUresult (*)(CUcontext*, CUgreenCtx);
-  static const FromGreen from_green = [] {
-    void* fn = next_symbol("cuCtxFromGreenCtx");
-    if (!fn)
-      if (void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
-        fn = real_dlsym(lib, "cuCtxFromGreenCtx");
-        dlclose(lib);
-      }
-    return reinterpret_cast<FromGreen>(fn);
-  }();
+  static const auto from_green = reinterpret_cast<FromGreen>(driver_symbol("cuCtxFromGreenCtx"));
   CUcontext ctx = nullptr;
   if (!green || !from_green || from_green(&ctx, green) != CUDA_SUCCESS) return nullptr;
   return ctx;

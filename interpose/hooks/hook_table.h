@@ -85,9 +85,9 @@
    object (interposer/interposer.h, context_ends). cudaDeviceReset reaches the primary context's
    reset through cudart's driver table, and CUDA 13's cudart asks for the first variant of the
    primary context's reset and release (without _v2; an H100, lab/NOTES.md 103), so both variants
-   are hooked, with the same signature and handler. A green context
-   (CUDA 12.4) is known to cmt by the CUcontext cuCtxFromGreenCtx gives for it, and ends with
-   cuGreenCtxDestroy (which CUDA 13's cudaExecutionCtxDestroy reaches for one). */
+   are hooked, with the same signature and handler. A green context (CUDA 12.4) is known to cmt
+   by the CUcontext cuCtxFromGreenCtx gives for it, and ends with cuGreenCtxDestroy (which CUDA
+   13's cudaExecutionCtxDestroy reaches for one). */
 #define CMT_DRIVER_CONTEXT_END_HOOKS(X)                 \
   X(cuCtxDestroy_v2, CtxDestroy, 0)                     \
   X(cuCtxDestroy, CtxDestroy, 0)                        \

@@ -5,7 +5,8 @@
 # statistics. Under cmt every byte must be right, every large copy of every round taken (cmt
 # serves the contexts that come after an ended one as the first), and the process's resident
 # memory may not grow round after round more than it does without cmt (nothing of an ended
-# context kept).
+# context kept). In "unseen" the ends are made where cmt's hooks cannot see them: cmt must find
+# each at its next copy (statistics: unseen_context_ends, one a round after the first).
 # usage: context_life.sh LIBCMT APP [ROUNDS]; exit 77 without a GPU.
 set -u
 lib=$1
@@ -18,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 [ $rc -eq 127 ] && { echo "no CUDA driver: skipped"; exit 77; }
 cat "$tmp/probe.out"
 fail=0
-for scenario in reset contexts primary two; do
+for scenario in reset contexts primary two unseen; do
   "$app" $scenario "$rounds" > "$tmp/$scenario.plain" 2>&1 ||
     { cat "$tmp/$scenario.plain"; echo "FAIL: $scenario without cmt"; fail=1; continue; }
   LD_PRELOAD=$lib CMT_STATS=$tmp/$scenario.json CMT_LOG=info "$app" $scenario "$rounds" \
@@ -38,6 +39,9 @@ forwarded = {k: v for k, v in s["forwarded"].items() if v}
 print(f"{name}: {taken} of {large} large copies taken; forwarded {forwarded}; "
       f"rss by round {rss} MiB (without cmt {plain_rss})")
 assert taken == large, f"{name}: cmt took {taken} of the {large} large copies"
+unseen = s.get("unseen_context_ends", 0)
+want = len(rss) - 1 if name == "unseen" else 0
+assert unseen == want, f"{name}: {unseen} ends found unseen at a copy ({want} expected)"
 # One ring per lane and direction is built again after each end; rings of ended contexts kept
 # would add tens of MiB a round. Measured against the same rounds without cmt (CUDA's own).
 grew = (rss[-1] - rss[1]) - (plain_rss[-1] - plain_rss[1])

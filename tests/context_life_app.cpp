@@ -7,12 +7,17 @@
 // pinned memory, streams, events, registrations) is gone; a copy made after that must see none
 // of it.
 //
-// usage: context_life_app reset|contexts|primary|two|probe [ROUNDS]
+// With "unseen", the primary context is reset between rounds by the driver's own function, found
+// through libc's dlsym (cmt's dlsym hook bypassed), as an end cmt's hooks cannot see: cmt must find
+// it at its next copy by the context's new id (interposer/context_watch.h).
+//
+// usage: context_life_app reset|contexts|primary|two|unseen|probe [ROUNDS]
 // Prints "round N ok, rss M MiB" per round and "large copies: K" (those at or above 2 MiB, for
 // context_life.sh to hold against cmt's statistics). Exit status: 0 all bytes right and no CUDA
 // error, 1 otherwise, 77 no GPU.
 #include <cuda.h>
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -234,6 +239,47 @@ int two_contexts(int rounds) {
   return 0;
 }
 
+unsigned long long context_id(CUcontext ctx);
+
+// The driver's reset itself, not cmt's hook: looked up by the C library's own dlsym, found with
+// dlvsym (cmt hooks dlsym, which would answer with its hook, and not dlvsym).
+using ResetFn = CUresult (*)(CUdevice);
+ResetFn unhooked_reset() {
+  using DlsymFn = void* (*)(void*, const char*);
+  auto libc_dlsym = reinterpret_cast<DlsymFn>(dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.34"));
+  if (!libc_dlsym)
+    libc_dlsym = reinterpret_cast<DlsymFn>(dlvsym(RTLD_DEFAULT, "dlsym", "GLIBC_2.2.5"));
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  return libc_dlsym && cuda
+             ? reinterpret_cast<ResetFn>(libc_dlsym(cuda, "cuDevicePrimaryCtxReset_v2"))
+             : nullptr;
+}
+
+// The primary context retained and made current for a round, then reset behind cmt's back; its
+// handle comes back for the next round with a new id. Released as often as retained at the end.
+int unseen_rounds(int rounds) {
+  Host h;
+  const CUdevice d = first_device();
+  const ResetFn reset = unhooked_reset();
+  if (!reset) {
+    std::fprintf(stderr, "libc's dlsym found no cuDevicePrimaryCtxReset_v2 in libcuda.so.1\n");
+    return 1;
+  }
+  for (int r = 0; r < rounds; ++r) {
+    CUcontext c = nullptr;
+    if (!ok(cuDevicePrimaryCtxRetain(&c, d), "cuDevicePrimaryCtxRetain") ||
+        !ok(cuCtxSetCurrent(c), "cuCtxSetCurrent"))
+      return 1;
+    std::printf("round %d: context %p, id %llu\n", r, static_cast<void*>(c), context_id(c));
+    driver_round(h, r);
+    ok(cuCtxSetCurrent(nullptr), "cuCtxSetCurrent(null)");
+    ok(reset(d), "the driver's reset");
+    report(r);
+  }
+  for (int r = 0; r < rounds; ++r) ok(cuDevicePrimaryCtxRelease(d), "cuDevicePrimaryCtxRelease");
+  return 0;
+}
+
 // What cuCtxGetId costs a call, in ns, over a million calls on the current context: an end cmt
 // does not hook could be noticed at a copy by its context's id (never reused, where a handle may
 // be), if asking is cheap enough to do at every copy.
@@ -300,7 +346,7 @@ int probe() {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s reset|contexts|primary|two|probe [ROUNDS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s reset|contexts|primary|two|unseen|probe [ROUNDS]\n", argv[0]);
     return 2;
   }
   int count = 0;
@@ -319,6 +365,8 @@ int main(int argc, char** argv) {
     rc = primary_rounds(rounds);
   else if (what == "two")
     rc = two_contexts(rounds);
+  else if (what == "unseen")
+    rc = unseen_rounds(rounds);
   else if (what == "probe")
     rc = probe();
   else

@@ -154,6 +154,13 @@ CUresult ctx_get_device(CUdevice* d) {
   *d = device_of(current());
   return CUDA_SUCCESS;
 }
+// Unique for each context a handle names: its GPU and how often the handle's context ended.
+CUresult ctx_get_id(CUcontext c, unsigned long long* id) {
+  if (!c || device_of(c) < 0 || device_of(c) >= g_fake->devices) return CUDA_ERROR_INVALID_CONTEXT;
+  std::lock_guard<std::mutex> lk(g_fake->mu);
+  *id = static_cast<unsigned long long>(generation_of(c)) * 256 + device_of(c) + 1;
+  return CUDA_SUCCESS;
+}
 CUresult stream_get_ctx(CUstream s, CUcontext* c) {
   *c = context_of_stream(s);
   return CUDA_SUCCESS;
@@ -468,6 +475,7 @@ DriverApi make_api() {
   a.mem_free_host = mem_free_host;
   a.ctx_get_current = ctx_get_current;
   a.ctx_get_device = ctx_get_device;
+  a.ctx_get_id = ctx_get_id;
   a.stream_get_ctx = stream_get_ctx;
   a.stream_is_capturing = stream_is_capturing;
   a.stream_synchronize = stream_synchronize;

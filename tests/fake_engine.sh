@@ -108,6 +108,25 @@ else
   grep -v "lane ready" "$tmp/reset-log.err" | head; fails=$((fails + 1))
 fi
 
+# An end a hook saw is not found again at the next copy (the watch forgot the handle).
+if grep -q "did not see" "$tmp/reset-log.err"; then
+  echo "FAIL reset: an end the hook saw was reported again as unseen"; fails=$((fails + 1))
+fi
+
+# The same ends made where no hook of cmt's sees them: cmt finds each at its next copy in the new
+# context (its id is new), lets go of the old one's lanes untouched, and builds them anew.
+run unseen "" 0 1 2 30 unseen
+CMT_FAKE_CUDA= LD_PRELOAD=$lib CMT_LOG=info timeout 240 "$app" 1 20 9 unseen > "$tmp/unseen-log.out" \
+  2> "$tmp/unseen-log.err" || { echo "FAIL unseen-log: exit $?"; fails=$((fails + 1)); }
+ends=$(grep -c "ends (an end cmt did not see, found at a copy): cmt let go of 2 staging lanes" \
+  "$tmp/unseen-log.err")
+if [ "$ends" -eq 4 ]; then
+  echo "ok   unseen: 4 context ends no hook saw, each found at the next copy, 2 lanes let go"
+else
+  echo "FAIL unseen: $ends unseen context ends letting go of 2 lanes (4 expected)"
+  grep -v "lane ready" "$tmp/unseen-log.err" | head; fails=$((fails + 1))
+fi
+
 # The same with two GPUs and peer rounds, resetting GPU 0's context and GPU 1's in turn: each end
 # lets go of the one GPU-to-GPU lane (GPU 0 -> GPU 1) that names it, every byte stays right, and no
 # handle of an ended context reaches the driver (the app fails on one).

@@ -22,9 +22,11 @@
 // lets go of the lanes it had in the context, and builds them anew. With "peer-reset", the same
 // after peer rounds, GPU 0's and GPU 1's contexts in turn, each followed by peer rounds: the
 // GPU-to-GPU lane that names the context goes with it. With "green", four green contexts one
-// after another, each made current for ROUNDS round trips and then destroyed.
+// after another, each made current for ROUNDS round trips and then destroyed. With "unseen", as
+// "reset" but each end made where no hook of cmt's sees it (fake_cuda_end_context_unseen): cmt
+// must find it at its next copy, and no handle of the ended context may reach the driver.
 //
-// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green]
+// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green|unseen]
 // Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if
 // any copy that reported success left a wrong byte.
 #include <cuda.h>
@@ -46,6 +48,7 @@ extern "C" CUresult batch_v1(CUdeviceptr*, CUdeviceptr*, size_t*, size_t, CUmemc
                              size_t*, size_t, size_t*, CUstream) __asm__("cuMemcpyBatchAsync");
 
 extern "C" long fake_cuda_dead_handle_calls();
+extern "C" void fake_cuda_end_context_unseen(CUdevice d);
 extern "C" void fake_cuda_counts(long* dmas, long* enqueues, long* queries, long* records,
                                  long* registers);
 
@@ -269,8 +272,10 @@ int main(int argc, char** argv) {
   const bool forks = std::strcmp(mode, "fork") == 0;
   const bool resets = std::strcmp(mode, "reset") == 0 || std::strcmp(mode, "peer-reset") == 0;
   const bool greens = std::strcmp(mode, "green") == 0;
-  if (argc != 4 && !(argc == 5 && (peer || forks || resets || greens))) {
-    std::fprintf(stderr, "usage: %s THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green]\n",
+  const bool unseen = std::strcmp(mode, "unseen") == 0;
+  if (argc != 4 && !(argc == 5 && (peer || forks || resets || greens || unseen))) {
+    std::fprintf(stderr,
+                 "usage: %s THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green|unseen]\n",
                  argv[0]);
     return 2;
   }
@@ -300,6 +305,10 @@ int main(int argc, char** argv) {
     if (cuDevicePrimaryCtxReset(peer ? static_cast<CUdevice>(k % 2) : 0) != CUDA_SUCCESS)
       g_wrong.fetch_add(1);
     (peer ? peer_worker : worker)(0, rounds, seed + 3 + k);
+  }
+  for (unsigned k = 0; unseen && k < 4; ++k) {
+    fake_cuda_end_context_unseen(0);
+    worker(0, rounds, seed + 3 + k);
   }
   for (unsigned k = 0; greens && k < 4; ++k) {
     CUgreenCtx green = nullptr;

@@ -125,6 +125,12 @@ CMT_FAKE_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d) {
   fake().end_context(cmt::fake::fake_context(d));
   return CUDA_SUCCESS;
 }
+// Not a CUDA call: the same end as a reset's, made where no hook of cmt's can see it (as a variant
+// cmt does not hook would), for the check that cmt finds it at its next copy in the new context.
+CMT_FAKE_EXPORT void fake_cuda_end_context_unseen(CUdevice d) {
+  fake().synchronize_all();
+  fake().end_context(cmt::fake::fake_context(d));
+}
 // Green contexts, as far as cmt meets them: the fake's green context of a GPU stands on that
 // GPU's one context (cuCtxFromGreenCtx gives it), and its destroy ends that context as a reset
 // does, so that cmt's letting go before it can be checked.
@@ -339,6 +345,7 @@ CMT_FAKE_EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int
 #define CMT_FAKE_LOOKUP(name, member, ...) \
   if (std::strcmp(symbol, #name) == 0) fn = reinterpret_cast<void*>(api.member);
   CMT_DRIVER_FUNCTIONS(CMT_FAKE_LOOKUP)
+  CMT_DRIVER_OPTIONAL_FUNCTIONS(CMT_FAKE_LOOKUP)
 #undef CMT_FAKE_LOOKUP
   if (std::strcmp(symbol, "cuGetProcAddress") == 0) fn = reinterpret_cast<void*>(&cuGetProcAddress_v2);
   *pfn = fn;

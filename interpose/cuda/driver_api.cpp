@@ -18,17 +18,23 @@ constexpr int kAbiVersion = 12000;
 using GetProcAddress = CUresult (*)(const char*, void**, int, cuuint64_t,
                                     CUdriverProcAddressQueryResult*);
 
+// `name` as of kAbiVersion into `*out`; false (and `*out` left null) if the driver lacks it.
 template <typename Fn>
-bool fetch(GetProcAddress get, const char* name, Fn* out) {
+bool found(GetProcAddress get, const char* name, Fn* out) {
   void* fn = nullptr;
   CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
   if (get(name, &fn, kAbiVersion, CU_GET_PROC_ADDRESS_LEGACY_STREAM, &status) != CUDA_SUCCESS ||
-      status != CU_GET_PROC_ADDRESS_SUCCESS || !fn) {
-    CMT_WARN_ONCE("the CUDA driver lacks {}; cmt forwards every copy", name);
+      status != CU_GET_PROC_ADDRESS_SUCCESS || !fn)
     return false;
-  }
   *out = reinterpret_cast<Fn>(fn);
   return true;
+}
+
+template <typename Fn>
+bool fetch(GetProcAddress get, const char* name, Fn* out) {
+  if (found(get, name, out)) return true;
+  CMT_WARN_ONCE("the CUDA driver lacks {}; cmt forwards every copy", name);
+  return false;
 }
 
 const DriverApi* load() {
@@ -45,6 +51,9 @@ const DriverApi* load() {
 #define CMT_FETCH(name, member, ...) ok = ok && fetch(get, #name, &api.member);
   CMT_DRIVER_FUNCTIONS(CMT_FETCH)
 #undef CMT_FETCH
+#define CMT_FETCH_OPTIONAL(name, member, ...) (void)found(get, #name, &api.member);
+  CMT_DRIVER_OPTIONAL_FUNCTIONS(CMT_FETCH_OPTIONAL)
+#undef CMT_FETCH_OPTIONAL
   return ok ? &api : nullptr;
 }
 

@@ -54,11 +54,17 @@
   X(cuMemcpyHtoD, memcpy_htod, CUdeviceptr, const void*, size_t)                               \
   X(cuMemcpyDtoH, memcpy_dtoh, void*, CUdeviceptr, size_t)
 
+// Entries cmt does without where the driver lacks them (null then): fetched quietly.
+#define CMT_DRIVER_OPTIONAL_FUNCTIONS(X)                                                       \
+  /* a context's id, unique for the process's life (CUDA 12.0+): interposer/context_watch.h */ \
+  X(cuCtxGetId, ctx_get_id, CUcontext, unsigned long long*)
+
 namespace cmt {
 
 struct DriverApi {
 #define CMT_DRIVER_MEMBER(name, member, ...) CUresult (*member)(__VA_ARGS__) = nullptr;
   CMT_DRIVER_FUNCTIONS(CMT_DRIVER_MEMBER)
+  CMT_DRIVER_OPTIONAL_FUNCTIONS(CMT_DRIVER_MEMBER)
 #undef CMT_DRIVER_MEMBER
 };
 

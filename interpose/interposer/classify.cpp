@@ -140,6 +140,8 @@ const char* forward_reason_name(ForwardReason reason) {
       return "same_gpu";
     case ForwardReason::PeerAccess:
       return "peer_access";
+    case ForwardReason::ContextUnsure:
+      return "context_unsure";
     default:
       return "unknown";
   }

@@ -28,12 +28,15 @@ enum class ForwardReason {
   Capturing,  // the stream is capturing a CUDA graph
   DriverError,
   EngineUnavailable,
-  Asleep,  // under a threshold, taken only while cmt's copy threads are awake, and they sleep
-  LanesBusy,  // a warm copy (under a threshold) found every lane busy with other threads' copies
+  Asleep,       // under a threshold, taken only while cmt's copy threads are awake, and they sleep
+  LanesBusy,    // a warm copy (under a threshold) found every lane busy with other threads' copies
   ForkedChild,  // a child forked after the process used CUDA: CUDA's own answer
   NotGpuToGpu,  // a device-to-device copy whose pointers are not both plain device memory
   SameGpu,      // both ends on one GPU: CUDA copies within it at its memory's speed
   PeerAccess,   // one GPU can reach the other's memory: CUDA copies directly
+  // The context's id could not be read, or another thread is letting go of what cmt held in the
+  // context its handle named before (interposer/context_watch.h)
+  ContextUnsure,
   Count,
 };
 

@@ -370,29 +370,76 @@ void Interposer::context_ends(CUcontext ctx, bool alive, const char* how) noexce
   try {
     if (g_forked_child) return;  // nothing of cmt's is in a child's contexts
     Interposer& self = instance();
-    CopyEngine* engine = nullptr;
-    {
-      std::lock_guard<std::mutex> lk(engine_mu());
-      engine = self.engine_;
-    }
-    const unsigned lanes = engine ? engine->forget_context(ctx, alive) : 0;
-    PeerCopier* peer = self.peer_copier_.load(std::memory_order_acquire);
-    const unsigned peer_lanes = peer ? peer->forget_context(ctx, alive) : 0;
-    std::size_t registrations = 0;
-    with_register_cache([&](RegisterCache& cache) {
-      registrations = cache.forget_context(ctx, alive);
-      if (self.edge_scratch_) self.edge_scratch_->forget_context(ctx);
-      if (self.beside_scratch_) self.beside_scratch_->forget_context(ctx);
-    });
-    for (StreamTimer* timer : {g_stream_timer.load(), g_recorder_timer.load()})
-      if (timer) timer->forget_context(ctx, alive);
-    const std::size_t records = cuda_host_memory().forget_context(ctx);
-    CMT_LOG(info,
-            "context {} ends ({}): cmt let go of {} staging lanes, {} peer lanes, {} hot-buffer "
-            "registrations and {} records of CUDA host memory made in it",
-            static_cast<void*>(ctx), how, lanes, peer_lanes, registrations, records);
+    self.contexts_.forget(ctx);  // seen: the next context under this handle is met as new
+    self.let_go_of_context(ctx, alive, how);
   } catch (...) {
   }
+}
+
+void Interposer::let_go_of_context(CUcontext ctx, bool alive, const char* how) {
+  CopyEngine* engine = nullptr;
+  {
+    std::lock_guard<std::mutex> lk(engine_mu());
+    engine = engine_;
+  }
+  const unsigned lanes = engine ? engine->forget_context(ctx, alive) : 0;
+  PeerCopier* peer = peer_copier_.load(std::memory_order_acquire);
+  const unsigned peer_lanes = peer ? peer->forget_context(ctx, alive) : 0;
+  std::size_t registrations = 0;
+  with_register_cache([&](RegisterCache& cache) {
+    registrations = cache.forget_context(ctx, alive);
+    if (edge_scratch_) edge_scratch_->forget_context(ctx);
+    if (beside_scratch_) beside_scratch_->forget_context(ctx);
+  });
+  for (StreamTimer* timer : {g_stream_timer.load(), g_recorder_timer.load()})
+    if (timer) timer->forget_context(ctx, alive);
+  const std::size_t records = cuda_host_memory().forget_context(ctx);
+  CMT_LOG(info,
+          "context {} ends ({}): cmt let go of {} staging lanes, {} peer lanes, {} hot-buffer "
+          "registrations and {} records of CUDA host memory made in it",
+          static_cast<void*>(ctx), how, lanes, peer_lanes, registrations, records);
+}
+
+bool Interposer::context_goes_on(CUcontext ctx) noexcept {
+  unsigned long long id = 0;
+  if (!ctx || !driver_->ctx_get_id) return true;  // a driver before CUDA 12.0: unwatched
+  // A handle the driver no longer knows: CUDA's call answers for it.
+  const CUresult r = driver_->ctx_get_id(ctx, &id);
+  try {
+    if (r != CUDA_SUCCESS || id == 0 || id == ~0ull) {
+      CMT_WARN_ONCE("the driver gave no id for context {} ({}); copies in it are CUDA's",
+                    static_cast<void*>(ctx), cuda_error_text(*driver_, r));
+      return false;
+    }
+    switch (contexts_.check(ctx, id)) {
+      case ContextWatch::Verdict::Known:
+      case ContextWatch::Verdict::Unwatched:
+        return true;
+      case ContextWatch::Verdict::Unsure:
+        return false;
+      case ContextWatch::Verdict::Ended:
+        break;
+    }
+    CMT_WARN_ONCE(
+        "context {} ended where cmt did not see it (its handle now names context id {}); cmt "
+        "let go of what it held in the old one",
+        static_cast<void*>(ctx), id);
+    stats_->unseen_context_end();
+    try {
+      // Dead already: its handles are dropped untouched (one in use by a copy is leaked).
+      let_go_of_context(ctx, false, "an end cmt did not see, found at a copy");
+    } catch (...) {  // no memory for its log line: what could be let go was
+    }
+    contexts_.settle(ctx, id);
+    return true;
+  } catch (...) {  // no memory for a warning: this copy is CUDA's
+    return false;
+  }
+}
+
+bool Interposer::current_context_goes_on() noexcept {
+  CUcontext ctx = nullptr;
+  return driver_->ctx_get_current(&ctx) == CUDA_SUCCESS && context_goes_on(ctx);
 }
 
 void Interposer::host_memory_removed(void* p) noexcept {
@@ -544,6 +591,9 @@ std::size_t Interposer::take_hot_copy(void* dst, const void* src, std::size_t by
                                       CUstream stream, Entry entry,
                                       std::optional<Direction>* taken) {
   if (g_forked_child || !engine()) return 0;
+  // Before the cache is asked: a registration of a context that ended unseen is dead. Not here,
+  // the engine's path asks again and forwards.
+  if (!current_context_goes_on()) return 0;
   // Not a copy cmt makes from a registration: CUDA must see the memory as it would without cmt.
   auto not_hot = [&] {
     for (const void* side : {static_cast<const void*>(dst), src}) {
@@ -723,6 +773,8 @@ std::size_t Interposer::take_peer_copy(const PeerCall& call, Entry entry) noexce
       return 0;
     }
     PeerDecision d = classify_peer_copy(*driver_, call, config_.peer_threshold);
+    if (d.taken() && !(context_goes_on(d.request.src_ctx) && context_goes_on(d.request.dst_ctx)))
+      d.reason = ForwardReason::ContextUnsure;
     if (!d.taken()) {
       stats_->forwarded(d.reason);
       return 0;
@@ -800,9 +852,9 @@ std::size_t Interposer::take_copy(void* dst, const void* src, std::size_t bytes,
       return take_peer_copy(
           PeerCall::of(as_device(dst), as_device(src), bytes, stream, peer_synchronous), entry);
     }
-    if (!d.taken()) {
+    if (!d.taken() || !current_context_goes_on()) {
       if (gate_asked) warm_gate_.not_taken();
-      stats_->forwarded(d.reason);
+      stats_->forwarded(d.taken() ? ForwardReason::ContextUnsure : d.reason);
       return 0;
     }
     const bool warm = bytes < (d.request.direction == Direction::HostToDevice ? always.h2d

@@ -14,6 +14,7 @@
 #include "cuda/driver_api.h"
 #include "interposer/batch_copy.h"
 #include "interposer/classify.h"
+#include "interposer/context_watch.h"
 #include "interposer/stats.h"
 #include "interposer/warm_gate.h"
 
@@ -111,6 +112,14 @@ class Interposer {
   class CopyEngine* engine();
   class PeerCopier* peer_copier();
   bool load_driver();  // with engine_mu held
+  // What context_ends does once the handle is off the watch; also for an end the watch found.
+  void let_go_of_context(CUcontext ctx, bool alive, const char* how);
+  // Whether a copy cmt is about to take in `ctx` may go on (context_watch.h): yes if the handle
+  // still names the context cmt knew by it, or names a new one after what cmt held in the old
+  // one was let go here; no (forward it) if the driver cannot give its id, or another thread is
+  // letting go. The current context's, for copies made in it.
+  bool context_goes_on(CUcontext ctx) noexcept;
+  bool current_context_goes_on() noexcept;
   // Arms the host leg with a copier on the current GPU's local cores, once.
   void arm_host_copies();
   // Where register = hot: the cache, attached to libcmt-release.so (no library, no cache).
@@ -149,6 +158,7 @@ class Interposer {
   std::atomic<int> gpu_count_{-1};
   Stats* stats_ = nullptr;
   WarmGate warm_gate_;  // copies between the warm thresholds and the thresholds
+  ContextWatch contexts_;  // the context each handle named at cmt's last copy in it
   class RegisterCache* register_cache_ = nullptr;
   class PinnedScratch* edge_scratch_ = nullptr;    // made with the cache (hot_copy.h)
   class PinnedScratch* beside_scratch_ = nullptr;

@@ -229,6 +229,7 @@ std::string Stats::to_json(double copy_threads_cpu_s) const {
       ", \"driver\": " + std::to_string(via_driver_.load()) +
       ", \"batch\": " + std::to_string(via_batch_.load()) + "},\n  \"sizes\": {" + sizes_json() +
       "},\n  \"partial\": " + std::to_string(partial_.load()) +
+      ",\n  \"unseen_context_ends\": " + std::to_string(unseen_context_ends_.load()) +
       ",\n  \"fresh_destinations\": {\"calls\": " + std::to_string(fresh_calls_.load()) +
       ", \"bytes\": " + std::to_string(fresh_bytes_.load()) +
       "},\n  \"hot_buffers\": " + register_json() +
@@ -339,6 +340,8 @@ std::string Stats::summary(double copy_threads_cpu_s) const {
   out += "; forwarded to CUDA: " + (forwards.empty() ? std::string("none") : forwards);
   if (std::uint64_t p = partial_.load())
     out += "; finished by CUDA after a stop: " + std::to_string(p);
+  if (std::uint64_t n = unseen_context_ends_.load())
+    out += "; contexts found ended where cmt did not see them: " + std::to_string(n);
   return out;
 }
 

@@ -25,6 +25,8 @@ class Stats {
   void taken_peer(Entry entry, std::uint64_t bytes, std::uint64_t nanoseconds);
   void forwarded(ForwardReason reason, std::uint64_t calls = 1);
   void partial() { partial_.fetch_add(1, std::memory_order_relaxed); }  // engine stopped short
+  // A context that ended where no hook of cmt's saw it, found at a copy (context_watch.h).
+  void unseen_context_end() { unseen_context_ends_.fetch_add(1, std::memory_order_relaxed); }
   // A D2H copy into memory never written before, `bytes` of it prepared (engine/shared/fresh_pages.h).
   void fresh(std::uint64_t bytes) {
     fresh_calls_.fetch_add(1, std::memory_order_relaxed);
@@ -87,6 +89,7 @@ class Stats {
   std::atomic<std::uint64_t> size_calls_[2][kBuckets] = {}, size_bytes_[2][kBuckets] = {};
   std::atomic<std::uint64_t> forwarded_[static_cast<int>(ForwardReason::Count)] = {};
   std::atomic<std::uint64_t> partial_{0};
+  std::atomic<std::uint64_t> unseen_context_ends_{0};
   std::atomic<std::uint64_t> fresh_calls_{0}, fresh_bytes_{0};
   std::atomic<std::uint64_t> hot_calls_{0}, hot_bytes_{0};
   std::atomic<std::uint64_t> beside_calls_{0}, beside_bytes_{0};

@@ -127,6 +127,11 @@ else
   grep -v "lane ready" "$tmp/unseen-log.err" | head; fails=$((fails + 1))
 fi
 
+# Threads with a cancellation pending copy before anything else has reached cmt (the first one
+# builds cmt's state): each copy returns whole, the thread is cancelled after it, and the
+# process goes on (a cancellation acting inside cmt's frames ended it).
+run cancel "" 0 1 2 20 cancel
+
 # The same with two GPUs and peer rounds, resetting GPU 0's context and GPU 1's in turn: each end
 # lets go of the one GPU-to-GPU lane (GPU 0 -> GPU 1) that names it, every byte stays right, and no
 # handle of an ended context reaches the driver (the app fails on one).

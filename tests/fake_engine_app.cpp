@@ -26,10 +26,16 @@
 // "reset" but each end made where no hook of cmt's sees it (fake_cuda_end_context_unseen): cmt
 // must find it at its next copy, and no handle of the ended context may reach the driver.
 //
-// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green|unseen]
+// With "cancel", before anything else reaches cmt, threads with a cancellation pending (deferred)
+// make copies to and from the device: the first of them builds cmt's state (reading files, a
+// cancellation point inside cmt's noexcept frames, which ended the process). Each must return
+// whole and be cancelled at the thread's next cancellation point; then the round trips run.
+//
+// usage: fake_engine_app THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green|unseen|cancel]
 // Prints "trips N ok N failed N wrong N max_rss_mb N dmas N ..." (the fake's counters); exits 1 if
 // any copy that reported success left a wrong byte.
 #include <cuda.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -264,6 +270,55 @@ bool success_leaves_no_index() {
   return true;
 }
 
+// One copy on a thread of its own whose cancellation is pending: whether it returned with every
+// byte right and the thread was then cancelled.
+struct PendingCopy {
+  CUdeviceptr dev;
+  std::vector<unsigned char>* host;
+  bool to_device;
+  bool returned = false, right = false;
+};
+
+void* copy_with_cancel_pending(void* arg) {
+  auto* c = static_cast<PendingCopy*>(arg);
+  pthread_cancel(pthread_self());  // deferred: pending until a cancellation point
+  std::vector<unsigned char>& h = *c->host;
+  const CUresult r = c->to_device ? cuMemcpyHtoD(c->dev, h.data(), h.size())
+                                  : cuMemcpyDtoH(h.data(), c->dev, h.size());
+  c->returned = true;
+  c->right = r == CUDA_SUCCESS;
+  pthread_testcancel();
+  c->right = false;  // not cancelled
+  return nullptr;
+}
+
+bool copies_with_cancellation_pending() {
+  std::vector<unsigned char> out((24u << 20) + 5), back(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<unsigned char>(i * 11 + 3);
+  CUdeviceptr dev = 0;
+  if (cuMemAlloc(&dev, out.size()) != CUDA_SUCCESS) return false;
+  bool ok = true;
+  for (int k = 0; k < 6; ++k) {
+    PendingCopy c{dev, k % 2 == 0 ? &out : &back, k % 2 == 0};
+    pthread_t th;
+    void* result = nullptr;
+    if (pthread_create(&th, nullptr, copy_with_cancel_pending, &c) != 0 ||
+        pthread_join(th, &result) != 0)
+      return false;
+    if (result != PTHREAD_CANCELED || !c.returned || !c.right) {
+      std::fprintf(stderr,
+                   "copy %d with a cancellation pending: cancelled %d, returned %d, ok %d\n", k,
+                   result == PTHREAD_CANCELED, c.returned, c.right);
+      ok = false;
+    }
+    if (k % 2 == 1 && back != out) {
+      std::fprintf(stderr, "copy %d with a cancellation pending: wrong bytes\n", k);
+      ok = false;
+    }
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -273,15 +328,17 @@ int main(int argc, char** argv) {
   const bool resets = std::strcmp(mode, "reset") == 0 || std::strcmp(mode, "peer-reset") == 0;
   const bool greens = std::strcmp(mode, "green") == 0;
   const bool unseen = std::strcmp(mode, "unseen") == 0;
-  if (argc != 4 && !(argc == 5 && (peer || forks || resets || greens || unseen))) {
+  const bool cancels = std::strcmp(mode, "cancel") == 0;
+  if (argc != 4 && !(argc == 5 && (peer || forks || resets || greens || unseen || cancels))) {
     std::fprintf(stderr,
-                 "usage: %s THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green|unseen]\n",
+                 "usage: %s THREADS ROUNDS SEED [peer|fork|reset|peer-reset|green|unseen|cancel]\n",
                  argv[0]);
     return 2;
   }
   int threads = std::atoi(argv[1]), rounds = std::atoi(argv[2]);
   unsigned seed = static_cast<unsigned>(std::strtoul(argv[3], nullptr, 10));
   if (cuInit(0) != CUDA_SUCCESS) return 2;
+  if (cancels && !copies_with_cancellation_pending()) g_wrong.fetch_add(1);
   if (!peer && !failed_copy_is_named()) g_wrong.fetch_add(1);
   if (!peer && !success_leaves_no_index()) g_wrong.fetch_add(1);
   std::vector<std::thread> pool;

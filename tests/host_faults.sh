@@ -23,14 +23,16 @@ expect() {
 }
 
 # taken NAME FIELD LEAST: under cmt, the statistics' host_copies FIELD (fill_F: fills' F, read_F:
-# reads' F) is >= LEAST
+# reads' F; engine_h2d, engine_d2h: copies to and from the GPU the engine took) is >= LEAST
 taken() {
   python3 - "$tmp/$1.json" "$2" "$3" <<'PY'
 import json, sys
 path, field, least = sys.argv[1], sys.argv[2], int(sys.argv[3])
-h = json.load(open(path))["host_copies"]
+s = json.load(open(path))
+h = s["host_copies"]
 got = (h["fills"][field[5:]] if field.startswith("fill_")
-       else h["reads"][field[5:]] if field.startswith("read_") else h[field])
+       else h["reads"][field[5:]] if field.startswith("read_")
+       else s["taken"][field[7:]]["calls"] if field.startswith("engine_") else h[field])
 print(f"  {field} {got}")
 sys.exit(0 if got >= least else 1)
 PY
@@ -70,5 +72,7 @@ scenario cancel 0 calls 20
 scenario query 0 calls 1
 # The "rc" stream's fread is taken (no cancellation point); the cancelled calls are not.
 scenario cancel-read 0 read_calls 1
+# Threads cancelled while (or just before) they copy to the GPU and back through cmt's engine.
+scenario cancel-copy 0 engine_h2d 20
 [ "$fails" -eq 0 ] || { echo "FAIL: $fails scenario(s)"; exit 1; }
 echo "ok: faults, signals and cancellation inside host copies behave as with libc"

@@ -27,6 +27,14 @@
 //       descriptor's offset unmoved; the stream's buffered bytes taken, as glibc's fread takes
 //       them before its first read, and its lock given back); an fread of a stream opened with
 //       "c" is no cancellation point and reads.
+//   cancel-copy: a thread with a cancellation pending (deferred) copies 32 MiB + 3 of pageable
+//       memory to the GPU and back (cuMemcpyHtoD, cuMemcpyDtoH), then reaches pthread_testcancel,
+//       20 times; then threads copying so in a loop are cancelled from outside at different
+//       moments, 40 rounds of two. The process must not end (under cmt, a cancellation acting
+//       at a wait inside libcmt-engine.so's noexcept frames ended it); every thread must end
+//       cancelled, inside a copy call or after it; a round trip that returned must be exact.
+//       Says how many pending cancellations acted inside a copy call (CUDA's choice; under
+//       cmt none: a hooked call is never a cancellation point).
 //
 // Linked against the fake libcuda, or the real one for the GPU machine: cuInit and cuMemAllocHost
 // reach libcmt.so, which arms the host leg. Prints "ok SCENARIO ..." and exits 0 when it behaves
@@ -351,6 +359,80 @@ int cancel() {
   return ok ? 0 : 1;
 }
 
+// cancel-copy: round trips through the GPU on threads that get cancelled.
+CUcontext g_context = nullptr;
+constexpr std::size_t kTrip = (32u << 20) + 3;
+
+struct Trip {
+  char* src;
+  char* back;
+  CUdeviceptr dev;
+  bool pending;                  // cancelled before its first copy (else from outside)
+  std::atomic<int> returned{0};  // copy calls that returned
+  std::atomic<int> exact{0};     // round trips that came back byte-exact
+  std::atomic<int> wrong{0};     // ... and that did not
+};
+
+void* trip_cancelled(void* arg) {
+  auto* t = static_cast<Trip*>(arg);
+  if (cuCtxSetCurrent(g_context) != CUDA_SUCCESS) return nullptr;
+  if (t->pending) pthread_cancel(pthread_self());  // deferred: pending until a cancellation point
+  for (unsigned round = 0;; ++round) {
+    t->src[round % kTrip] = static_cast<char>(round);
+    const bool up = cuMemcpyHtoD(t->dev, t->src, kTrip) == CUDA_SUCCESS;
+    t->returned.fetch_add(1);
+    const bool down = cuMemcpyDtoH(t->back, t->dev, kTrip) == CUDA_SUCCESS;
+    t->returned.fetch_add(1);
+    (up && down && std::memcmp(t->src, t->back, kTrip) == 0 ? t->exact : t->wrong).fetch_add(1);
+    pthread_testcancel();
+  }
+  return nullptr;
+}
+
+int cancel_copy() {
+  Trip trips[2];
+  for (Trip& t : trips) {
+    t.src = map_anon(kTrip);
+    t.back = map_anon(kTrip);
+    for (std::size_t i = 0; i < kTrip; ++i) t.src[i] = static_cast<char>(i * 31 + 7);
+    if (cuMemAlloc(&t.dev, kTrip) != CUDA_SUCCESS) return 2;
+  }
+  int not_cancelled = 0, inside = 0, pending_rounds = 20;
+  for (int round = 0; round < pending_rounds; ++round) {
+    Trip& t = trips[0];
+    t.pending = true;
+    const int before = t.returned.load();
+    pthread_t th;
+    pthread_create(&th, nullptr, trip_cancelled, &t);
+    void* result = nullptr;
+    pthread_join(th, &result);
+    not_cancelled += result != PTHREAD_CANCELED;
+    inside += t.returned.load() - before < 2;  // acted inside a copy call
+  }
+  for (int round = 0; round < 40; ++round) {
+    pthread_t th[2];
+    for (int k = 0; k < 2; ++k) {
+      trips[k].pending = false;
+      pthread_create(&th[k], nullptr, trip_cancelled, &trips[k]);
+    }
+    usleep(200 + (round * 1237) % 20000);
+    for (pthread_t& x : th) pthread_cancel(x);
+    for (pthread_t& x : th) {
+      void* result = nullptr;
+      pthread_join(x, &result);
+      not_cancelled += result != PTHREAD_CANCELED;
+    }
+  }
+  const int exact = trips[0].exact.load() + trips[1].exact.load();
+  const int wrong = trips[0].wrong.load() + trips[1].wrong.load();
+  const bool ok = not_cancelled == 0 && wrong == 0;
+  std::printf(
+      "%s cancel-copy: %d threads not cancelled, %d round trips exact, %d wrong; %d of %d "
+      "pending cancellations acted inside a copy call\n",
+      ok ? "ok" : "FAIL", not_cancelled, exact, wrong, inside, pending_rounds);
+  return ok ? 0 : 1;
+}
+
 // cancel-read: one call, on a thread of its own whose cancellation is pending when it makes it.
 struct CancelRead {
   int kind;  // 0 read, 1 pread, 2 readv, 3 preadv, 4 fread, 5 fread of a "c" stream
@@ -477,6 +559,10 @@ int main(int argc, char** argv) {
   if (name == "sigqueue") return sigqueue_scenario();
   if (name == "query") return query();
   if (name == "cancel-read") return cancel_read(pinned);
+  if (name == "cancel-copy") {
+    g_context = context;
+    return cancel_copy();
+  }
   if (name == "probe") return 0;  // CUDA is there
   std::fprintf(stderr, "unknown scenario %s\n", argv[1]);
   return 2;

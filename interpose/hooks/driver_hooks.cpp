@@ -12,6 +12,7 @@
 #include "common/thread_context.h"
 #include "cuda/real_dl.h"
 #include "hooks/exported.h"
+#include "hooks/held_offer.h"
 #include "hooks/hook_shapes.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
@@ -112,9 +113,10 @@ CUresult take_or_forward(void* dst, const void* src, std::size_t bytes, int kind
   RecordedCall record(hook<H>().name, direction_of_kind(kind), host_side_of(dst, src, kind), bytes,
                       explicit_stream<H>(stream));
   CopyCallScope timed;
-  const std::size_t done = Interposer::offer_copy(dst, src, bytes, kind,
-                                                  explicit_stream<H>(stream), synchronous,
-                                                  Entry::Driver);
+  const std::size_t done = held_offer([&] {
+    return Interposer::offer_copy(dst, src, bytes, kind, explicit_stream<H>(stream), synchronous,
+                                  Entry::Driver);
+  });
   const CUresult result = done == bytes && bytes != 0 ? CUDA_SUCCESS : forward(real, done);
   record.finish(result, done);
   return result;
@@ -210,7 +212,7 @@ std::size_t offer_peer(CUdeviceptr dst, CUcontext dst_ctx, CUdeviceptr src, CUco
   PeerCall call = PeerCall::of(dst, src, n, explicit_stream<H>(stream), synchronous);
   call.dst_ctx = dst_ctx;
   call.src_ctx = src_ctx;
-  return Interposer::offer_peer_copy(call, Entry::Driver);
+  return held_offer([&] { return Interposer::offer_peer_copy(call, Entry::Driver); });
 }
 
 template <Driver H>
@@ -256,7 +258,10 @@ CUresult batch(const char* api, const BatchCall& call, size_t* fail_index, Forwa
   // Recorded as one call (interposer/recorder.h): its bytes, and those cmt made.
   const std::size_t total = batch_bytes(call);
   RecordedCall record(api, "?", nullptr, total, call.stream);
-  Interposer::offer_batch(call, &rest);
+  held_offer([&] {
+    Interposer::offer_batch(call, &rest);
+    return std::size_t{0};
+  });
   if (rest.untouched) {
     const CUresult r = forward(call);
     record.finish(r, 0);
@@ -690,7 +695,7 @@ CUresult GetProcAddressV2(const char* symbol, void** pfn, int version, cuuint64_
 }
 
 #define CMT_DRIVER_HOOK_FUNCTION(name, shape, per_thread) \
-  reinterpret_cast<void*>(&shape<Driver::name>),
+  reinterpret_cast<void*>(&HeldHook<&shape<Driver::name>>::call),
 void* const g_hook_functions[kHookCount] = {CMT_DRIVER_HOOKS(CMT_DRIVER_HOOK_FUNCTION)};
 #undef CMT_DRIVER_HOOK_FUNCTION
 

@@ -23,6 +23,7 @@
 // registered, every hook goes to libc after one compare (free's cost: bench/lab/NOTES.md 52).
 #include <dlfcn.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
@@ -98,17 +99,26 @@ __attribute__((constructor(101))) void find_next_functions() noexcept {
   next(g_syscall, "syscall");
 }
 
-// The program's errno across a report: the cache's work (the driver taking registrations back) may
-// set it, and a call that then succeeds must leave errno as the program had it.
-class KeepErrno {
+// Held across a report to the cache. The program's errno: the cache's work (the driver taking
+// registrations back) may set it, and a call that then succeeds must leave errno as the program
+// had it. And no cancellation: the cache may log or wait in the driver, cancellation points
+// inside noexcept frames (free's own among them) that a cancellation's unwinding would end the
+// process at; one pending acts at the thread's next cancellation point, as free and munmap are
+// none. Only the state changes, as nothing here is one: an asynchronous cancellation that
+// arrives meanwhile acts as the state comes back, as it could have inside libc's free.
+class Reporting {
  public:
-  KeepErrno() : saved_(errno) {}
-  ~KeepErrno() { errno = saved_; }
-  KeepErrno(const KeepErrno&) = delete;
-  KeepErrno& operator=(const KeepErrno&) = delete;
+  Reporting() : errno_(errno) { pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state_); }
+  ~Reporting() {
+    pthread_setcancelstate(cancel_state_, nullptr);
+    errno = errno_;
+  }
+  Reporting(const Reporting&) = delete;
+  Reporting& operator=(const Reporting&) = delete;
 
  private:
-  int saved_;
+  int errno_;
+  int cancel_state_ = PTHREAD_CANCEL_ENABLE;
 };
 
 bool watched(std::uintptr_t lo, std::uintptr_t hi) {
@@ -121,7 +131,7 @@ void report_pages(const void* p, std::size_t bytes) noexcept {
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
   const std::uintptr_t hi = bytes > UINTPTR_MAX - lo ? UINTPTR_MAX : lo + bytes;
   if (!watched(lo, hi)) return;
-  KeepErrno keep;
+  Reporting reporting;
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->pages_released(lo, hi);
 }
 
@@ -146,7 +156,7 @@ __attribute__((noinline)) void report_chunk(void* p) noexcept {
   const std::size_t size = chunk_size(p);
   if (!size) return;
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
-  KeepErrno keep;
+  Reporting reporting;
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire))
     abi->chunk_released(lo, lo + size);
 }
@@ -157,7 +167,7 @@ __attribute__((noinline)) bool report_chunk_free(void* p) noexcept {
   const std::size_t size = chunk_size(p);
   if (!size) return false;
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
-  KeepErrno keep;
+  Reporting reporting;
   const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire);
   return abi && abi->chunk_freed(p, lo, lo + size);
 }
@@ -172,14 +182,14 @@ __attribute__((noinline)) bool realloc_moved(void* p, std::size_t bytes, void** 
   if (!size || bytes == 0) return false;  // realloc(p, 0) frees p: free()'s own path
   const auto lo = reinterpret_cast<std::uintptr_t>(p);
   {
-    KeepErrno keep;
+    Reporting reporting;
     const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire);
     if (!abi || !abi->chunk_registered(lo, lo + size)) return false;
   }
   void* moved = std::malloc(bytes);
   if (moved) {
     std::memcpy(moved, p, std::min(malloc_usable_size(p), bytes));
-    KeepErrno keep;
+    Reporting reporting;
     if (!report_chunk_free(p)) g_free.load(std::memory_order_relaxed)(p);
   }
   *out = moved;
@@ -188,7 +198,7 @@ __attribute__((noinline)) bool realloc_moved(void* p, std::size_t bytes, void** 
 
 void report_all() noexcept {
   if (g_span.load(std::memory_order_relaxed) == 0) return;
-  KeepErrno keep;
+  Reporting reporting;
   if (const ReleaseAbi* abi = g_abi.load(std::memory_order_acquire)) abi->all_released();
 }
 

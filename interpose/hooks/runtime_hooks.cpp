@@ -12,6 +12,7 @@
 #include "common/thread_context.h"
 #include "cuda/real_runtime.h"
 #include "hooks/exported.h"
+#include "hooks/held_offer.h"
 #include "hooks/hook_shapes.h"
 #include "hooks/hook_table.h"
 #include "interposer/interposer.h"
@@ -82,8 +83,10 @@ cudaError_t RuntimeCopy(void* dst, const void* src, size_t count, cudaMemcpyKind
   RuntimeHookScope scope;  // cudart's own cuMemcpy* calls below are not offered again
   RecordedCall record = record_copy<H>(dst, src, count, kind, explicit_stream<H>(nullptr));
   CopyCallScope timed;
-  std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(nullptr),
-                                            true, Entry::Runtime);
+  const std::size_t done = held_offer([&] {
+    return Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(nullptr), true,
+                                  Entry::Runtime);
+  });
   if (done == count && count != 0) return recorded(record, cudaSuccess, done);
   skip_done(dst, src, count, done);  // zero bytes: CUDA's to answer
   return recorded(record, real(dst, src, count, kind), done);
@@ -97,8 +100,10 @@ cudaError_t RuntimeCopyAsync(void* dst, const void* src, size_t count, cudaMemcp
   RuntimeHookScope scope;
   RecordedCall record = record_copy<H>(dst, src, count, kind, explicit_stream<H>(stream));
   CopyCallScope timed;
-  std::size_t done = Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(stream),
-                                            false, Entry::Runtime);
+  const std::size_t done = held_offer([&] {
+    return Interposer::offer_copy(dst, src, count, kind, explicit_stream<H>(stream), false,
+                                  Entry::Runtime);
+  });
   if (done == count && count != 0) return recorded(record, cudaSuccess, done);
   skip_done(dst, src, count, done);  // zero bytes: CUDA's to answer
   return recorded(record, real(dst, src, count, kind, stream), done);
@@ -115,7 +120,7 @@ std::size_t offer_peer(void* dst, int dst_device, const void* src, int src_devic
                                reinterpret_cast<CUdeviceptr>(src), count, stream, synchronous);
   call.dst_device = dst_device;
   call.src_device = src_device;
-  return Interposer::offer_peer_copy(call, Entry::Runtime);
+  return held_offer([&] { return Interposer::offer_peer_copy(call, Entry::Runtime); });
 }
 
 template <Runtime H>

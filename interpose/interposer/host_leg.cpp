@@ -45,16 +45,17 @@ class Held {
   explicit Held(CallerHold* hold) : hold_(hold) {
     if (!hold_) return;
     hold_->hold();
-    begin_deferring(hold_);
+    outer_ = begin_deferring(hold_);
   }
   ~Held() {
-    if (hold_) end_deferring();
+    if (hold_) end_deferring(outer_);
   }
   Held(const Held&) = delete;
   Held& operator=(const Held&) = delete;
 
  private:
   CallerHold* hold_;
+  CallerHold* outer_ = nullptr;
 };
 
 long long monotonic_ns() {

@@ -258,15 +258,17 @@ int program_sigaction(int sig, const struct sigaction* act, struct sigaction* ol
   return 0;
 }
 
-void begin_deferring(CallerHold* hold) noexcept {
+CallerHold* begin_deferring(CallerHold* hold) noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
+  CallerHold* const outer = t_hold;
   t_hold = hold;
   std::atomic_signal_fence(std::memory_order_seq_cst);
+  return outer;
 }
 
-void end_deferring() noexcept {
+void end_deferring(CallerHold* outer) noexcept {
   std::atomic_signal_fence(std::memory_order_seq_cst);
-  t_hold = nullptr;
+  t_hold = outer;
   std::atomic_signal_fence(std::memory_order_seq_cst);
 }
 

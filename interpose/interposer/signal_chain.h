@@ -47,8 +47,10 @@ bool fault_handlers_in_front() noexcept;
 int program_sigaction(int sig, const struct sigaction* act, struct sigaction* old) noexcept;
 
 // From now until end_deferring(), a signal the program handles that arrives on this thread is put
-// aside in `hold` (whose release() sends it again).
-void begin_deferring(CallerHold* hold) noexcept;
-void end_deferring() noexcept;
+// aside in `hold` (whose release() sends it again). Returns the hold that was deferring before
+// (null if none), for end_deferring to put back: holds nest (a copy hook's, then a host-leg
+// hook's inside it), and an inner one's end leaves the outer one deferring.
+CallerHold* begin_deferring(CallerHold* hold) noexcept;
+void end_deferring(CallerHold* outer = nullptr) noexcept;
 
 }  // namespace cmt

@@ -34,7 +34,7 @@ tail -2 $o/cancel-copy-plain.txt $o/cancel-copy-cmt.txt
 ctest --test-dir build-gpu -R gpu_host_faults --timeout 150 --output-on-failure > $o/ctest-host-faults.txt 2>&1
 echo "gpu_host_faults rc $? at $(( $(date +%s) - start )) s"; grep -E "ok |FAIL" $o/ctest-host-faults.txt | tail -4
 export CMT_CONFIGS_DIR=
-left=$(( 565 - $(date +%s) + start ))
+left=$(( ${T:-430} - $(date +%s) + start ))
 echo "loaders get $left s"
 timeout $left python3 bench/workloads/loaders.py build-gpu/cmt --rounds 4 --files-only \
   --deadline $(( left - 20 )) --mode head:CMT_LIBRARY=$PWD/build-head/libcmt.so \

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "config/options.h"
 #include "engine/host/host_copier.h"
 #include "engine/shared/fault_guard.h"
+#include "hooks/hook_hold.h"
 #include "interposer/signal_chain.h"
 
 namespace cmt {
@@ -191,6 +193,95 @@ TEST(SignalChain, ASignalDuringAHoldRunsItsHandlerAtTheRelease) {
   ASSERT_EQ(pthread_sigqueue(pthread_self(), SIGUSR1, v), 0);
   EXPECT_EQ(g_usr1.load(), 2);
   program_sigaction(SIGUSR1, &old, nullptr);
+}
+
+// A hold left by a jump (a handler's siglongjmp from a fault of the caller's own, which is never
+// put aside): a signal that comes later must not be put aside into the popped frame, where no
+// release will ever send it, and whose memory is another frame's by then.
+sigjmp_buf g_out;
+__attribute__((noinline)) void deferring_then_jumping() {
+  CallerHold hold;
+  hold.hold();
+  begin_deferring(&hold);
+  siglongjmp(g_out, 1);  // as a handler leaving the held call would
+}
+
+TEST(SignalChain, AHoldAbandonedByAJumpPutsNothingAside) {
+  g_usr1.store(0);
+  install_cmt_handler();
+  struct sigaction mine {
+  }, old{};
+  mine.sa_sigaction = count_usr1;
+  mine.sa_flags = SA_SIGINFO;
+  sigemptyset(&mine.sa_mask);
+  ASSERT_EQ(program_sigaction(SIGUSR1, &mine, &old), 0);
+  int state = PTHREAD_CANCEL_ENABLE;
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &state);
+  if (sigsetjmp(g_out, 1) == 0) deferring_then_jumping();
+  pthread_setcancelstate(state, nullptr);
+  pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, nullptr);
+  sigval v{};
+  v.sival_int = 7;
+  ASSERT_EQ(pthread_sigqueue(pthread_self(), SIGUSR1, v), 0);
+  EXPECT_EQ(g_usr1.load(), 1) << "the handler ran at once";
+  EXPECT_EQ(g_usr1_value.load(), 7);
+  ASSERT_EQ(pthread_sigqueue(pthread_self(), SIGUSR1, v), 0);
+  EXPECT_EQ(g_usr1.load(), 2);
+  end_deferring();
+  program_sigaction(SIGUSR1, &old, nullptr);
+}
+
+int cancel_state_now() {
+  int state = 0;
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &state);
+  pthread_setcancelstate(state, nullptr);
+  return state;
+}
+
+// The hold of a hooked CUDA call (hooks/hook_hold.h): each hook holds the thread and gives the
+// state it found back; the offer's signals go into the hold of the hook running.
+// Where the inner hook's hold was (its address only: the hold is gone once it returns).
+__attribute__((noinline)) std::uintptr_t inner_hook(int* state_inside) {
+  HookHold inner;
+  const auto seen = reinterpret_cast<std::uintptr_t>(HookHold::current());
+  *state_inside = cancel_state_now();
+  inner.leave();
+  return seen;
+}
+
+__attribute__((noinline)) void hook_then_jumping() {
+  HookHold hold;
+  siglongjmp(g_out, 1);  // as a handler leaving the CUDA call inside the hook would
+}
+
+TEST(HookHold, EachHookHoldsAndGivesBackWhatItFound) {
+  ASSERT_EQ(cancel_state_now(), PTHREAD_CANCEL_ENABLE);
+  int inside = -1;
+  {
+    HookHold outer;
+    const auto mine = reinterpret_cast<std::uintptr_t>(HookHold::current());
+    EXPECT_EQ(cancel_state_now(), PTHREAD_CANCEL_DISABLE);
+    const std::uintptr_t nested = inner_hook(&inside);  // a handler's hook inside this one
+    EXPECT_NE(nested, mine);
+    EXPECT_EQ(inside, PTHREAD_CANCEL_DISABLE);
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(HookHold::current()), mine)
+        << "this hook's hold again once the inner one left";
+    EXPECT_EQ(cancel_state_now(), PTHREAD_CANCEL_DISABLE)
+        << "the inner one gave back what it found";
+    outer.leave();
+  }
+  EXPECT_EQ(cancel_state_now(), PTHREAD_CANCEL_ENABLE);
+  int type = -1;
+  pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
+  EXPECT_EQ(type, PTHREAD_CANCEL_DEFERRED);
+
+  // A jump out of a hook abandons its hold: cancellation stays disabled (the README's limit), and
+  // the next hook holds and gives back what it finds.
+  if (sigsetjmp(g_out, 1) == 0) hook_then_jumping();
+  EXPECT_EQ(cancel_state_now(), PTHREAD_CANCEL_DISABLE);
+  EXPECT_NE(inner_hook(&inside), 0u);
+  EXPECT_EQ(cancel_state_now(), PTHREAD_CANCEL_DISABLE);
+  pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, nullptr);  // as the test found it
 }
 
 }  // namespace

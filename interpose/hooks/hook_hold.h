@@ -9,49 +9,53 @@
 // program asked for is whole. While cmt's threads work on the caller's buffers, signals the
 // program handles are put aside too (held_offer.h), and sent again here, on the way out.
 //
-// The hold is taken at the outermost hook frame only (a hook reached from another, cudart's
-// driver call under a runtime hook, finds it taken), and left by leave() as the last thing before
+// Each hook holds the thread itself, and leaves the hold by leave() as the last thing before
 // returning to the program: a cancellation or a handler acts from there, where no frame of cmt's
-// holds anything.
+// holds anything. A driver hook reached from a runtime hook (cudart's own call) is inside that
+// hook's hold and takes none. A handler that leaves a hook by siglongjmp (from the CUDA call in
+// it, where signals are not put aside) abandons its hold: the thread's cancellation then stays
+// disabled, as the hold left it (a limit, said in the README).
 #pragma once
 
+#include <pthread.h>
+
 #include "common/caller_hold.h"
+#include "common/thread_context.h"
 
 namespace cmt {
 
 class HookHold {
  public:
-  HookHold() noexcept {
-    if (t_outermost) return;
-    hold_.hold();
-    t_outermost = &hold_;
-    owner_ = true;
+  HookHold() noexcept : outer_(t_current) {
+    hold_.hold();  // inside another hook's hold (a handler's hook), it saves and gives back that
+    t_current = this;
   }
   // The program's cancellation state back; what was put aside acts here. Not noexcept.
   void leave() {
-    if (!owner_) return;
-    owner_ = false;
-    t_outermost = nullptr;
+    if (left_) return;
+    left_ = true;
+    t_current = outer_;
     hold_.release();
   }
   ~HookHold() {
-    if (!owner_) return;  // left (or not the outermost): nothing
+    if (left_) return;
     // Only reached when leave() was not (nothing unwinds through a held hook): the state back.
-    t_outermost = nullptr;
+    t_current = outer_;
     pthread_setcanceltype(hold_.cancel_type, nullptr);
     pthread_setcancelstate(hold_.cancel_state, nullptr);
   }
   HookHold(const HookHold&) = delete;
   HookHold& operator=(const HookHold&) = delete;
 
-  // The outermost hook's hold on this thread, if a hook is running on it.
-  static CallerHold* current() noexcept { return t_outermost; }
+  // The hold of the hook running on this thread: set by each hook as it starts, so one a jump
+  // abandoned is never named once another hook has started, and only a hook's code asks.
+  static CallerHold* current() noexcept { return t_current ? &t_current->hold_ : nullptr; }
 
  private:
-  static inline thread_local CallerHold* t_outermost __attribute__((tls_model("initial-exec"))) =
-      nullptr;
+  static inline thread_local HookHold* t_current = nullptr;
+  HookHold* const outer_;
   CallerHold hold_;
-  bool owner_ = false;
+  bool left_ = false;
 };
 
 // Hook function F (a handler of hooks/hook_shapes.h's shapes) under a HookHold, left on the way
@@ -62,6 +66,7 @@ struct HeldHook;
 template <typename R, typename... A, R (*F)(A...)>
 struct HeldHook<F> {
   static R call(A... args) {
+    if (RuntimeHookScope::active()) return F(args...);  // inside a runtime hook's hold
     HookHold hold;
     const R result = F(args...);
     hold.leave();

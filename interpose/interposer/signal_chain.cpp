@@ -2,8 +2,10 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <ucontext.h>
 
 #include <atomic>
+#include <cstdint>
 #include <initializer_list>
 
 #include "common/thread_context.h"
@@ -171,6 +173,25 @@ void deliver(int sig, siginfo_t* info, void* context, const struct sigaction& p)
     p.sa_handler(sig);
 }
 
+// The hold deferring on this thread, unless a jump abandoned it: a handler that left a held call
+// by siglongjmp from a fault of the caller's own (never put aside) pops the hold's frame with
+// t_hold still naming it. A live hold lies above the stack pointer the signal interrupted (the
+// stack grows down); one below it is gone, and its memory may be another frame's now.
+CallerHold* live_hold(void* context) {
+  CallerHold* const hold = t_hold;
+#if defined(__x86_64__)
+  if (hold && context) {
+    const auto* uc = static_cast<const ucontext_t*>(context);
+    const auto sp = static_cast<std::uintptr_t>(uc->uc_mcontext.gregs[REG_RSP]);
+    if (reinterpret_cast<std::uintptr_t>(hold) < sp) {
+      t_hold = nullptr;
+      return nullptr;
+    }
+  }
+#endif
+  return hold;
+}
+
 void on_signal(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   if (is_fault_signal(sig)) {
@@ -184,8 +205,8 @@ void on_signal(int sig, siginfo_t* info, void* context) {
       return;
     }
     deliver_fault(sig, info, context, read_program(sig));
-  } else if (CallerHold* hold = t_hold; hold && info && !synchronous(sig, info) &&
-                                         hold->deferred < CallerHold::kMostDeferred) {
+  } else if (CallerHold* hold = live_hold(context); hold && info && !synchronous(sig, info) &&
+                                                    hold->deferred < CallerHold::kMostDeferred) {
     // cmt's threads are writing this thread's buffers: the handler runs once they are done.
     hold->pending[hold->deferred].sig = sig;
     hold->pending[hold->deferred].info = *info;

@@ -129,12 +129,18 @@ const EngineLink* open_engine() {
 }
 
 // The thread that wins loads; the others wait for it. A hooked call made from inside the load
-// (an engine constructor) is answered "no engine" rather than waiting for itself.
+// (an engine constructor) is answered "no engine" rather than waiting for itself. No cancellation
+// acts during the load: saying that it failed writes to stderr, a cancellation point inside
+// noexcept frames (hooks/hook_hold.h says why that would end the process); one pending acts at
+// the thread's next cancellation point.
 const EngineLink* load_engine() {
   int state = NotTried;
   if (g_state.compare_exchange_strong(state, Loading, std::memory_order_acq_rel)) {
     g_loader.store(pthread_self(), std::memory_order_relaxed);
+    int cancel_state = PTHREAD_CANCEL_ENABLE;
+    pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
     g_engine = open_engine();
+    pthread_setcancelstate(cancel_state, nullptr);
     g_state.store(g_engine ? Loaded : Failed, std::memory_order_release);
     return g_engine;
   }
